@@ -1,0 +1,81 @@
+//! Errors returned by model construction.
+
+use crate::model::colouring::ColouringConflict;
+
+/// Why a model could not be built. Every variant names the body or element at fault.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// A parameter is out of its valid range (negative mass, zero spacing, NaN, …).
+    #[error("{context}: {message}")]
+    Invalid {
+        /// Where: body and field, e.g. `cloth "flag": spacing`.
+        context: String,
+        /// What is wrong, with the offending value.
+        message: String,
+    },
+    /// The model would need more memory than the builder's limit allows.
+    #[error(
+        "{context}: {particles} particles and {constraints} constraints need about {bytes} bytes, \
+         more than the memory limit of {limit} bytes"
+    )]
+    TooLarge {
+        /// Which body made it too large.
+        context: String,
+        /// Particle count requested.
+        particles: u128,
+        /// Constraint count requested.
+        constraints: u128,
+        /// Estimated bytes.
+        bytes: u128,
+        /// The limit (bytes).
+        limit: u64,
+    },
+    /// Two bodies have the same name.
+    #[error("two bodies are named {0:?}; names must be unique")]
+    DuplicateName(String),
+    /// Internal: a colouring conflict (a bug in a topology builder).
+    #[error("internal colouring error: {0}")]
+    Colouring(#[from] ColouringConflict),
+}
+
+impl ModelError {
+    pub(crate) fn invalid(context: impl Into<String>, message: impl Into<String>) -> ModelError {
+        ModelError::Invalid { context: context.into(), message: message.into() }
+    }
+}
+
+/// Checks that `value` is finite and > 0.
+pub(crate) fn positive(context: &str, field: &str, value: f32) -> Result<(), ModelError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(format!("{context}: {field}"), format!("must be a finite number > 0, got {value}")))
+    }
+}
+
+/// Checks that `value` is finite and ≥ 0.
+pub(crate) fn non_negative(context: &str, field: &str, value: f32) -> Result<(), ModelError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(format!("{context}: {field}"), format!("must be a finite number ≥ 0, got {value}")))
+    }
+}
+
+/// Checks that a stiffness is > 0 (`+inf` allowed: rigid).
+pub(crate) fn stiffness(context: &str, field: &str, value: f32) -> Result<(), ModelError> {
+    if value > 0.0 && !value.is_nan() {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(format!("{context}: {field}"), format!("must be > 0 N/m (inf for rigid), got {value}")))
+    }
+}
+
+/// Checks that a vector is finite.
+pub(crate) fn finite_vec(context: &str, field: &str, v: glam::Vec3) -> Result<(), ModelError> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(format!("{context}: {field}"), format!("must be finite, got {v}")))
+    }
+}

@@ -1,0 +1,59 @@
+//! # hooke — cloth and rope simulation
+//!
+//! hooke simulates cloth and rope as particles joined by distance constraints — the springs of
+//! a mass-spring model (structural, shear and bending, article §1.1) — solved with XPBD or PBD
+//! (§3), with analytic colliders, signed distances and Coulomb friction (§4).
+//!
+//! The data flow follows NVIDIA Warp's `sim` design:
+//!
+//! * [`ModelBuilder`] → [`Model`]: immutable particles, constraints (already coloured for
+//!   parallel Gauss–Seidel, §5.2), triangles and colliders.
+//! * [`State`]: positions and velocities; [`Control`]: wind and pins, per frame.
+//! * [`Solver`]: one trait for every solver; [`XpbdSolver`] is the CPU XPBD/PBD solver.
+//!
+//! Units are SI throughout (m, kg, s, N/m; compliance in m/N); Y is up; gravity is
+//! (0, −9.81, 0) m/s² by default.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use hooke::{ClothGrid, Control, ModelBuilder, Solver, XpbdSettings, XpbdSolver};
+//! use glam::{Quat, Vec3};
+//!
+//! let mut builder = ModelBuilder::new();
+//! let mut grid = ClothGrid::new("flag", 10, 10, 0.05);
+//! grid.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2); // hang it, row 0 on top
+//! let flag = builder.add_cloth_grid(&grid).unwrap();
+//! let model = Arc::new(builder.finalize().unwrap());
+//! let mut control = Control::new();
+//! for c in 0..10 {
+//!     control.pin(model.bodies()[flag.0].grid_index(0, c).unwrap());
+//! }
+//! let mut solver = XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap();
+//! for _ in 0..10 {
+//!     solver.step(&control, 1.0 / 60.0).unwrap();
+//! }
+//! let mut x = Vec::new();
+//! solver.read_positions(&mut x);
+//! assert!(x.iter().all(|p| p.is_finite()));
+//! ```
+#![warn(missing_docs)]
+
+pub mod collision;
+pub mod control;
+pub mod diagnostics;
+mod error;
+pub mod forces;
+pub mod model;
+pub mod solver;
+pub mod state;
+
+pub use control::{Control, Pin};
+pub use diagnostics::Diagnostics;
+pub use error::ModelError;
+pub use glam;
+pub use model::{
+    Air, Body, BodyId, BodyKind, ClothGrid, ClothMaterial, ClothMesh, ConstraintFamily, DistanceConstraint, Model,
+    ModelBuilder, Rope, RopeMaterial,
+};
+pub use solver::{Method, Solver, SolverError, SolverInfo, StepReport, XpbdSettings, XpbdSolver};
+pub use state::State;

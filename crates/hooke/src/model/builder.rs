@@ -1,0 +1,370 @@
+//! [`ModelBuilder`]: domain verbs that add cloths, ropes and colliders, then `finalize()`.
+
+use super::colouring;
+use super::constraint::{ConstraintFamily, DistanceConstraint};
+use super::{Air, Body, BodyKind, ClothGrid, ClothMesh, Model, Rope};
+use crate::collision::{Collider, Shape};
+use crate::error::{self, ModelError};
+use glam::Vec3;
+
+/// Default memory limit of a builder: 16 GiB.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 16 << 30;
+
+/// Estimated bytes per particle over model, state and solver scratch.
+const BYTES_PER_PARTICLE: u128 = 192;
+/// Estimated bytes per constraint over model, solver and colouring scratch.
+const BYTES_PER_CONSTRAINT: u128 = 48;
+
+/// Handle of a body added to a [`ModelBuilder`]; its index in [`Model::bodies`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BodyId(pub usize);
+
+/// One body's particles and constraints in local indices, before they are appended.
+#[derive(Default)]
+pub(crate) struct Parts {
+    pub positions: Vec<Vec3>,
+    pub velocities: Vec<Vec3>,
+    pub masses: Vec<f32>,
+    pub radii: Vec<f32>,
+    pub constraints: Vec<DistanceConstraint>,
+    pub families: Vec<ConstraintFamily>,
+    /// Colour of each constraint (a pattern for grids and ropes, greedy for meshes).
+    pub colours: Vec<u32>,
+    pub triangles: Vec<[u32; 3]>,
+}
+
+impl Parts {
+    pub fn with_capacity(particles: usize, constraints: usize, triangles: usize) -> Parts {
+        Parts {
+            positions: Vec::with_capacity(particles),
+            velocities: Vec::with_capacity(particles),
+            masses: Vec::with_capacity(particles),
+            radii: Vec::with_capacity(particles),
+            constraints: Vec::with_capacity(constraints),
+            families: Vec::with_capacity(constraints),
+            colours: Vec::with_capacity(constraints),
+            triangles: Vec::with_capacity(triangles),
+        }
+    }
+}
+
+/// Builds a [`Model`]. See the [module documentation](super).
+///
+/// ```
+/// use hooke::{ModelBuilder, ClothGrid, Rope, collision::{Collider, Shape}};
+/// use glam::Vec3;
+/// let mut b = ModelBuilder::new();
+/// let cloth = b.add_cloth_grid(&ClothGrid::new("cloth", 16, 16, 0.05)).unwrap();
+/// b.add_rope(&Rope::straight("rope", Vec3::Y, Vec3::new(1.0, 1.0, 0.0), 20)).unwrap();
+/// b.add_collider(Collider::new("ground", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y })).unwrap();
+/// let model = b.finalize().unwrap();
+/// assert_eq!(model.particle_count(), 16 * 16 + 20);
+/// assert_eq!(model.bodies()[cloth.0].name, "cloth");
+/// ```
+#[derive(Debug)]
+pub struct ModelBuilder {
+    positions: Vec<Vec3>,
+    velocities: Vec<Vec3>,
+    masses: Vec<f32>,
+    radii: Vec<f32>,
+    constraints: Vec<DistanceConstraint>,
+    families: Vec<ConstraintFamily>,
+    colours: Vec<u32>,
+    triangles: Vec<[u32; 3]>,
+    bodies: Vec<Body>,
+    colliders: Vec<Collider>,
+    gravity: Vec3,
+    air: Air,
+    memory_limit: u64,
+}
+
+impl Default for ModelBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ModelBuilder {
+    /// An empty builder with gravity (0, −9.81, 0) m/s², still air, and a 16 GiB memory limit.
+    pub fn new() -> ModelBuilder {
+        ModelBuilder {
+            positions: Vec::new(),
+            velocities: Vec::new(),
+            masses: Vec::new(),
+            radii: Vec::new(),
+            constraints: Vec::new(),
+            families: Vec::new(),
+            colours: Vec::new(),
+            triangles: Vec::new(),
+            bodies: Vec::new(),
+            colliders: Vec::new(),
+            gravity: Vec3::new(0.0, -9.81, 0.0),
+            air: Air::default(),
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+        }
+    }
+
+    /// Sets gravity (m/s²).
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if it is not finite.
+    pub fn set_gravity(&mut self, gravity: Vec3) -> Result<&mut Self, ModelError> {
+        error::finite_vec("model", "gravity", gravity)?;
+        self.gravity = gravity;
+        Ok(self)
+    }
+
+    /// Sets the air parameters.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if a value is negative or not finite.
+    pub fn set_air(&mut self, air: Air) -> Result<&mut Self, ModelError> {
+        error::non_negative("air", "density (kg/m³)", air.density)?;
+        error::non_negative("air", "drag coefficient", air.drag_coefficient)?;
+        self.air = air;
+        Ok(self)
+    }
+
+    /// Sets the memory limit (bytes) above which adding a body fails with
+    /// [`ModelError::TooLarge`] instead of exhausting memory.
+    pub fn set_memory_limit(&mut self, bytes: u64) -> &mut Self {
+        self.memory_limit = bytes;
+        self
+    }
+
+    /// Number of particles added so far.
+    pub fn particle_count(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// A body added so far.
+    pub fn body(&self, id: BodyId) -> &Body {
+        &self.bodies[id.0]
+    }
+
+    /// Adds a rectangular cloth grid (structural, shear and bending families each optional).
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] for a grid smaller than 2×2, a spacing or material value out of
+    /// range; [`ModelError::TooLarge`] if it would not fit the memory limit;
+    /// [`ModelError::DuplicateName`].
+    pub fn add_cloth_grid(&mut self, grid: &ClothGrid) -> Result<BodyId, ModelError> {
+        let particles = grid.rows as u128 * grid.columns as u128;
+        self.check_size(&format!("cloth {:?}", grid.name), particles, grid.constraint_count())?;
+        grid.validate()?;
+        let kind = BodyKind::ClothGrid { rows: grid.rows, columns: grid.columns };
+        self.append(&grid.name, kind, grid.build())
+    }
+
+    /// Adds a rope of `rope.particles` particles along a polyline.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] for fewer than 2 particles or points, a zero-length polyline or a
+    /// material value out of range; [`ModelError::TooLarge`]; [`ModelError::DuplicateName`].
+    pub fn add_rope(&mut self, rope: &Rope) -> Result<BodyId, ModelError> {
+        let n = rope.particles as u128;
+        self.check_size(&format!("rope {:?}", rope.name), n, 2 * n)?;
+        rope.validate()?;
+        self.append(&rope.name, BodyKind::Rope, rope.build())
+    }
+
+    /// Adds a cloth made from a triangle mesh.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] for an empty mesh, an index out of range, a degenerate
+    /// triangle, an unused vertex or a material value out of range; [`ModelError::TooLarge`];
+    /// [`ModelError::DuplicateName`].
+    pub fn add_cloth_mesh(&mut self, mesh: &ClothMesh) -> Result<BodyId, ModelError> {
+        let (n, t) = (mesh.positions.len() as u128, mesh.triangles.len() as u128);
+        self.check_size(&format!("cloth mesh {:?}", mesh.name), n, 3 * t)?;
+        mesh.validate()?;
+        self.append(&mesh.name, BodyKind::ClothMesh, mesh.build())
+    }
+
+    /// Adds a collider; returns its index.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] for a non-positive radius or extent, a zero normal, a negative
+    /// friction coefficient, or a non-finite value.
+    pub fn add_collider(&mut self, mut collider: Collider) -> Result<usize, ModelError> {
+        let ctx = format!("collider {:?}", collider.name);
+        error::non_negative(&ctx, "static friction", collider.friction.static_coefficient)?;
+        error::non_negative(&ctx, "kinetic friction", collider.friction.kinetic_coefficient)?;
+        match &mut collider.shape {
+            Shape::Plane { point, normal } => {
+                error::finite_vec(&ctx, "point", *point)?;
+                error::finite_vec(&ctx, "normal", *normal)?;
+                if normal.length() < 1e-6 {
+                    return Err(ModelError::invalid(format!("{ctx}: normal"), "must not be zero"));
+                }
+                *normal = normal.normalize();
+            }
+            Shape::Sphere { center, radius } => {
+                error::finite_vec(&ctx, "center", *center)?;
+                error::positive(&ctx, "radius", *radius)?;
+            }
+            Shape::Capsule { a, b, radius } => {
+                error::finite_vec(&ctx, "a", *a)?;
+                error::finite_vec(&ctx, "b", *b)?;
+                error::positive(&ctx, "radius", *radius)?;
+            }
+            Shape::Box { center, half_extents, rotation } => {
+                error::finite_vec(&ctx, "center", *center)?;
+                for (axis, h) in ["x", "y", "z"].iter().zip(half_extents.to_array()) {
+                    error::positive(&ctx, &format!("half extent {axis}"), h)?;
+                }
+                if !rotation.is_finite() || rotation.length() < 1e-6 {
+                    return Err(ModelError::invalid(format!("{ctx}: rotation"), "must be a finite rotation"));
+                }
+                *rotation = rotation.normalize();
+            }
+        }
+        self.colliders.push(collider);
+        Ok(self.colliders.len() - 1)
+    }
+
+    /// Overrides the mass (kg) of particle `particle`.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if the index is out of range or the mass is not finite and > 0
+    /// (pins are made with [`Control`](crate::Control), not with infinite masses).
+    pub fn set_particle_mass(&mut self, particle: u32, mass: f32) -> Result<&mut Self, ModelError> {
+        let ctx = format!("particle {particle}");
+        if particle as usize >= self.masses.len() {
+            return Err(ModelError::invalid(
+                ctx,
+                format!("does not exist (there are {} particles)", self.masses.len()),
+            ));
+        }
+        error::positive(&ctx, "mass (kg)", mass)?;
+        self.masses[particle as usize] = mass;
+        Ok(self)
+    }
+
+    fn check_size(&self, context: &str, particles: u128, constraints: u128) -> Result<(), ModelError> {
+        let total_p = self.positions.len() as u128 + particles;
+        let total_c = self.constraints.len() as u128 + constraints;
+        let bytes = total_p * BYTES_PER_PARTICLE + total_c * BYTES_PER_CONSTRAINT;
+        if total_p > u32::MAX as u128 || total_c > u32::MAX as u128 || bytes > self.memory_limit as u128 {
+            return Err(ModelError::TooLarge {
+                context: context.to_string(),
+                particles: total_p,
+                constraints: total_c,
+                bytes,
+                limit: self.memory_limit,
+            });
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, name: &str, kind: BodyKind, parts: Parts) -> Result<BodyId, ModelError> {
+        if self.bodies.iter().any(|b| b.name == name) {
+            return Err(ModelError::DuplicateName(name.to_string()));
+        }
+        if name.is_empty() {
+            return Err(ModelError::invalid("body", "name must not be empty"));
+        }
+        let p0 = self.positions.len() as u32;
+        let t0 = self.triangles.len() as u32;
+        self.positions.extend_from_slice(&parts.positions);
+        self.velocities.extend_from_slice(&parts.velocities);
+        self.masses.extend_from_slice(&parts.masses);
+        self.radii.extend_from_slice(&parts.radii);
+        self.constraints.extend(parts.constraints.iter().map(|c| DistanceConstraint {
+            i: c.i + p0,
+            j: c.j + p0,
+            ..*c
+        }));
+        self.families.extend_from_slice(&parts.families);
+        // Bodies share no particles, so colour k of every body can go in global colour k.
+        self.colours.extend(compact(&parts.colours));
+        self.triangles.extend(parts.triangles.iter().map(|t| t.map(|v| v + p0)));
+        self.bodies.push(Body {
+            name: name.to_string(),
+            kind,
+            particles: p0..self.positions.len() as u32,
+            triangles: t0..self.triangles.len() as u32,
+        });
+        Ok(BodyId(self.bodies.len() - 1))
+    }
+
+    /// Freezes the model: sorts constraints by colour, proves the colouring conflict-free,
+    /// and builds the particle→triangle adjacency.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if the model has no particles; [`ModelError::Colouring`] if a
+    /// topology builder produced a conflicting colouring (an internal error).
+    pub fn finalize(self) -> Result<Model, ModelError> {
+        let n = self.positions.len();
+        if n == 0 {
+            return Err(ModelError::invalid("model", "has no cloth or rope"));
+        }
+        let pairs: Vec<[u32; 2]> = self.constraints.iter().map(|c| [c.i, c.j]).collect();
+        colouring::validate(n, &pairs, &self.colours)?;
+        let mut order: Vec<u32> = (0..self.constraints.len() as u32).collect();
+        order.sort_by_key(|&k| self.colours[k as usize]);
+        let constraints: Vec<DistanceConstraint> = order.iter().map(|&k| self.constraints[k as usize]).collect();
+        let families: Vec<ConstraintFamily> = order.iter().map(|&k| self.families[k as usize]).collect();
+        let mut colour_ranges = Vec::new();
+        let mut start = 0usize;
+        for k in 1..=order.len() {
+            if k == order.len() || self.colours[order[k] as usize] != self.colours[order[start] as usize] {
+                colour_ranges.push(start as u32..k as u32);
+                start = k;
+            }
+        }
+        // Particle → triangle adjacency (CSR).
+        let mut offsets = vec![0u32; n + 1];
+        for t in &self.triangles {
+            for &v in t {
+                offsets[v as usize + 1] += 1;
+            }
+        }
+        for k in 0..n {
+            offsets[k + 1] += offsets[k];
+        }
+        let mut fill = offsets.clone();
+        let mut adjacency = vec![0u32; offsets[n] as usize];
+        for (ti, t) in self.triangles.iter().enumerate() {
+            for &v in t {
+                adjacency[fill[v as usize] as usize] = ti as u32;
+                fill[v as usize] += 1;
+            }
+        }
+        let inv_mass = self.masses.iter().map(|&m| 1.0 / m).collect();
+        Ok(Model {
+            particle_position: self.positions,
+            particle_velocity: self.velocities,
+            particle_mass: self.masses,
+            particle_inv_mass: inv_mass,
+            particle_radius: self.radii,
+            constraints,
+            constraint_family: families,
+            colour_ranges,
+            triangles: self.triangles,
+            particle_triangles_offsets: offsets,
+            particle_triangles: adjacency,
+            bodies: self.bodies,
+            colliders: self.colliders,
+            gravity: self.gravity,
+            air: self.air,
+        })
+    }
+}
+
+/// Renumbers colours to 0..k without gaps, keeping their order.
+fn compact(colours: &[u32]) -> Vec<u32> {
+    let max = colours.iter().copied().max().map_or(0, |c| c as usize + 1);
+    let mut map = vec![u32::MAX; max];
+    for &c in colours {
+        map[c as usize] = 0;
+    }
+    let mut next = 0;
+    for m in map.iter_mut() {
+        if *m == 0 {
+            *m = next;
+            next += 1;
+        }
+    }
+    colours.iter().map(|&c| map[c as usize]).collect()
+}

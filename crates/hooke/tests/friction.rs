@@ -1,0 +1,71 @@
+//! Coulomb friction on an incline (article §4.3), μₛ = 0.5, μₖ = 0.4.
+//!
+//! tan 20° = 0.36 < μₛ: a cloth patch resting on a 20° incline must stay put.
+//! tan 35° = 0.70 > μₛ: it slides with a = g(sin θ − μₖ cos θ) = 2.412 m/s².
+
+use glam::{Quat, Vec3};
+use hooke::collision::{Collider, Shape};
+use hooke::{ClothGrid, ClothMaterial, Control, ModelBuilder, Solver, XpbdSettings, XpbdSolver};
+use std::sync::Arc;
+
+const G: f32 = 9.81;
+
+/// Mean position of the patch along the downhill direction (m) at each frame, 60 fps.
+fn slide(theta_deg: f32, seconds: f32) -> (Vec<f32>, f32) {
+    let theta = theta_deg.to_radians();
+    // The incline: a plane through the origin tilted about z; downhill is −x along it.
+    let rot = Quat::from_rotation_z(theta);
+    let normal = rot * Vec3::Y;
+    let downhill = rot * -Vec3::X;
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("patch", 6, 6, 0.02);
+    g.material = ClothMaterial { thickness: 0.004, ..ClothMaterial::default() };
+    g.rotation = rot;
+    g.center = normal * 0.002; // resting on the plane: particle radius 2 mm
+    b.add_cloth_grid(&g).unwrap();
+    b.add_collider(Collider::new("incline", Shape::Plane { point: Vec3::ZERO, normal }).with_friction(0.5, 0.4))
+        .unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let settings = XpbdSettings { substeps: 20, iterations: 2, air_damping: 0.0, ..XpbdSettings::default() };
+    let mut solver = XpbdSolver::new(model.clone(), settings).unwrap();
+    let control = Control::new();
+    let mut x = Vec::new();
+    let mut s = vec![0.0];
+    let start: Vec3 = model.particle_position().iter().copied().sum::<Vec3>() / model.particle_count() as f32;
+    let mut deepest = 0.0f32;
+    for _ in 0..(seconds * 60.0) as usize {
+        solver.step(&control, 1.0 / 60.0).unwrap();
+        solver.read_positions(&mut x);
+        let c = x.iter().copied().sum::<Vec3>() / x.len() as f32;
+        s.push((c - start).dot(downhill));
+        deepest = deepest.max(hooke::diagnostics::max_penetration(&model, &x, solver.time()));
+    }
+    (s, deepest)
+}
+
+#[test]
+fn static_friction_holds_below_the_friction_angle() {
+    let (s, deepest) = slide(20.0, 2.0);
+    let creep = s.last().unwrap().abs();
+    println!("20°: creep {:.3} mm in 2 s", creep * 1e3);
+    assert!(creep < 1e-3, "crept {creep} m");
+    assert!(deepest < 0.01 * 0.002, "penetration {deepest} m");
+}
+
+#[test]
+fn kinetic_friction_gives_the_coulomb_acceleration() {
+    let (s, _) = slide(35.0, 1.0);
+    let theta = 35f32.to_radians();
+    let expected = G * (theta.sin() - 0.4 * theta.cos());
+    // From rest, s = ½at²: fit a over the second half of the run.
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (k, &sk) in s.iter().enumerate().skip(30) {
+        let t = k as f64 / 60.0;
+        let basis = 0.5 * t * t;
+        num += basis * sk as f64;
+        den += basis * basis;
+    }
+    let a = (num / den) as f32;
+    println!("35°: a = {a:.4} m/s², expected {expected:.4} m/s²");
+    assert!((a - expected).abs() < 0.05 * expected, "a = {a}, expected {expected}");
+}
