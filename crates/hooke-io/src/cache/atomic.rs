@@ -1,0 +1,194 @@
+//! Temporary files that become visible under their final name only when complete.
+//!
+//! An [`AtomicFile`] is written to a hidden sibling `.<name>.tmp-<pid>-<seq>` in the same
+//! directory (so the final `rename` never crosses a file system), flushed and `fsync`ed, then
+//! renamed over the final name by [`AtomicFile::commit`]. A scratch file
+//! ([`AtomicFile::scratch`]) is never committed. Dropping an uncommitted file removes it, so
+//! an error path or a writer dropped without `finish()` leaves nothing behind.
+
+use super::{CacheError, io_error};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Distinguishes temporary files of one process (several writers may share a directory).
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// Buffer size of every temporary file (bytes).
+const BUFFER: usize = 1 << 16;
+
+/// A file being written under a temporary name. See the [module documentation](self).
+#[derive(Debug)]
+pub(crate) struct AtomicFile {
+    /// Where [`AtomicFile::commit`] moves it; `None` for a scratch file.
+    final_path: Option<PathBuf>,
+    /// The temporary sibling actually written.
+    tmp_path: PathBuf,
+    /// Open handle, `None` once [`AtomicFile::close`]d.
+    file: Option<BufWriter<File>>,
+    /// Whether the file was renamed into place (then `Drop` leaves it alone).
+    committed: bool,
+}
+
+impl AtomicFile {
+    /// Starts a file that [`AtomicFile::commit`] will move to `final_path`.
+    ///
+    /// # Errors
+    /// [`CacheError::Io`] if the temporary sibling cannot be created; [`CacheError::Invalid`]
+    /// if `final_path` has no file name.
+    pub(crate) fn create(final_path: &Path) -> Result<AtomicFile, CacheError> {
+        let name = final_path
+            .file_name()
+            .ok_or_else(|| CacheError::Invalid(format!("{}: not a file path", final_path.display())))?;
+        let dir = final_path.parent().unwrap_or(Path::new("."));
+        let (tmp_path, file) = open_unique(dir, &name.to_string_lossy())?;
+        Ok(AtomicFile { final_path: Some(final_path.to_path_buf()), tmp_path, file: Some(file), committed: false })
+    }
+
+    /// Starts a scratch file `.<label>.tmp-<pid>-<seq>` in `dir`, removed when dropped.
+    ///
+    /// # Errors
+    /// [`CacheError::Io`] if it cannot be created.
+    pub(crate) fn scratch(dir: &Path, label: &str) -> Result<AtomicFile, CacheError> {
+        let (tmp_path, file) = open_unique(dir, label)?;
+        Ok(AtomicFile { final_path: None, tmp_path, file: Some(file), committed: false })
+    }
+
+    /// The final path (the temporary one for a scratch file).
+    pub(crate) fn final_path(&self) -> &Path {
+        self.final_path.as_deref().unwrap_or(&self.tmp_path)
+    }
+
+    fn handle(&mut self) -> Result<&mut BufWriter<File>, CacheError> {
+        match self.file.as_mut() {
+            Some(f) => Ok(f),
+            None => Err(CacheError::Invalid(format!("{}: written after it was closed", self.tmp_path.display()))),
+        }
+    }
+
+    /// Appends `bytes`.
+    ///
+    /// # Errors
+    /// [`CacheError::Io`] naming the temporary file.
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<(), CacheError> {
+        let path = self.tmp_path.clone();
+        self.handle()?.write_all(bytes).map_err(|e| io_error(&path, e))
+    }
+
+    /// Overwrites `bytes` at `offset` (which must lie inside what was written), then returns
+    /// to the end of the file.
+    ///
+    /// # Errors
+    /// [`CacheError::Io`] naming the temporary file.
+    pub(crate) fn patch(&mut self, offset: u64, bytes: &[u8]) -> Result<(), CacheError> {
+        let path = self.tmp_path.clone();
+        let w = self.handle()?;
+        let result = (|| {
+            w.flush()?;
+            let f = w.get_mut();
+            f.seek(SeekFrom::Start(offset))?;
+            f.write_all(bytes)?;
+            f.seek(SeekFrom::End(0))?;
+            Ok(())
+        })();
+        result.map_err(|e| io_error(&path, e))
+    }
+
+    /// Appends the whole content of `self` (from its start) to `dst`.
+    ///
+    /// # Errors
+    /// [`CacheError::Io`] naming whichever file failed.
+    pub(crate) fn copy_to(&mut self, dst: &mut AtomicFile) -> Result<(), CacheError> {
+        let path = self.tmp_path.clone();
+        let src = self.handle()?;
+        src.flush().map_err(|e| io_error(&path, e))?;
+        let f = src.get_mut();
+        f.seek(SeekFrom::Start(0)).map_err(|e| io_error(&path, e))?;
+        let mut chunk = vec![0u8; BUFFER];
+        loop {
+            let n = match f.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_error(&path, e)),
+            };
+            dst.write_all(&chunk[..n])?;
+        }
+        f.seek(SeekFrom::End(0)).map_err(|e| io_error(&path, e))?;
+        Ok(())
+    }
+
+    /// Flushes, `fsync`s and closes the handle; the file stays temporary until
+    /// [`AtomicFile::commit`]. Closing twice is a no-op.
+    ///
+    /// # Errors
+    /// [`CacheError::Io`] naming the temporary file.
+    pub(crate) fn close(&mut self) -> Result<(), CacheError> {
+        if let Some(mut w) = self.file.take() {
+            let path = &self.tmp_path;
+            w.flush().map_err(|e| io_error(path, e))?;
+            w.get_ref().sync_all().map_err(|e| io_error(path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Closes the file and renames it to its final path, replacing any file there.
+    ///
+    /// # Errors
+    /// [`CacheError::Io`] if flushing or renaming fails (the temporary file is then removed);
+    /// [`CacheError::Invalid`] for a scratch file.
+    pub(crate) fn commit(mut self) -> Result<PathBuf, CacheError> {
+        self.close()?;
+        let Some(final_path) = self.final_path.clone() else {
+            return Err(CacheError::Invalid(format!(
+                "{}: a scratch file cannot be committed",
+                self.tmp_path.display()
+            )));
+        };
+        fs::rename(&self.tmp_path, &final_path).map_err(|e| io_error(&final_path, e))?;
+        self.committed = true;
+        sync_parent(&final_path);
+        Ok(final_path)
+    }
+}
+
+impl Drop for AtomicFile {
+    /// Removes the temporary file unless it was committed (errors are ignored: this runs on
+    /// error paths).
+    fn drop(&mut self) {
+        if !self.committed {
+            drop(self.file.take());
+            let _ = fs::remove_file(&self.tmp_path);
+        }
+    }
+}
+
+/// Creates `dir/.<label>.tmp-<pid>-<seq>` exclusively (never reusing a stranger's file).
+fn open_unique(dir: &Path, label: &str) -> Result<(PathBuf, BufWriter<File>), CacheError> {
+    let pid = std::process::id();
+    let mut attempts = 0;
+    loop {
+        let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!(".{label}.tmp-{pid}-{seq}"));
+        match OpenOptions::new().read(true).write(true).create_new(true).open(&path) {
+            Ok(f) => return Ok((path, BufWriter::with_capacity(BUFFER, f))),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists && attempts < 64 => attempts += 1,
+            Err(e) => return Err(io_error(&path, e)),
+        }
+    }
+}
+
+/// Best effort: makes a rename durable by syncing its directory (Unix only; errors ignored,
+/// since the file itself is already complete and synced).
+fn sync_parent(path: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}

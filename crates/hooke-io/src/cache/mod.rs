@@ -1,0 +1,441 @@
+//! Cache writers: the particle positions of every cloth and rope, frame by frame, in files
+//! that DCC tools (Blender, Houdini, Maya, usdview, …) read.
+//!
+//! Positions are world positions in metres, Y up, exactly as the solver holds them (no axis
+//! conversion: importers that assume Z up must be told the file is Y up).
+//!
+//! | [`Format`] | Files written | Reference |
+//! |---|---|---|
+//! | [`Format::Usda`] (default) | `<dir>/<scene_name>.usda` | Pixar USD text format |
+//! | [`Format::Obj`] | `<dir>/<scene_name>_<frame:04>.obj`, one per frame | Wavefront OBJ |
+//! | [`Format::Pc2`] | `<dir>/<body>.pc2` and its rest mesh `<dir>/<body>.obj` per body | Point Cache 2 |
+//!
+//! * **USD text (`.usda`)** — the human-readable layer format of Pixar's Universal Scene
+//!   Description (<https://openusd.org/release/usdfaq.html>; `.usdc` is the binary "crate"
+//!   format, not written here). One layer with stage metadata `upAxis = "Y"`,
+//!   `metersPerUnit = 1`, `startTimeCode = 0`, `endTimeCode` = last frame and
+//!   `timeCodesPerSecond = framesPerSecond = fps`; a `def Xform "World"` (the default prim)
+//!   holds one `UsdGeomMesh` per cloth (triangles, topology written once, `points` and
+//!   `extent` as time samples, one per frame, time code = frame number) and one
+//!   `UsdGeomBasisCurves` (`type = "linear"`, `widths` = 2 × particle radius per vertex) per
+//!   rope. Prim names are body names made into USD identifiers (see [`usd_identifiers`]).
+//! * **OBJ sequence** — Wavefront OBJ (Appendix B1 of the Advanced Visualizer manual; see
+//!   <https://paulbourke.net/dataformats/obj/>), one complete file per frame: per body an
+//!   `o <name>` group, `v x y z` lines, then cloth triangles as `f a b c` (1-based,
+//!   counter-clockwise from the front, indices counted across the whole file) or the rope as
+//!   one `l` polyline.
+//! * **PC2** — Point Cache 2, the vertex cache of 3ds Max read by Blender's *Mesh Cache*
+//!   modifier (<https://docs.blender.org/manual/en/latest/modeling/modifiers/modify/mesh_cache.html>).
+//!   Little-endian: `char[12] "POINTCACHE2\0"`, `i32 version = 1`, `i32 numPoints`,
+//!   `f32 startFrame = 0`, `f32 sampleRate = 1`, `i32 numSamples`, then
+//!   `numSamples × numPoints × (f32 x, f32 y, f32 z)`. PC2 stores no topology, so each body
+//!   also gets a rest mesh `<body>.obj` (the frame-0 positions, same vertex order) to apply
+//!   the cache to.
+//!
+//! # Atomicity
+//!
+//! No half-written cache ever appears under its final name. Everything is written to hidden
+//! temporary siblings `.<name>.tmp-<pid>-<seq>` in the cache directory and renamed into place
+//! (after `fsync`) by [`CacheWriter::finish`] — or, for OBJ sequences, frame by frame. A
+//! writer dropped without `finish()` removes its temporary files. A caller whose simulation
+//! blows up calls `finish()` with the frames written so far and gets complete, valid files
+//! holding exactly those frames. Memory stays bounded for long runs: USD time samples are
+//! streamed to one scratch file per prim and attribute and assembled in `finish()`; PC2
+//! samples are streamed to the cache and the sample count patched in at the end.
+//!
+//! ```no_run
+//! use hooke::{ClothGrid, ModelBuilder};
+//! use hooke_io::cache::{self, CacheSpec, Format};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut builder = ModelBuilder::new();
+//! builder.add_cloth_grid(&ClothGrid::new("flag", 10, 10, 0.05))?;
+//! let model = builder.finalize()?;
+//! let spec = CacheSpec { dir: "out".as_ref(), scene_name: "flag", fps: 30.0, model: &model };
+//! let mut writer = cache::create(Format::Usda, &spec)?;
+//! for frame in 0..3 {
+//!     writer.write_frame(frame, model.particle_position())?;
+//! }
+//! let files = writer.finish()?; // ["out/flag.usda"]
+//! # let _ = files; Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+mod atomic;
+mod obj;
+mod pc2;
+mod usda;
+
+pub use pc2::read_pc2;
+pub use usda::{PrimSummary, read_usda_summary};
+
+pub mod inspect {
+    //! Readers for the caches written by [`cache`](super): small parsers of this module's
+    //! own output (not general USD or PC2 readers), used by tests and by the CLI.
+    pub use super::pc2::read_pc2;
+    pub use super::usda::{PrimSummary, read_usda_summary};
+}
+
+use glam::Vec3;
+use hooke::{Body, Model};
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// A cache file format. See the [module documentation](self) for each layout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// One USD text layer `<scene_name>.usda` with every body animated (the default).
+    #[default]
+    Usda,
+    /// One Wavefront OBJ file per frame, `<scene_name>_<frame:04>.obj`.
+    Obj,
+    /// One PC2 point cache plus one rest-mesh OBJ per body, `<body>.pc2` and `<body>.obj`.
+    Pc2,
+}
+
+impl Format {
+    /// Every format, in the order listed by error messages.
+    pub const ALL: [Format; 3] = [Format::Usda, Format::Obj, Format::Pc2];
+
+    /// The name parsed by [`FromStr`] and printed by [`Display`](fmt::Display): `"usda"`,
+    /// `"obj"` or `"pc2"` (also the main file extension).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Usda => "usda",
+            Format::Obj => "obj",
+            Format::Pc2 => "pc2",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = CacheError;
+
+    /// Parses `"usda"`, `"obj"` or `"pc2"` (ASCII case-insensitive, surrounding whitespace
+    /// ignored).
+    ///
+    /// # Errors
+    /// [`CacheError::Invalid`] naming the input and listing the valid formats.
+    fn from_str(s: &str) -> Result<Format, CacheError> {
+        let t = s.trim();
+        Format::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(t)).ok_or_else(|| {
+            let valid: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+            CacheError::Invalid(format!("unknown cache format {s:?}: expected one of {}", valid.join(", ")))
+        })
+    }
+}
+
+/// What to cache and where: the input of [`create`].
+#[derive(Clone, Copy, Debug)]
+pub struct CacheSpec<'a> {
+    /// Output directory; created (with its parents) if missing.
+    pub dir: &'a Path,
+    /// Scene name, used for the `.usda` file and the OBJ sequence: a plain file name (not
+    /// empty, no `/`, `\` or NUL, not `.` or `..`).
+    pub scene_name: &'a str,
+    /// Frames per second (> 0, finite): the USD `timeCodesPerSecond` and `framesPerSecond`.
+    pub fps: f32,
+    /// The model whose bodies are cached; its particle order defines the position arrays.
+    pub model: &'a Model,
+}
+
+/// Why a cache could not be written or read. Every message names the file or directory.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// A file system operation failed on `path`.
+    #[error("I/O error on {}: {source}", path.display())]
+    Io {
+        /// The file or directory concerned (for temporary files, the temporary path).
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Invalid input (a bad spec, frame number, position array or format name) or a file
+    /// that is not a cache this module wrote; the message says which file and what is wrong.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Wraps an I/O error with the path it concerns.
+pub(crate) fn io_error(path: &Path, source: std::io::Error) -> CacheError {
+    CacheError::Io { path: path.to_path_buf(), source }
+}
+
+/// Writes the frames of one simulation run into a cache. Made by [`create`].
+///
+/// Frames must come in order 0, 1, 2, …; after an error from
+/// [`write_frame`](CacheWriter::write_frame) that rejected its input
+/// ([`CacheError::Invalid`]) nothing was written and the writer can still be finished; after
+/// an I/O error the writer is spoiled and [`finish`](CacheWriter::finish) fails (dropping it
+/// cleans up).
+pub trait CacheWriter: Send {
+    /// Appends one frame.
+    ///
+    /// `frame` = 0, 1, 2, … consecutive; `positions` has `model.particle_count()` entries
+    /// (m, world space, Y up), all finite.
+    ///
+    /// # Errors
+    /// [`CacheError::Invalid`] for a frame out of sequence, a wrong number of positions or a
+    /// non-finite position (nothing is written then); [`CacheError::Io`] if writing fails.
+    fn write_frame(&mut self, frame: usize, positions: &[Vec3]) -> Result<(), CacheError>;
+
+    /// Completes the files with the frames written so far — atomically: each is moved from
+    /// its temporary name into place only when complete — and returns their final paths.
+    ///
+    /// # Errors
+    /// [`CacheError::Invalid`] if no frame was written or an earlier write failed;
+    /// [`CacheError::Io`] if completing or renaming a file fails. Temporary files are removed
+    /// in every case.
+    fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, CacheError>;
+}
+
+/// Creates a writer of `format` for `spec`, creating `spec.dir` (and its parents) if missing.
+///
+/// Nothing appears under a final name until [`CacheWriter::finish`] (OBJ: until each frame is
+/// complete); temporary files may be created right away.
+///
+/// # Errors
+/// [`CacheError::Invalid`] for a bad scene name or fps, or a body whose particles or
+/// triangles are inconsistent with the model; [`CacheError::Io`] if the directory or a
+/// temporary file cannot be created.
+pub fn create(format: Format, spec: &CacheSpec) -> Result<Box<dyn CacheWriter>, CacheError> {
+    validate_scene_name(spec.scene_name)?;
+    if !(spec.fps.is_finite() && spec.fps > 0.0) {
+        return Err(CacheError::Invalid(format!(
+            "cache {}: fps must be positive and finite, got {}",
+            spec.dir.display(),
+            spec.fps
+        )));
+    }
+    for body in spec.model.bodies() {
+        body_range(spec.model, body)?;
+    }
+    std::fs::create_dir_all(spec.dir).map_err(|e| io_error(spec.dir, e))?;
+    Ok(match format {
+        Format::Usda => Box::new(usda::UsdaWriter::new(spec)?),
+        Format::Obj => Box::new(obj::ObjWriter::new(spec)?),
+        Format::Pc2 => Box::new(pc2::Pc2Writer::new(spec)?),
+    })
+}
+
+fn validate_scene_name(name: &str) -> Result<(), CacheError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\', '\0']) {
+        return Err(CacheError::Invalid(format!(
+            "scene name {name:?} cannot be used as a file name (it must be non-empty, \
+             not \".\" or \"..\", and contain no '/', '\\' or NUL)"
+        )));
+    }
+    Ok(())
+}
+
+/// The particle range of `body` as `usize`, checked against the model.
+pub(crate) fn body_range(model: &Model, body: &Body) -> Result<Range<usize>, CacheError> {
+    let r = body.particles.start as usize..body.particles.end as usize;
+    if r.start > r.end || r.end > model.particle_count() {
+        return Err(CacheError::Invalid(format!(
+            "body {:?}: particles {:?} lie outside the model's {} particles",
+            body.name,
+            body.particles,
+            model.particle_count()
+        )));
+    }
+    Ok(r)
+}
+
+/// The triangles of `body` with indices local to the body (global − `particles.start`).
+pub(crate) fn local_triangles(model: &Model, body: &Body) -> Result<Vec<[u32; 3]>, CacheError> {
+    let tris = model.triangles();
+    let t = body.triangles.start as usize..body.triangles.end as usize;
+    let bad = || CacheError::Invalid(format!("body {:?}: triangles {:?} are inconsistent", body.name, body.triangles));
+    let tris = tris.get(t).ok_or_else(bad)?;
+    tris.iter()
+        .map(|tri| {
+            let mut out = [0u32; 3];
+            for (o, &v) in out.iter_mut().zip(tri) {
+                if !body.particles.contains(&v) {
+                    return Err(bad());
+                }
+                *o = v - body.particles.start;
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+/// Makes body names into unique USD prim identifiers (`[A-Za-z_][A-Za-z0-9_]*`).
+///
+/// Every character outside `[A-Za-z0-9_]` (including non-ASCII) becomes `_`; a name starting
+/// with a digit gets a `_` prefix; an empty name becomes `_`. Names that are already valid
+/// identifiers keep them; a name still taken gets the first free suffix `_1`, `_2`, … .
+/// `["rope 1", "rope_1", "2d"]` → `["rope_1_1", "rope_1", "_2d"]`.
+pub fn usd_identifiers<'n>(names: impl IntoIterator<Item = &'n str>) -> Vec<String> {
+    let pairs = names.into_iter().map(|n| {
+        let mut s: String = n.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+        if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+            s.insert(0, '_');
+        }
+        (s == n, s)
+    });
+    unique(pairs.collect(), false)
+}
+
+/// Makes body names into unique, portable file stems (used for PC2 files and OBJ object
+/// names).
+///
+/// Every character outside `[A-Za-z0-9._-]` (spaces, separators, non-ASCII) becomes `_`; a
+/// leading `.` becomes `_` (no hidden files); an empty name becomes `body`. Names that need no
+/// change keep them; names equal ignoring ASCII case (a clash on case-insensitive file
+/// systems) get the first free suffix `_1`, `_2`, … . `["rope 1", "Cloth", "cloth"]` →
+/// `["rope_1", "Cloth", "cloth_1"]`.
+pub fn file_stems<'n>(names: impl IntoIterator<Item = &'n str>) -> Vec<String> {
+    let pairs = names.into_iter().map(|n| {
+        let mut s: String = n
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' })
+            .collect();
+        if s.is_empty() {
+            s.push_str("body");
+        }
+        if s.starts_with('.') {
+            s.replace_range(0..1, "_");
+        }
+        (s == n, s)
+    });
+    unique(pairs.collect(), true)
+}
+
+/// De-duplicates sanitised names `(unchanged, name)`: unchanged names are served first, then
+/// the others in order, a clash getting the first suffix `_1`, `_2`, … that is neither taken
+/// nor another body's own name.
+fn unique(names: Vec<(bool, String)>, ignore_case: bool) -> Vec<String> {
+    let key = |s: &str| if ignore_case { s.to_ascii_lowercase() } else { s.to_string() };
+    let bases: HashSet<String> = names.iter().map(|(_, n)| key(n)).collect();
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut out: Vec<Option<String>> = vec![None; names.len()];
+    for (slot, (unchanged, n)) in out.iter_mut().zip(&names) {
+        if *unchanged && taken.insert(key(n)) {
+            *slot = Some(n.clone());
+        }
+    }
+    for (slot, (_, n)) in out.iter_mut().zip(&names) {
+        if slot.is_some() {
+            continue;
+        }
+        let mut candidate = n.clone();
+        let mut k = 1usize;
+        while taken.contains(&key(&candidate)) || (candidate != *n && bases.contains(&key(&candidate))) {
+            candidate = format!("{n}_{k}");
+            k += 1;
+        }
+        taken.insert(key(&candidate));
+        *slot = Some(candidate);
+    }
+    out.into_iter().flatten().collect()
+}
+
+/// Checks frame order and position arrays; shared by all writers.
+#[derive(Debug)]
+pub(crate) struct FrameCounter {
+    /// What the messages name (the cache file or directory).
+    target: PathBuf,
+    /// Particles per frame.
+    particles: usize,
+    /// Frames written so far (= the next frame number expected).
+    frames: usize,
+    /// Set while a frame is being written; still set after an I/O error mid-frame.
+    spoiled: bool,
+}
+
+impl FrameCounter {
+    pub(crate) fn new(target: PathBuf, particles: usize) -> FrameCounter {
+        FrameCounter { target, particles, frames: 0, spoiled: false }
+    }
+
+    /// Frames completely written.
+    pub(crate) fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Validates a frame before anything is written, then marks a write in progress.
+    pub(crate) fn begin(&mut self, frame: usize, positions: &[Vec3]) -> Result<(), CacheError> {
+        let target = self.target.display();
+        if self.spoiled {
+            return Err(CacheError::Invalid(format!("cache {target}: an earlier write failed; cannot continue")));
+        }
+        if frame != self.frames {
+            return Err(CacheError::Invalid(format!(
+                "cache {target}: frame {frame} written out of order (expected frame {})",
+                self.frames
+            )));
+        }
+        if positions.len() != self.particles {
+            return Err(CacheError::Invalid(format!(
+                "cache {target}: frame {frame} has {} positions, expected {} (one per particle)",
+                positions.len(),
+                self.particles
+            )));
+        }
+        if let Some(i) = positions.iter().position(|p| !p.is_finite()) {
+            return Err(CacheError::Invalid(format!(
+                "cache {target}: frame {frame}: particle {i} has a non-finite position {}; frame not written",
+                positions[i]
+            )));
+        }
+        self.spoiled = true;
+        Ok(())
+    }
+
+    /// Marks the frame begun by [`FrameCounter::begin`] as complete.
+    pub(crate) fn end(&mut self) {
+        self.spoiled = false;
+        self.frames += 1;
+    }
+
+    /// Checks that the cache can be finished: at least one frame, no failed write.
+    pub(crate) fn check_finish(&self) -> Result<(), CacheError> {
+        let target = self.target.display();
+        if self.spoiled {
+            return Err(CacheError::Invalid(format!("cache {target}: an earlier write failed; not finished")));
+        }
+        if self.frames == 0 {
+            return Err(CacheError::Invalid(format!("cache {target}: no frame was written; nothing to finish")));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers() {
+        let ids = usd_identifiers(["rope 1", "rope_1", "2d", "", "é", "World", "a-b"]);
+        assert_eq!(ids, ["rope_1_1", "rope_1", "_2d", "_", "__1", "World", "a_b"]);
+    }
+
+    #[test]
+    fn stems() {
+        let s = file_stems(["rope 1", "Cloth", "cloth", ".hidden", "", "a/b"]);
+        assert_eq!(s, ["rope_1", "Cloth", "cloth_1", "_hidden", "body", "a_b"]);
+    }
+
+    #[test]
+    fn formats() {
+        for f in Format::ALL {
+            assert_eq!(f.to_string().parse::<Format>().unwrap(), f);
+        }
+        assert_eq!(" PC2 ".parse::<Format>().unwrap(), Format::Pc2);
+        let e = "abc".parse::<Format>().unwrap_err().to_string();
+        assert!(e.contains("usda, obj, pc2") && e.contains("abc"), "{e}");
+        assert_eq!(Format::default(), Format::Usda);
+    }
+}

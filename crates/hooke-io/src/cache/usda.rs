@@ -1,0 +1,331 @@
+//! USD text (`.usda`) cache writer and a summary reader for its own output.
+//!
+//! Layout of `<dir>/<scene_name>.usda` (see the [parent module](super) for the reference):
+//!
+//! ```text
+//! #usda 1.0
+//! (
+//!     defaultPrim = "World"
+//!     endTimeCode = 2
+//!     framesPerSecond = 30
+//!     metersPerUnit = 1
+//!     startTimeCode = 0
+//!     timeCodesPerSecond = 30
+//!     upAxis = "Y"
+//! )
+//!
+//! def Xform "World"
+//! {
+//!     def Mesh "cloth"
+//!     {
+//!         int[] faceVertexCounts = [3, 3, …]
+//!         int[] faceVertexIndices = [0, 5, 1, …]          (local to the body)
+//!         uniform bool doubleSided = 1
+//!         uniform token orientation = "rightHanded"
+//!         uniform token subdivisionScheme = "none"
+//!         float3[] extent.timeSamples = { 0: [(min), (max)], … }
+//!         point3f[] points.timeSamples = { 0: [(x, y, z), …], 1: […], … }
+//!     }
+//!     def BasisCurves "rope_1"
+//!     {
+//!         int[] curveVertexCounts = [7]
+//!         uniform token type = "linear"
+//!         uniform token wrap = "nonperiodic"
+//!         float[] widths = [0.01, …] ( interpolation = "vertex" )
+//!         float3[] extent.timeSamples = { … }
+//!         point3f[] points.timeSamples = { … }
+//!     }
+//! }
+//! ```
+//!
+//! While frames arrive, each prim's `points` and `extent` samples are appended to two scratch
+//! files; [`CacheWriter::finish`] writes the header (which needs the last frame), each prim's
+//! static part and a copy of its samples to a temporary file, then renames it into place.
+//! Floats are printed in Rust's shortest round-trip form, so `f32` values read back exactly.
+
+use super::atomic::AtomicFile;
+use super::{CacheError, CacheSpec, CacheWriter, FrameCounter, body_range, io_error, local_triangles, usd_identifiers};
+use glam::Vec3;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// One animated prim: a cloth (`Mesh`) or a rope (`BasisCurves`).
+#[derive(Debug)]
+struct Prim {
+    /// Particle range of the body in the position arrays.
+    range: Range<usize>,
+    /// Half-width of each rope vertex (m), to pad the extent; empty for cloth.
+    radius: Vec<f32>,
+    /// Everything from `def` to before the time samples.
+    head: String,
+    /// Scratch file of `points` time samples.
+    points: AtomicFile,
+    /// Scratch file of `extent` time samples.
+    extent: AtomicFile,
+}
+
+/// Writer of [`Format::Usda`](super::Format::Usda).
+#[derive(Debug)]
+pub(crate) struct UsdaWriter {
+    path: PathBuf,
+    scene_name: String,
+    fps: f32,
+    prims: Vec<Prim>,
+    counter: FrameCounter,
+    buf: String,
+}
+
+impl UsdaWriter {
+    pub(crate) fn new(spec: &CacheSpec) -> Result<UsdaWriter, CacheError> {
+        let model = spec.model;
+        let file_name = format!("{}.usda", spec.scene_name);
+        let path = spec.dir.join(&file_name);
+        let names = usd_identifiers(model.bodies().iter().map(|b| b.name.as_str()));
+        let mut prims = Vec::with_capacity(names.len());
+        for (k, (body, name)) in model.bodies().iter().zip(names).enumerate() {
+            let range = body_range(model, body)?;
+            let mut head = String::new();
+            let mut radius = Vec::new();
+            if body.is_cloth() {
+                let tris = local_triangles(model, body)?;
+                let _ = write!(head, "    def Mesh \"{name}\"\n    {{\n        int[] faceVertexCounts = [");
+                join(&mut head, tris.iter().map(|_| 3u32));
+                head.push_str("]\n        int[] faceVertexIndices = [");
+                join(&mut head, tris.iter().flatten().copied());
+                head.push_str(
+                    "]\n        uniform bool doubleSided = 1\n        uniform token orientation = \"rightHanded\"\n        \
+                     uniform token subdivisionScheme = \"none\"\n",
+                );
+            } else {
+                radius = model.particle_radius()[range.clone()].to_vec();
+                let _ = write!(
+                    head,
+                    "    def BasisCurves \"{name}\"\n    {{\n        int[] curveVertexCounts = [{}]\n        \
+                     uniform token type = \"linear\"\n        uniform token wrap = \"nonperiodic\"\n        \
+                     float[] widths = [",
+                    range.len()
+                );
+                join_floats(&mut head, radius.iter().map(|r| 2.0 * r));
+                head.push_str("] (\n            interpolation = \"vertex\"\n        )\n");
+            }
+            let points = AtomicFile::scratch(spec.dir, &format!("{file_name}.prim{k}.points"))?;
+            let extent = AtomicFile::scratch(spec.dir, &format!("{file_name}.prim{k}.extent"))?;
+            prims.push(Prim { range, radius, head, points, extent });
+        }
+        Ok(UsdaWriter {
+            counter: FrameCounter::new(path.clone(), model.particle_count()),
+            path,
+            scene_name: spec.scene_name.to_string(),
+            fps: spec.fps,
+            prims,
+            buf: String::new(),
+        })
+    }
+}
+
+impl CacheWriter for UsdaWriter {
+    fn write_frame(&mut self, frame: usize, positions: &[Vec3]) -> Result<(), CacheError> {
+        self.counter.begin(frame, positions)?;
+        let buf = &mut self.buf;
+        for prim in &mut self.prims {
+            let pts = &positions[prim.range.clone()];
+            buf.clear();
+            let _ = write!(buf, "            {frame}: [");
+            for (i, p) in pts.iter().enumerate() {
+                if i > 0 {
+                    buf.push_str(", ");
+                }
+                push_vec3(buf, *p);
+            }
+            buf.push_str("],\n");
+            prim.points.write_all(buf.as_bytes())?;
+
+            let (mut lo, mut hi) = (Vec3::INFINITY, Vec3::NEG_INFINITY);
+            for (i, &p) in pts.iter().enumerate() {
+                // UsdGeomCurves extents include the half-widths; mesh extents are the points'.
+                let r = Vec3::splat(prim.radius.get(i).copied().unwrap_or(0.0));
+                lo = lo.min(p - r);
+                hi = hi.max(p + r);
+            }
+            if pts.is_empty() {
+                (lo, hi) = (Vec3::ZERO, Vec3::ZERO);
+            }
+            buf.clear();
+            let _ = write!(buf, "            {frame}: [");
+            push_vec3(buf, lo);
+            buf.push_str(", ");
+            push_vec3(buf, hi);
+            buf.push_str("],\n");
+            prim.extent.write_all(buf.as_bytes())?;
+        }
+        self.counter.end();
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
+        let mut this = *self;
+        this.counter.check_finish()?;
+        let mut out = AtomicFile::create(&this.path)?;
+        let fps = this.fps;
+        let mut head = String::new();
+        let _ = write!(
+            head,
+            "#usda 1.0\n(\n    defaultPrim = \"World\"\n    doc = \"{}\"\n    endTimeCode = {}\n    \
+             framesPerSecond = {fps}\n    metersPerUnit = 1\n    startTimeCode = 0\n    \
+             timeCodesPerSecond = {fps}\n    upAxis = \"Y\"\n)\n\ndef Xform \"World\"\n{{\n",
+            usd_escape(&format!("hooke cache of scene \"{}\"", this.scene_name)),
+            this.counter.frames() - 1,
+        );
+        out.write_all(head.as_bytes())?;
+        for prim in &mut this.prims {
+            out.write_all(prim.head.as_bytes())?;
+            out.write_all(b"        float3[] extent.timeSamples = {\n")?;
+            prim.extent.copy_to(&mut out)?;
+            out.write_all(b"        }\n        point3f[] points.timeSamples = {\n")?;
+            prim.points.copy_to(&mut out)?;
+            out.write_all(b"        }\n    }\n")?;
+        }
+        out.write_all(b"}\n")?;
+        let path = out.commit()?;
+        Ok(vec![path])
+        // `this` drops here, removing the scratch files.
+    }
+}
+
+fn push_vec3(buf: &mut String, p: Vec3) {
+    // `{:?}` is Rust's shortest round-trip form, with an exponent for very large or small
+    // values (never a long run of zeros) and always a `.` or `e` (never read as an integer).
+    let _ = write!(buf, "({:?}, {:?}, {:?})", p.x, p.y, p.z);
+}
+
+fn join(buf: &mut String, values: impl Iterator<Item = u32>) {
+    for (i, v) in values.enumerate() {
+        if i > 0 {
+            buf.push_str(", ");
+        }
+        let _ = write!(buf, "{v}");
+    }
+}
+
+fn join_floats(buf: &mut String, values: impl Iterator<Item = f32>) {
+    for (i, v) in values.enumerate() {
+        if i > 0 {
+            buf.push_str(", ");
+        }
+        let _ = write!(buf, "{v:?}");
+    }
+}
+
+/// Escapes a string for a double-quoted USD string literal.
+fn usd_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push('_'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One animated prim of a `.usda` cache, as read back by [`read_usda_summary`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrimSummary {
+    /// Prim name (the sanitised body name, e.g. `rope_1` for body `"rope 1"`).
+    pub name: String,
+    /// Prim type: `"Mesh"` (cloth) or `"BasisCurves"` (rope).
+    pub type_name: String,
+    /// Number of points of each `points` time sample, in time order (one per frame).
+    pub points_per_frame: Vec<usize>,
+    /// Number of faces (`faceVertexCounts` entries); 0 for curves.
+    pub face_count: usize,
+}
+
+/// Reads the animated prims of a `.usda` cache written by this module.
+///
+/// A small line-based parser of this module's own layout (one time sample per line), not a
+/// general USD reader: it returns every `Mesh` and `BasisCurves` prim in file order with the
+/// point count of each `points` time sample.
+///
+/// # Errors
+/// [`CacheError::Io`] if the file cannot be read; [`CacheError::Invalid`] naming the file and
+/// line if it does not start with `#usda 1.0` or a time sample is malformed.
+pub fn read_usda_summary(path: impl AsRef<Path>) -> Result<Vec<PrimSummary>, CacheError> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let bad = |line: usize, what: &str| CacheError::Invalid(format!("{}:{line}: {what}", path.display()));
+    let mut prims: Vec<PrimSummary> = Vec::new();
+    let mut samples: Vec<(f64, usize)> = Vec::new();
+    let mut current: Option<PrimSummary> = None;
+    // Inside a `.timeSamples = {` block: `Some(true)` for points, `Some(false)` for others.
+    let mut block: Option<bool> = None;
+    let mut header = false;
+    let close = |current: &mut Option<PrimSummary>, samples: &mut Vec<(f64, usize)>, prims: &mut Vec<PrimSummary>| {
+        if let Some(mut p) = current.take() {
+            samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+            p.points_per_frame = samples.drain(..).map(|(_, n)| n).collect();
+            prims.push(p);
+        }
+        samples.clear();
+    };
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| io_error(path, e))?;
+        let n = i + 1;
+        let t = line.trim();
+        if i == 0 {
+            if !t.starts_with("#usda 1.0") {
+                return Err(bad(n, "not a USD text file (no `#usda 1.0` header)"));
+            }
+            header = true;
+            continue;
+        }
+        if let Some(points) = block {
+            if t == "}" {
+                block = None;
+            } else if points && current.is_some() {
+                let (time, rest) = t.split_once(':').ok_or_else(|| bad(n, "time sample without `time:`"))?;
+                let time: f64 = time.trim().parse().map_err(|_| bad(n, "time code is not a number"))?;
+                let rest = rest.trim().trim_end_matches(',').trim_end();
+                if !(rest.starts_with('[') && rest.ends_with(']')) {
+                    return Err(bad(n, "time sample is not an array `[…]`"));
+                }
+                samples.push((time, rest.matches('(').count()));
+            }
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("def ") {
+            close(&mut current, &mut samples, &mut prims);
+            let (type_name, rest) = rest.split_once(' ').ok_or_else(|| bad(n, "`def` without a type"))?;
+            let name = rest.trim().trim_end_matches('(').trim().trim_matches('"');
+            if matches!(type_name, "Mesh" | "BasisCurves") {
+                current = Some(PrimSummary {
+                    name: name.to_string(),
+                    type_name: type_name.to_string(),
+                    points_per_frame: Vec::new(),
+                    face_count: 0,
+                });
+            }
+        } else if t.ends_with('{') && t.contains(".timeSamples") {
+            block = Some(t.contains(" points.timeSamples"));
+        } else if let (Some(p), Some(rest)) = (current.as_mut(), t.strip_prefix("int[] faceVertexCounts =")) {
+            let inner = rest.trim().trim_start_matches('[').trim_end_matches(']').trim();
+            p.face_count = if inner.is_empty() { 0 } else { inner.split(',').count() };
+        }
+    }
+    if !header {
+        return Err(bad(1, "empty file, not a USD text file"));
+    }
+    if block.is_some() {
+        return Err(CacheError::Invalid(format!("{}: ends inside a time-sample block", path.display())));
+    }
+    close(&mut current, &mut samples, &mut prims);
+    Ok(prims)
+}
