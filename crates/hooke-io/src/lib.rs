@@ -1,16 +1,11 @@
+//! # hooke-io — scene files and caches for the hooke cloth engine
+//!
+//! * [`scene`]: TOML scene files parsed into a typed schema and built into a
+//!   [`hooke::Model`], pins and solver settings, with errors that name the file and key.
+//! * [`mesh`]: triangle mesh import (OBJ).
+//! * `cache`: writers for USD `.usda`, OBJ sequences and PC2 point caches.
+#![warn(missing_docs)]
+
 pub mod cache;
-
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub mod mesh;
+pub mod scene;

@@ -137,6 +137,11 @@ impl ModelBuilder {
         self.positions.len()
     }
 
+    /// Initial position (m) of a particle added so far. Panics if `particle` is out of range.
+    pub fn particle_position(&self, particle: u32) -> Vec3 {
+        self.positions[particle as usize]
+    }
+
     /// A body added so far.
     pub fn body(&self, id: BodyId) -> &Body {
         &self.bodies[id.0]

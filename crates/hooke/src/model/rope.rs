@@ -60,7 +60,7 @@ impl Rope {
         }
         let length: f32 = self.points.windows(2).map(|w| (w[1] - w[0]).length()).sum();
         let min_segment = length / (self.particles - 1) as f32;
-        if !(min_segment > 1e-6) {
+        if min_segment.is_nan() || min_segment <= 1e-6 {
             return Err(ModelError::invalid(
                 format!("{ctx}: points"),
                 format!("length {length} m is too short for {} particles", self.particles),

@@ -23,7 +23,7 @@
 //! stage and each constraint, to report where the blow-up started; the state is then left at
 //! the start of the frame.
 
-use super::distance::{self, Particle, Shared, Sweep};
+use super::distance::{self, Block4, Particle, Shared, Sweep};
 use super::{SolverError, SolverInfo, StepReport, check_state};
 use crate::collision::{self, ColliderStep};
 use crate::forces::aerodynamics;
@@ -98,7 +98,7 @@ impl XpbdSettings {
         {
             return bad("pbd_stiffness", format!("must be in [0, 1], got {stiffness}"));
         }
-        if !(self.max_speed > 0.0) || !(self.max_strain > 0.0) {
+        if self.max_speed.is_nan() || self.max_speed <= 0.0 || self.max_strain.is_nan() || self.max_strain <= 0.0 {
             return bad("max_speed/max_strain", "must be > 0".into());
         }
         Ok(())
@@ -107,8 +107,8 @@ impl XpbdSettings {
 
 /// Particles per parallel task.
 const PARTICLE_CHUNK: usize = 2048;
-/// Constraints per parallel task.
-const CONSTRAINT_CHUNK: usize = 2048;
+/// Blocks of four constraints per parallel task.
+const BLOCK_CHUNK: usize = 512;
 
 /// The CPU XPBD/PBD solver. See the [module documentation](self).
 pub struct XpbdSolver {
@@ -118,6 +118,10 @@ pub struct XpbdSolver {
     p: Vec<Particle>,
     v: Vec<Vec3>,
     lambda: Vec<f32>,
+    /// The model's constraints in blocks of four, per colour: colour k's blocks are
+    /// `blocks[block_ranges[k]]`, covering its constraints but the last `len % 4`.
+    blocks: Vec<Block4>,
+    block_ranges: Vec<std::ops::Range<usize>>,
     /// External force per particle (N), from aerodynamics.
     force: Vec<Vec3>,
     triangle_force: Vec<Vec3>,
@@ -142,7 +146,17 @@ impl XpbdSolver {
             .zip(model.particle_inv_mass())
             .map(|(x, &w)| Particle { x: x.extend(w), d: Vec4::ZERO })
             .collect();
+        let mut blocks = Vec::with_capacity(model.constraints().len() / 4);
+        let mut block_ranges = Vec::with_capacity(model.colour_count());
+        for r in model.colour_ranges() {
+            let start = blocks.len();
+            let cons = &model.constraints()[r.start as usize..r.end as usize];
+            blocks.extend(cons.chunks_exact(4).map(|c| Block4::new(c.try_into().unwrap())));
+            block_ranges.push(start..blocks.len());
+        }
         Ok(XpbdSolver {
+            blocks,
+            block_ranges,
             p,
             v: model.particle_velocity().to_vec(),
             lambda: vec![0.0; model.constraints().len()],
@@ -274,18 +288,17 @@ impl XpbdSolver {
             // 2. Project.
             self.lambda.iter_mut().for_each(|l| *l = 0.0);
             for _ in 0..s.iterations {
-                for range in model.colour_ranges() {
+                for (range, blocks) in model.colour_ranges().iter().zip(&self.block_ranges) {
                     let r = range.start as usize..range.end as usize;
                     let cons = &model.constraints()[r.clone()];
                     let lam = &mut self.lambda[r.clone()];
+                    let blocks = &self.blocks[blocks.clone()];
                     let pp = Shared(self.p.as_mut_ptr());
                     let pp = &pp;
                     if trace {
                         for (k, (c, l)) in cons.iter().zip(lam.iter_mut()).enumerate() {
                             // SAFETY: sequential; indices were validated when the model was built.
-                            unsafe {
-                                project_dispatch(s.method, std::slice::from_ref(c), std::slice::from_mut(l), *pp, sweep)
-                            };
+                            unsafe { project_one_dispatch(s.method, c, l, pp.0, sweep) };
                             for q in [c.i, c.j] {
                                 if !self.p[q as usize].d.is_finite() {
                                     let ci = r.start + k;
@@ -300,18 +313,24 @@ impl XpbdSolver {
                                 }
                             }
                         }
-                    } else if parallel && cons.len() >= 2 * CONSTRAINT_CHUNK {
-                        cons.par_chunks(CONSTRAINT_CHUNK).zip(lam.par_chunks_mut(CONSTRAINT_CHUNK)).for_each(
-                            |(cc, ll)| {
+                        continue;
+                    }
+                    let (block_lam, tail_lam) = lam.split_at_mut(4 * blocks.len());
+                    let tail = &cons[4 * blocks.len()..];
+                    if parallel && blocks.len() >= 2 * BLOCK_CHUNK {
+                        blocks.par_chunks(BLOCK_CHUNK).zip(block_lam.par_chunks_mut(4 * BLOCK_CHUNK)).for_each(
+                            |(bb, ll)| {
                                 // SAFETY: all constraints of one colour touch disjoint particles
                                 // (colouring::validate ran in ModelBuilder::finalize), so the chunks
                                 // of this colour never touch the same particle.
-                                unsafe { project_dispatch(s.method, cc, ll, *pp, sweep) }
+                                unsafe { project_dispatch(s.method, bb, ll, &[], &mut [], *pp, sweep) }
                             },
                         );
+                        // SAFETY: as above; the parallel chunks have finished.
+                        unsafe { project_dispatch(s.method, &[], &mut [], tail, tail_lam, *pp, sweep) };
                     } else {
                         // SAFETY: sequential; indices were validated when the model was built.
-                        unsafe { project_dispatch(s.method, cons, lam, *pp, sweep) };
+                        unsafe { project_dispatch(s.method, blocks, block_lam, tail, tail_lam, *pp, sweep) };
                     }
                 }
             }
@@ -421,15 +440,30 @@ impl XpbdSolver {
 #[inline(always)]
 unsafe fn project_dispatch(
     method: Method,
-    cons: &[DistanceConstraint],
-    lam: &mut [f32],
+    blocks: &[Block4],
+    block_lam: &mut [f32],
+    tail: &[DistanceConstraint],
+    tail_lam: &mut [f32],
     p: Shared<Particle>,
     sweep: Sweep,
 ) {
     unsafe {
         match method {
-            Method::Xpbd => distance::project::<false>(cons, lam, p, sweep),
-            Method::Pbd { .. } => distance::project::<true>(cons, lam, p, sweep),
+            Method::Xpbd => distance::project::<false>(blocks, block_lam, tail, tail_lam, p, sweep),
+            Method::Pbd { .. } => distance::project::<true>(blocks, block_lam, tail, tail_lam, p, sweep),
+        }
+    }
+}
+
+/// Dispatches one constraint to the XPBD or PBD kernel.
+///
+/// # Safety
+/// As [`distance::project_one`].
+unsafe fn project_one_dispatch(method: Method, c: &DistanceConstraint, lam: &mut f32, p: *mut Particle, sweep: Sweep) {
+    unsafe {
+        match method {
+            Method::Xpbd => distance::project_one::<false>(c, lam, p, sweep),
+            Method::Pbd { .. } => distance::project_one::<true>(c, lam, p, sweep),
         }
     }
 }

@@ -1,0 +1,109 @@
+//! `hooke bench`: median ms per frame of a scene or preset.
+
+use anyhow::Result;
+use hooke::{Solver, XpbdSolver};
+use std::time::Instant;
+
+/// Arguments of `hooke bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Scene file, `default`, or a preset `grid:N` (an N×N, 1 m cloth hanging from one edge).
+    #[arg(default_value = "default")]
+    scene: String,
+    /// Timed frames.
+    #[arg(long, default_value_t = 60)]
+    frames: usize,
+    /// Untimed warm-up frames.
+    #[arg(long, default_value_t = 10)]
+    warmup: usize,
+    /// Substeps per frame (overrides the scene).
+    #[arg(long)]
+    substeps: Option<u32>,
+    /// Iterations per substep (overrides the scene).
+    #[arg(long)]
+    iterations: Option<u32>,
+    /// Worker threads (default: all cores; 1 runs the sequential path).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn bench(args: BenchArgs) -> Result<()> {
+    anyhow::ensure!(args.frames >= 1, "--frames must be ≥ 1");
+    let scene = crate::presets::resolve(&args.scene)?;
+    let threads = crate::set_threads(args.threads)?;
+    let mut settings = scene.settings;
+    if let Some(s) = args.substeps {
+        settings.substeps = s;
+    }
+    if let Some(i) = args.iterations {
+        settings.iterations = i;
+    }
+    settings.parallel = threads > 1;
+    let model = scene.model.clone();
+    let mut solver = XpbdSolver::new(model.clone(), settings)?;
+    let dt = 1.0 / scene.fps;
+    for _ in 0..args.warmup {
+        solver.step(&scene.control_at(solver.time()), dt)?;
+    }
+    let mut times = Vec::with_capacity(args.frames);
+    for _ in 0..args.frames {
+        let control = scene.control_at(solver.time());
+        let t = Instant::now();
+        solver.step(&control, dt)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let mut state = hooke::State::from_model(&model);
+    solver.read_state(&mut state);
+    let d = hooke::Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, solver.time());
+    let n = model.particle_count() as f64;
+    let c = model.constraints().len() as f64;
+    let sub = settings.substeps as f64;
+    let it = settings.iterations as f64;
+    let ns_per_ci = median * 1e9 / (c * sub * it);
+    let json = serde_json::json!({
+        "scene": scene.name,
+        "backend": "cpu",
+        "solver": solver.info().name,
+        "threads": threads,
+        "particles": model.particle_count(),
+        "constraints": model.constraints().len(),
+        "colours": model.colour_count(),
+        "substeps": settings.substeps,
+        "iterations": settings.iterations,
+        "frames": args.frames,
+        "warmup": args.warmup,
+        "ms_per_frame_median": median * 1e3,
+        "ms_per_frame_min": times[0] * 1e3,
+        "particle_substeps_per_s": n * sub / median,
+        "constraint_solves_per_s": c * sub * it / median,
+        "ns_per_constraint_iteration": ns_per_ci,
+        "max_stretch_strain_end": d.max_stretch_strain,
+        "nan_count_end": d.nan_count,
+    });
+    if args.json {
+        println!("{json}");
+    } else {
+        println!(
+            "{}: {} particles, {} constraints ({} colours), {} substeps × {} iterations, {} thread(s)\n  median {:.3} ms/frame (min {:.3}) over {} frames; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4}",
+            scene.name,
+            model.particle_count(),
+            model.constraints().len(),
+            model.colour_count(),
+            settings.substeps,
+            settings.iterations,
+            threads,
+            median * 1e3,
+            times[0] * 1e3,
+            args.frames,
+            n * sub / median,
+            ns_per_ci,
+            d.max_stretch_strain
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! `hooke run`: simulate a scene and bake a cache, with per-frame diagnostics.
+
+use anyhow::{Context, Result, bail};
+use hooke::{Diagnostics, Solver, XpbdSolver};
+use hooke_io::cache::{self, CacheSpec, Format};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Arguments of `hooke run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Scene file (TOML). Omitted: the built-in default scene (a cloth falling onto a sphere).
+    scene: Option<PathBuf>,
+    /// Number of frames (overrides the scene).
+    #[arg(long)]
+    frames: Option<usize>,
+    /// Frames per second (overrides the scene).
+    #[arg(long)]
+    fps: Option<f32>,
+    /// Output folder (default: the scene's `output.dir`, else `out/<scene name>`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Cache format: usda (default), obj or pc2.
+    #[arg(long)]
+    format: Option<String>,
+    /// Worker threads (default: all cores; 1 runs the sequential path).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let mut scene = match &args.scene {
+        Some(path) => hooke_io::scene::load(path, crate::memory_limit())?,
+        None => crate::presets::default_scene()?,
+    };
+    if let Some(f) = args.frames {
+        scene.frames = f;
+    }
+    if let Some(fps) = args.fps {
+        if !(fps.is_finite() && fps > 0.0) {
+            bail!("--fps: the frame rate must be finite and > 0, got {fps}");
+        }
+        scene.fps = fps;
+    }
+    let format: Format = match args.format.as_deref().or(scene.output.format.as_deref()) {
+        Some(f) => f.parse().map_err(|e| anyhow::anyhow!("format: {e}"))?,
+        None => Format::default(),
+    };
+    let dir = args
+        .out
+        .clone()
+        .or_else(|| scene.output.dir.as_ref().map(PathBuf::from))
+        .unwrap_or_else(|| Path::new("out").join(&scene.name));
+    let threads = crate::set_threads(args.threads)?;
+    let mut settings = scene.settings;
+    settings.parallel = threads > 1;
+    let model = scene.model.clone();
+    let mut solver = XpbdSolver::new(model.clone(), settings)?;
+    let dt = 1.0 / scene.fps;
+
+    println!(
+        "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {} substeps × {} iterations, {} thread(s)",
+        scene.name,
+        model.particle_count(),
+        model.constraints().len(),
+        model.colour_count(),
+        model.colliders().len(),
+        scene.frames,
+        scene.fps,
+        settings.substeps,
+        settings.iterations,
+        threads
+    );
+    let spec = CacheSpec { dir: &dir, scene_name: &scene.name, fps: scene.fps, model: &model };
+    let mut writer = cache::create(format, &spec)?;
+    let mut csv = CsvWriter::create(&dir.join("diagnostics.csv"))?;
+    let mut x = Vec::new();
+    let mut state = hooke::State::from_model(&model);
+    solver.read_state(&mut state);
+    let first = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, 0.0);
+    writer.write_frame(0, &state.particle_position)?;
+    csv.row(0, &first, 0)?;
+
+    let progress = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(scene.frames as u64);
+        bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {per_sec}  eta {eta}").unwrap());
+        Some(bar)
+    } else {
+        None
+    };
+    let started = Instant::now();
+    let mut worst = first;
+    let mut failure = None;
+    let mut written = 1usize;
+    for frame in 1..=scene.frames {
+        let control = scene.control_at(solver.time());
+        match solver.step(&control, dt) {
+            Ok(report) => {
+                solver.read_state(&mut state);
+                let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, solver.time());
+                worst.max_stretch_strain = worst.max_stretch_strain.max(d.max_stretch_strain);
+                worst.max_penetration = worst.max_penetration.max(d.max_penetration);
+                worst.nan_count = worst.nan_count.max(d.nan_count);
+                x.clone_from(&state.particle_position);
+                writer.write_frame(frame, &x)?;
+                csv.row(frame, &d, report.contacts)?;
+                written += 1;
+                worst.time = d.time;
+                worst.kinetic_energy = d.kinetic_energy;
+                worst.gravity_energy = d.gravity_energy;
+                worst.elastic_energy = d.elastic_energy;
+            }
+            Err(e) => {
+                failure = Some((frame, e));
+                break;
+            }
+        }
+        match &progress {
+            Some(bar) => bar.inc(1),
+            None if scene.frames >= 10 && frame % (scene.frames / 10) == 0 => {
+                println!("frame {frame}/{} ({:.1} s simulated)", scene.frames, solver.time())
+            }
+            None => {}
+        }
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let files = writer.finish()?;
+    let csv_path = csv.finish()?;
+    let steps = written.saturating_sub(1).max(1);
+    println!(
+        "{} frames ({:.2} s simulated) in {:.2} s: {:.2} ms/frame",
+        written - 1,
+        solver.time(),
+        elapsed,
+        1e3 * elapsed / steps as f64
+    );
+    println!(
+        "max stretch strain {:.4}, deepest penetration {:.3e} m, NaN count {}, final energy {:.4e} J (start {:.4e} J)",
+        worst.max_stretch_strain,
+        worst.max_penetration,
+        worst.nan_count,
+        worst.total_energy(),
+        first.total_energy()
+    );
+    for f in files.iter().take(5) {
+        println!("wrote {}", f.display());
+    }
+    if files.len() > 5 {
+        println!("wrote {} more files in {}", files.len() - 5, dir.display());
+    }
+    println!("wrote {}", csv_path.display());
+    if let Some((frame, e)) = failure {
+        bail!("frame {frame}: {e}; the {written} frames before it were written");
+    }
+    Ok(())
+}
+
+/// Per-frame diagnostics as CSV, written to a temporary file and renamed when finished.
+struct CsvWriter {
+    tmp: PathBuf,
+    path: PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl CsvWriter {
+    fn create(path: &Path) -> Result<CsvWriter> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let tmp = dir.join(format!(".diagnostics.csv.tmp-{}", std::process::id()));
+        let f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut out = std::io::BufWriter::new(f);
+        writeln!(
+            out,
+            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts"
+        )?;
+        Ok(CsvWriter { tmp, path: path.to_path_buf(), out: Some(out) })
+    }
+
+    fn row(&mut self, frame: usize, d: &Diagnostics, contacts: u32) -> Result<()> {
+        let out = self.out.as_mut().expect("open until finish");
+        writeln!(
+            out,
+            "{frame},{},{},{},{},{},{},{},{},{},{contacts}",
+            d.time,
+            d.max_stretch_strain,
+            d.total_energy(),
+            d.kinetic_energy,
+            d.gravity_energy,
+            d.elastic_energy,
+            d.max_penetration,
+            d.nan_count,
+            d.max_speed
+        )
+        .with_context(|| format!("writing {}", self.tmp.display()))
+    }
+
+    fn finish(mut self) -> Result<PathBuf> {
+        let out = self.out.take().expect("open until finish");
+        out.into_inner().map_err(|e| e.into_error()).with_context(|| format!("writing {}", self.tmp.display()))?;
+        std::fs::rename(&self.tmp, &self.path).with_context(|| format!("renaming to {}", self.path.display()))?;
+        Ok(self.path.clone())
+    }
+}
+
+impl Drop for CsvWriter {
+    fn drop(&mut self) {
+        if self.out.is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! End-to-end tests of the `hooke` command.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn hooke(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hooke")).args(args).current_dir(cwd).output().expect("hooke runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Files under `dir`, recursively (none if it does not exist).
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() { out.extend(files(&p)) } else { out.push(p) }
+        }
+    }
+    out
+}
+
+/// Column `name` of a CSV file, as numbers.
+fn column(csv: &str, name: &str) -> Vec<f64> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let k = header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    lines.map(|l| l.split(',').nth(k).unwrap().parse().unwrap()).collect()
+}
+
+#[test]
+fn default_scene_1000_frames_no_nan_no_penetration_and_usd_reads_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = hooke(&["run", "--frames", "1000", "--out", "cache"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = tmp.path().join("cache");
+    let csv = std::fs::read_to_string(dir.join("diagnostics.csv")).unwrap();
+    let pen = column(&csv, "max_penetration_m");
+    let nan = column(&csv, "nan_count");
+    assert_eq!(pen.len(), 1001);
+    // The cloth's particle radius is 5 mm: nothing may end deeper than 1 % of it, at any frame.
+    let deepest = pen.iter().cloned().fold(0.0, f64::max);
+    assert!(deepest < 0.01 * 0.005, "deepest penetration {deepest} m");
+    assert!(nan.iter().all(|&n| n == 0.0));
+    // The cloth did reach the sphere and the ground (contacts were counted).
+    assert!(column(&csv, "contacts").iter().any(|&c| c > 0.0));
+
+    let usd = dir.join("cloth_on_sphere.usda");
+    let prims = hooke_io::cache::read_usda_summary(&usd).unwrap();
+    assert_eq!(prims.len(), 1);
+    assert_eq!(prims[0].type_name, "Mesh");
+    assert_eq!(prims[0].points_per_frame.len(), 1001);
+    assert!(prims[0].points_per_frame.iter().all(|&n| n == 40 * 40));
+    assert_eq!(prims[0].face_count, 2 * 39 * 39);
+    // No temporary files are left behind.
+    assert!(files(&dir).iter().all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.')));
+
+    // Pixar's own reader, where usd-core is installed.
+    let py = "import sys\nfrom pxr import Usd, UsdGeom\ns = Usd.Stage.Open(sys.argv[1])\nm = UsdGeom.Mesh(s.GetPrimAtPath('/World/cloth'))\na = m.GetPointsAttr()\nts = a.GetTimeSamples()\nprint(len(ts), len(a.Get(ts[0])), len(a.Get(ts[-1])), s.GetEndTimeCode(), UsdGeom.GetStageUpAxis(s))\n";
+    match Command::new("python3").args(["-c", py, usd.to_str().unwrap()]).output() {
+        Ok(out) if out.status.success() => {
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1001 1600 1600 1000.0 Y");
+        }
+        Ok(out) => println!("skipped the pxr check (python3 has no usd-core): {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")),
+        Err(e) => println!("skipped the pxr check (no python3: {e})"),
+    }
+}
+
+#[test]
+fn obj_and_pc2_formats() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = hooke(&["run", "--frames", "5", "--format", "obj", "--out", "obj"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let objs: Vec<_> = files(&tmp.path().join("obj")).into_iter().filter(|p| p.extension().is_some_and(|e| e == "obj")).collect();
+    assert_eq!(objs.len(), 6);
+    let o = hooke(&["run", "--frames", "5", "--format", "pc2", "--out", "pc2"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let (points, frames) = hooke_io::cache::read_pc2(tmp.path().join("pc2/cloth.pc2")).unwrap();
+    assert_eq!((points, frames.len()), (1600, 6));
+}
+
+#[test]
+fn validate_accepts_the_examples() {
+    let scenes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenes");
+    for e in std::fs::read_dir(&scenes).unwrap().flatten() {
+        let o = hooke(&["validate", e.path().to_str().unwrap()], &scenes);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("ok"));
+    }
+}
+
+/// Each bad input: non-zero exit, a message naming the file and the key, and no cache file.
+#[test]
+fn bad_input_fails_cleanly() {
+    let grid = "[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\n";
+    let cases: Vec<(String, &str)> = vec![
+        ("[solver\nsubsteps = 2\n".into(), "line 1"),
+        (format!("{grid}colour = \"red\"\n"), "colour"),
+        (format!("{grid}particle_mass = -0.5\n"), "particle mass"),
+        (format!("[solver]\nfps = 0.0\n{grid}"), "solver.fps"),
+        (format!("[solver]\nfps = -60.0\n{grid}"), "solver.fps"),
+        ("[[cloth]]\nrows = 4\ncolumns = 4\nspacing = nan\n".into(), "spacing"),
+        ("[[cloth]]\nrows = 0\ncolumns = 0\nspacing = 0.1\n".into(), "2×2"),
+        ("[[cloth]]\nrows = 3000000\ncolumns = 3000000\nspacing = 0.001\n".into(), "memory"),
+    ];
+    for (k, (scene, needle)) in cases.iter().enumerate() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("bad.toml"), scene).unwrap();
+        for cmd in [&["run", "bad.toml", "--out", "out"][..], &["validate", "bad.toml"][..]] {
+            let o = hooke(cmd, tmp.path());
+            let t = text(&o);
+            assert!(!o.status.success(), "case {k} {cmd:?} succeeded: {t}");
+            assert!(t.contains("bad.toml") && t.contains(needle), "case {k}: expected {needle:?} in: {t}");
+            assert!(files(&tmp.path().join("out")).is_empty(), "case {k} left files");
+        }
+    }
+    // A zero or negative time step from the command line.
+    let tmp = tempfile::tempdir().unwrap();
+    for fps in ["--fps=0", "--fps=-30", "--fps=NaN"] {
+        let o = hooke(&["run", fps, "--out", "out"], tmp.path());
+        assert!(!o.status.success() && text(&o).contains("--fps"), "{}", text(&o));
+        assert!(files(&tmp.path().join("out")).is_empty());
+    }
+    let o = hooke(&["run", "missing.toml"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("missing.toml"));
+}
+
+/// A run that blows up stops with a non-zero exit, says where, and leaves a valid cache with
+/// the frames before the failure.
+#[test]
+fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 1 000 m/s² of gravity passes the 500 m/s speed limit after 0.5 s (frame 30 at 60 fps).
+    let scene = "gravity = [0.0, -1000.0, 0.0]\n[[rope]]\nname = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 8\n";
+    std::fs::write(tmp.path().join("boom.toml"), scene).unwrap();
+    let o = hooke(&["run", "boom.toml", "--frames", "100", "--out", "out"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("blew up") && t.contains("m/s"), "{t}");
+    let prims = hooke_io::cache::read_usda_summary(tmp.path().join("out/boom.usda")).unwrap();
+    let frames = prims[0].points_per_frame.len();
+    assert!((28..=32).contains(&frames), "{frames} frames written");
+    let csv = std::fs::read_to_string(tmp.path().join("out/diagnostics.csv")).unwrap();
+    assert_eq!(column(&csv, "frame").len(), frames);
+    assert!(column(&csv, "max_speed_m_per_s").iter().all(|&v| v <= 500.0));
+}

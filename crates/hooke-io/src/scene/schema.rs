@@ -1,0 +1,274 @@
+//! The TOML schema of a scene file, as plain serde types. Every table rejects unknown keys.
+//!
+//! Units are SI: metres, kilograms, seconds, N/m; angles in degrees. See `scenes/` for
+//! examples and the README for the full list of keys.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A whole scene file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SceneFile {
+    /// Scene name, used for the output folder and cache file names (default: the file stem).
+    pub name: Option<String>,
+    /// Solver settings.
+    #[serde(default)]
+    pub solver: SolverSection,
+    /// Gravity (m/s²), default [0, −9.81, 0].
+    pub gravity: Option<[f32; 3]>,
+    /// Wind velocity (m/s), default [0, 0, 0].
+    pub wind: Option<[f32; 3]>,
+    /// Air for aerodynamic forces; absent: no aerodynamics.
+    pub air: Option<AirSection>,
+    /// Output settings.
+    #[serde(default)]
+    pub output: OutputSection,
+    /// Named materials.
+    #[serde(default)]
+    pub materials: BTreeMap<String, MaterialSection>,
+    /// Cloths (`[[cloth]]`).
+    #[serde(default)]
+    pub cloth: Vec<ClothSection>,
+    /// Ropes (`[[rope]]`).
+    #[serde(default)]
+    pub rope: Vec<RopeSection>,
+    /// Colliders (`[[collider]]`).
+    #[serde(default)]
+    pub collider: Vec<ColliderSection>,
+}
+
+/// `[solver]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolverSection {
+    /// `"xpbd"` (default) or `"pbd"`.
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Substeps per frame (default 20).
+    #[serde(default = "default_substeps")]
+    pub substeps: i64,
+    /// Iterations per substep (default 1).
+    #[serde(default = "default_iterations")]
+    pub iterations: i64,
+    /// PBD stiffness factor in [0, 1] (only for `method = "pbd"`, default 1).
+    pub pbd_stiffness: Option<f32>,
+    /// Global air damping rate (1/s, default 0.05).
+    #[serde(default = "default_air_damping")]
+    pub air_damping: f32,
+    /// Frames per second of the output (default 60); the frame time step is 1/fps.
+    #[serde(default = "default_fps")]
+    pub fps: f32,
+    /// Number of frames to simulate (default 240).
+    #[serde(default = "default_frames")]
+    pub frames: i64,
+}
+
+impl Default for SolverSection {
+    fn default() -> Self {
+        SolverSection {
+            method: default_method(),
+            substeps: default_substeps(),
+            iterations: default_iterations(),
+            pbd_stiffness: None,
+            air_damping: default_air_damping(),
+            fps: default_fps(),
+            frames: default_frames(),
+        }
+    }
+}
+
+fn default_method() -> String {
+    "xpbd".into()
+}
+fn default_substeps() -> i64 {
+    20
+}
+fn default_iterations() -> i64 {
+    1
+}
+fn default_air_damping() -> f32 {
+    0.05
+}
+fn default_fps() -> f32 {
+    60.0
+}
+fn default_frames() -> i64 {
+    240
+}
+
+/// `[air]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AirSection {
+    /// Air density (kg/m³, default 1.225).
+    pub density: Option<f32>,
+    /// Drag coefficient C_d of the normal pressure force (default 1).
+    pub drag_coefficient: Option<f32>,
+}
+
+/// `[output]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// `"usda"` (default), `"obj"` or `"pc2"`.
+    pub format: Option<String>,
+    /// Output folder (default `out/<scene name>`), relative to the working directory.
+    pub dir: Option<String>,
+}
+
+/// `[materials.NAME]`: used by cloths (per-area quantities) and ropes (per-length ones).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaterialSection {
+    /// Density: kg/m² for cloth, kg/m for rope.
+    pub density: Option<f32>,
+    /// Stretch stiffness: membrane modulus in N/m for cloth, axial EA in N for rope. `inf` is rigid.
+    pub stretch_stiffness: Option<f32>,
+    /// Compression stiffness, same units (default: the stretch stiffness).
+    pub compression_stiffness: Option<f32>,
+    /// Shear modulus (N/m), cloth only.
+    pub shear_stiffness: Option<f32>,
+    /// Bending stiffness (cloth N/m, rope N) of the distance-2 springs.
+    pub bend_stiffness: Option<f32>,
+    /// Axial damping time τ = k_d/k (s).
+    pub damping: Option<f32>,
+    /// Cloth thickness (m): collision radius is half of it.
+    pub thickness: Option<f32>,
+    /// Rope radius (m).
+    pub radius: Option<f32>,
+}
+
+/// `[[cloth]]`: a grid (`rows`, `columns`, `spacing`) or a mesh (`mesh`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClothSection {
+    /// Body name (default `cloth<N>`).
+    pub name: Option<String>,
+    /// Name of a `[materials.NAME]` table (default: the engine's default cloth material).
+    pub material: Option<String>,
+    /// Grid rows (particles).
+    pub rows: Option<i64>,
+    /// Grid columns (particles).
+    pub columns: Option<i64>,
+    /// Grid spacing (m).
+    pub spacing: Option<f32>,
+    /// Triangle mesh file (OBJ), relative to the scene file.
+    pub mesh: Option<String>,
+    /// Uniform scale of the mesh (default 1).
+    pub scale: Option<f32>,
+    /// Position (m): the grid's centre, or the mesh's translation.
+    pub center: Option<[f32; 3]>,
+    /// Rotation, XYZ Euler angles in degrees.
+    pub rotation: Option<[f32; 3]>,
+    /// Initial velocity (m/s), grids only.
+    pub velocity: Option<[f32; 3]>,
+    /// Structural springs (default true; grids).
+    pub structural: Option<bool>,
+    /// Shear springs (default true; grids).
+    pub shear: Option<bool>,
+    /// Bending springs (default true).
+    pub bending: Option<bool>,
+    /// Mass of every particle (kg) instead of density × area.
+    pub particle_mass: Option<f32>,
+    /// Stiffness of every spring (N/m) instead of the material moduli (grids).
+    pub spring_stiffness: Option<f32>,
+    /// Pin whole rows (grids).
+    #[serde(default)]
+    pub pin_rows: Vec<i64>,
+    /// Pin whole columns (grids).
+    #[serde(default)]
+    pub pin_columns: Vec<i64>,
+    /// Pin [row, column] cells (grids); negative values count from the end.
+    #[serde(default)]
+    pub pin_cells: Vec<[i64; 2]>,
+    /// Pin particles by local index; negative values count from the end.
+    #[serde(default)]
+    pub pin_indices: Vec<i64>,
+    /// Pin every particle initially inside this world-space box.
+    pub pin_box: Option<BoxSection>,
+    /// Release this body's pins at this time (s): the article's "cut".
+    pub release_pins_at: Option<f64>,
+}
+
+/// An axis-aligned box `{ min = [...], max = [...] }` (m).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxSection {
+    /// Lower corner (m).
+    pub min: [f32; 3],
+    /// Upper corner (m).
+    pub max: [f32; 3],
+}
+
+/// `[[rope]]`: straight (`start`, `end`) or along `points`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RopeSection {
+    /// Body name (default `rope<N>`).
+    pub name: Option<String>,
+    /// Name of a `[materials.NAME]` table.
+    pub material: Option<String>,
+    /// First end (m).
+    pub start: Option<[f32; 3]>,
+    /// Last end (m).
+    pub end: Option<[f32; 3]>,
+    /// Polyline (m), instead of start/end.
+    pub points: Option<Vec<[f32; 3]>>,
+    /// Number of particles.
+    pub particles: i64,
+    /// Bending springs i–i+2 (default true).
+    pub bending: Option<bool>,
+    /// Mass of every particle (kg).
+    pub particle_mass: Option<f32>,
+    /// Mass of the last particle (kg), e.g. a pendulum bob.
+    pub end_mass: Option<f32>,
+    /// Pin particles by index; negative values count from the end.
+    #[serde(default)]
+    pub pin_indices: Vec<i64>,
+    /// Release this body's pins at this time (s).
+    pub release_pins_at: Option<f64>,
+}
+
+/// `[[collider]]`: `shape` is `"plane"`, `"sphere"`, `"capsule"` or `"box"`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColliderSection {
+    /// Name (default `<shape><N>`).
+    pub name: Option<String>,
+    /// Shape kind.
+    pub shape: String,
+    /// Plane: a point on it (m).
+    pub point: Option<[f32; 3]>,
+    /// Plane: outward normal.
+    pub normal: Option<[f32; 3]>,
+    /// Sphere and box: centre (m).
+    pub center: Option<[f32; 3]>,
+    /// Sphere and capsule: radius (m).
+    pub radius: Option<f32>,
+    /// Capsule: first end of the axis (m).
+    pub a: Option<[f32; 3]>,
+    /// Capsule: second end of the axis (m).
+    pub b: Option<[f32; 3]>,
+    /// Box: half extents (m).
+    pub half_extents: Option<[f32; 3]>,
+    /// Box: rotation, XYZ Euler degrees.
+    pub rotation: Option<[f32; 3]>,
+    /// Static friction coefficient μₛ (default 0).
+    pub static_friction: Option<f32>,
+    /// Kinetic friction coefficient μₖ (default: μₛ).
+    pub kinetic_friction: Option<f32>,
+    /// Keyframed translation.
+    #[serde(default)]
+    pub keyframes: Vec<KeyframeSection>,
+}
+
+/// `{ time = t, translation = [x, y, z] }`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyframeSection {
+    /// Time (s).
+    pub time: f32,
+    /// Translation (m).
+    pub translation: [f32; 3],
+}
