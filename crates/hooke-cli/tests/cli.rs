@@ -64,7 +64,10 @@ fn default_scene_1000_frames_no_nan_no_penetration_and_usd_reads_back() {
         Ok(out) if out.status.success() => {
             assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1001 1600 1600 1000.0 Y");
         }
-        Ok(out) => println!("skipped the pxr check (python3 has no usd-core): {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")),
+        Ok(out) => println!(
+            "skipped the pxr check (python3 has no usd-core): {}",
+            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+        ),
         Err(e) => println!("skipped the pxr check (no python3: {e})"),
     }
 }
@@ -74,7 +77,8 @@ fn obj_and_pc2_formats() {
     let tmp = tempfile::tempdir().unwrap();
     let o = hooke(&["run", "--frames", "5", "--format", "obj", "--out", "obj"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
-    let objs: Vec<_> = files(&tmp.path().join("obj")).into_iter().filter(|p| p.extension().is_some_and(|e| e == "obj")).collect();
+    let objs: Vec<_> =
+        files(&tmp.path().join("obj")).into_iter().filter(|p| p.extension().is_some_and(|e| e == "obj")).collect();
     assert_eq!(objs.len(), 6);
     let o = hooke(&["run", "--frames", "5", "--format", "pc2", "--out", "pc2"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));

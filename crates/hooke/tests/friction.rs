@@ -69,3 +69,45 @@ fn kinetic_friction_gives_the_coulomb_acceleration() {
     println!("35°: a = {a:.4} m/s², expected {expected:.4} m/s²");
     assert!((a - expected).abs() < 0.05 * expected, "a = {a}, expected {expected}");
 }
+
+/// Friction acts on the motion relative to the collider: a patch resting on a box that slides
+/// sideways at 0.5 m/s² is carried along when μₛ·g exceeds that acceleration, and left behind
+/// on a frictionless box.
+#[test]
+fn a_moving_collider_drags_the_cloth_by_friction() {
+    let carried = |mu: f32| {
+        let mut b = ModelBuilder::new();
+        let mut g = ClothGrid::new("patch", 5, 5, 0.02);
+        g.material = ClothMaterial { thickness: 0.004, ..ClothMaterial::default() };
+        g.center = Vec3::new(0.0, 0.002, 0.0); // on the box top (y = 0), radius 2 mm
+        b.add_cloth_grid(&g).unwrap();
+        // x(t) = ¼ t² (a = 0.5 m/s²), sampled every 0.05 s over 1 s.
+        let keys = (0..=20)
+            .map(|k| {
+                let t = k as f32 * 0.05;
+                hooke::collision::Keyframe { time: t, translation: Vec3::new(0.25 * t * t, 0.0, 0.0) }
+            })
+            .collect();
+        let shape =
+            Shape::Box { center: Vec3::new(0.0, -0.5, 0.0), half_extents: Vec3::splat(0.5), rotation: Quat::IDENTITY };
+        let collider =
+            Collider::new("box", shape).with_friction(mu, mu).with_motion(hooke::collision::Motion::new(keys).unwrap());
+        b.add_collider(collider).unwrap();
+        let model = Arc::new(b.finalize().unwrap());
+        let settings = XpbdSettings { substeps: 20, iterations: 2, air_damping: 0.0, ..XpbdSettings::default() };
+        let mut solver = XpbdSolver::new(model.clone(), settings).unwrap();
+        for _ in 0..60 {
+            solver.step(&Control::new(), 1.0 / 60.0).unwrap();
+        }
+        let mut x = Vec::new();
+        solver.read_positions(&mut x);
+        let shift = x.iter().map(|p| p.x).sum::<f32>() / x.len() as f32;
+        (shift, hooke::diagnostics::max_penetration(&model, &x, solver.time()))
+    };
+    let (with, pen) = carried(0.5);
+    let (without, _) = carried(0.0);
+    println!("box moved 0.25 m: cloth moved {with:.4} m with μ = 0.5, {without:.4} m with μ = 0");
+    assert!((with - 0.25).abs() < 0.01, "carried {with} m");
+    assert!(without.abs() < 0.005, "frictionless cloth moved {without} m");
+    assert!(pen < 0.01 * 0.002);
+}

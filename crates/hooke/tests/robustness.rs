@@ -75,3 +75,29 @@ fn bad_time_steps_and_pins_are_errors() {
     let bad = XpbdSettings { substeps: 0, ..XpbdSettings::default() };
     assert!(XpbdSolver::new(solver.model().clone(), bad).is_err());
 }
+
+/// A pin with a target moves its particle there by the end of the frame, linearly over the
+/// substeps; releasing it lets the particle fall.
+#[test]
+fn pins_move_to_their_targets_and_release() {
+    let model = rope_model(Vec3::new(0.0, -9.81, 0.0));
+    let mut solver = XpbdSolver::new(model, XpbdSettings::default()).unwrap();
+    let mut c = Control::new();
+    let target = Vec3::new(0.2, 0.3, -0.1);
+    c.pin_to(0, target);
+    solver.step(&c, 1.0 / 60.0).unwrap();
+    let mut x = Vec::new();
+    solver.read_positions(&mut x);
+    assert!((x[0] - target).length() < 1e-6, "{}", x[0]);
+    // Held where it is from now on.
+    c.pin(0);
+    solver.step(&c, 1.0 / 60.0).unwrap();
+    solver.read_positions(&mut x);
+    assert!((x[0] - target).length() < 1e-6);
+    c.release_all();
+    for _ in 0..10 {
+        solver.step(&c, 1.0 / 60.0).unwrap();
+    }
+    solver.read_positions(&mut x);
+    assert!(x[0].y < target.y - 0.01);
+}

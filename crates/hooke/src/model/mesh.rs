@@ -82,7 +82,8 @@ impl ClothMesh {
             }
             let [a, b, c] = tri.map(|v| self.positions[v as usize]);
             let area = 0.5 * (b - a).cross(c - a).length();
-            if tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2] || area.is_nan() || area <= 1e-10 * diag * diag {
+            if tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2] || area.is_nan() || area <= 1e-10 * diag * diag
+            {
                 return Err(ModelError::invalid(
                     format!("{ctx}: triangle {t}"),
                     format!("is degenerate (vertices {:?}, area {area} m²)", tri),

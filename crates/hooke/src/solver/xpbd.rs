@@ -226,7 +226,8 @@ impl XpbdSolver {
             let vs = t.map(|i| v[i as usize]);
             aerodynamics::triangle_force(&air, xs, vs, wind) * (1.0 / 3.0)
         };
-        if self.settings.parallel {
+        let parallel = self.settings.parallel && self.p.len() >= 2 * PARTICLE_CHUNK;
+        if parallel {
             model.triangles().par_iter().map(tri).collect_into_vec(&mut self.triangle_force);
         } else {
             self.triangle_force.clear();
@@ -236,7 +237,7 @@ impl XpbdSolver {
         let gather = |(k, f): (usize, &mut Vec3)| {
             *f = model.particle_triangles(k).iter().map(|&t| tf[t as usize]).sum();
         };
-        if self.settings.parallel {
+        if parallel {
             self.force.par_iter_mut().enumerate().for_each(gather);
         } else {
             self.force.iter_mut().enumerate().for_each(gather);
