@@ -4,3 +4,4 @@
 //! forces that need geometry, such as the aerodynamic force on cloth triangles.
 
 pub mod aerodynamics;
+pub mod spring;
