@@ -26,6 +26,12 @@ pub struct StepReport {
     pub iterations: u32,
     /// Particles in contact with a collider in the last substep.
     pub contacts: u32,
+    /// Linear-solver iterations (e.g. conjugate gradient) of the substep that needed most;
+    /// 0 for solvers without a linear solve.
+    pub linear_iterations: u32,
+    /// Largest relative residual ‖b − Ax‖/‖b‖ the linear solver ended with in the frame; 0
+    /// for solvers without a linear solve.
+    pub linear_residual: f64,
 }
 
 /// Static description of a configured solver, for reports and benchmarks.

@@ -362,7 +362,7 @@ impl XpbdSolver {
             }
         }
         self.time += frame_dt as f64;
-        Ok(StepReport { substeps: s.substeps, iterations: s.iterations, contacts })
+        Ok(StepReport { substeps: s.substeps, iterations: s.iterations, contacts, ..StepReport::default() })
     }
 
     fn check_finite(&self, time: f64, stage: &str) -> Result<(), SolverError> {
