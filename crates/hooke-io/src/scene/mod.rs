@@ -165,7 +165,11 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
     }
     let wind = vec3(f.wind.unwrap_or([0.0; 3]), "wind")?;
     if let Some(a) = &f.air {
-        let air = Air { density: a.density.unwrap_or(1.225), drag_coefficient: a.drag_coefficient.unwrap_or(1.0) };
+        let air = Air {
+            density: a.density.unwrap_or(1.225),
+            drag_coefficient: a.drag_coefficient.unwrap_or(1.0),
+            ..Air::default()
+        };
         b.set_air(air).map_err(|e| format!("air: {e}"))?;
     }
     let material = |name: &Option<String>, key: &str| -> Result<MaterialSection, String> {

@@ -121,6 +121,7 @@ impl ModelBuilder {
     pub fn set_air(&mut self, air: Air) -> Result<&mut Self, ModelError> {
         error::non_negative("air", "density (kg/m³)", air.density)?;
         error::non_negative("air", "drag coefficient", air.drag_coefficient)?;
+        error::non_negative("air", "lift coefficient", air.lift_coefficient)?;
         self.air = air;
         Ok(self)
     }

@@ -73,20 +73,31 @@ impl Body {
     }
 }
 
-/// Aerodynamic parameters of the surrounding air (article §1.4).
+/// Aerodynamic parameters of the surrounding air (article §1.4); the forces they give are in
+/// [`forces::aerodynamics`](crate::forces::aerodynamics).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Air {
     /// Air density ρ (kg/m³).
     pub density: f32,
-    /// Drag coefficient C_d of the pressure force on each triangle (dimensionless, ≥ 0);
-    /// 0 switches aerodynamics off.
+    /// Drag coefficient C_d of the pressure force on each triangle, along its normal
+    /// (dimensionless, ≥ 0).
     pub drag_coefficient: f32,
+    /// Lift coefficient C_l of the force on each triangle perpendicular to the relative wind
+    /// (dimensionless, ≥ 0). Aerodynamics is off when both coefficients are 0.
+    pub lift_coefficient: f32,
 }
 
 impl Default for Air {
-    /// Sea-level air (1.225 kg/m³) with aerodynamics off (C_d = 0).
+    /// Sea-level air (1.225 kg/m³) with aerodynamics off (C_d = C_l = 0).
     fn default() -> Self {
-        Air { density: 1.225, drag_coefficient: 0.0 }
+        Air { density: 1.225, drag_coefficient: 0.0, lift_coefficient: 0.0 }
+    }
+}
+
+impl Air {
+    /// Whether this air exerts any force: ρ > 0 and C_d or C_l > 0.
+    pub fn is_active(&self) -> bool {
+        self.density > 0.0 && (self.drag_coefficient > 0.0 || self.lift_coefficient > 0.0)
     }
 }
 

@@ -254,7 +254,7 @@ impl XpbdSolver {
         let model = Arc::clone(&self.model);
         let gravity = model.gravity();
         let decay = (-s.air_damping * h).exp();
-        let aero = model.air().drag_coefficient > 0.0 && !model.triangles().is_empty();
+        let aero = model.air().is_active() && !model.triangles().is_empty();
         let mut contacts = 0u32;
         for sub in 0..s.substeps {
             let t0 = self.time + (sub as f64) * h as f64;
