@@ -9,6 +9,7 @@
 //! live in each solver's settings.
 
 mod distance;
+pub mod pcg;
 pub mod xpbd;
 
 pub use xpbd::{Method, XpbdSettings, XpbdSolver};
