@@ -2,14 +2,17 @@
 //!
 //! hooke simulates cloth and rope as particles joined by distance constraints — the springs of
 //! a mass-spring model (structural, shear and bending, article §1.1) — solved with XPBD or PBD
-//! (§3), with analytic colliders, signed distances and Coulomb friction (§4).
+//! (§3) or as spring forces with explicit and implicit integrators (§2), with analytic
+//! colliders, signed distances and Coulomb friction (§4).
 //!
 //! The data flow follows NVIDIA Warp's `sim` design:
 //!
 //! * [`ModelBuilder`] → [`Model`]: immutable particles, constraints (already coloured for
 //!   parallel Gauss–Seidel, §5.2), triangles and colliders.
 //! * [`State`]: positions and velocities; [`Control`]: wind and pins, per frame.
-//! * [`Solver`]: one trait for every solver; [`XpbdSolver`] is the CPU XPBD/PBD solver.
+//! * [`Solver`]: one trait for every solver; [`XpbdSolver`] is the CPU XPBD/PBD solver,
+//!   [`ForceSolver`] the force-based mass–spring solver (forward, symplectic and implicit Euler,
+//!   Verlet; article §2).
 //!
 //! Units are SI throughout (m, kg, s, N/m; compliance in m/N); Y is up; gravity is
 //! (0, −9.81, 0) m/s² by default.
@@ -55,5 +58,8 @@ pub use model::{
     Air, Body, BodyId, BodyKind, ClothGrid, ClothMaterial, ClothMesh, ConstraintFamily, DistanceConstraint, Model,
     ModelBuilder, Rope, RopeMaterial,
 };
-pub use solver::{Method, Solver, SolverError, SolverInfo, StepReport, XpbdSettings, XpbdSolver};
+pub use solver::{
+    ForceSettings, ForceSolver, Integrator, Method, Solver, SolverError, SolverInfo, StepReport, XpbdSettings,
+    XpbdSolver,
+};
 pub use state::State;

@@ -9,7 +9,7 @@
 //!   along the spring, so a rigid rotation of the pair is not damped (article §1.3).
 //! * stiffness Jacobian ∂fᵢ/∂xᵢ = −k[nnᵀ + (1 − L₀/L)(I − nnᵀ)] = −∂fᵢ/∂xⱼ; under compression
 //!   (L < L₀) the transverse term is negative and can make the system matrix indefinite, so
-//!   it may be clamped to 0 ([`SpringJacobian::clamp_compression`], Choi & Ko 2002).
+//!   it may be clamped to 0 (`clamp_compression` of [`Spring::jacobian`], Choi & Ko 2002).
 //! * damping Jacobian ∂fᵢ/∂vᵢ = −k_d nnᵀ = −∂fᵢ/∂vⱼ.
 //!
 //! L is guarded from below by [`MIN_LENGTH`]: two particles at the same place exert no force

@@ -7,11 +7,23 @@
 //!
 //! Physical parameters live on the [`Model`]; numerical knobs (substeps, iterations, method)
 //! live in each solver's settings.
+//!
+//! * [`XpbdSolver`] ([`xpbd`]): position-based, XPBD or PBD (article §3).
+//! * [`ForceSolver`] ([`force_based`]): the same model as a mass–spring system, integrated with
+//!   [forward Euler](explicit_euler), [symplectic Euler](symplectic_euler), [Verlet](verlet)
+//!   or [implicit Euler](implicit_euler) with a [preconditioned conjugate gradient](pcg)
+//!   (article §1.2–2.3).
 
 mod distance;
+pub mod explicit_euler;
+pub mod force_based;
+pub mod implicit_euler;
 pub mod pcg;
+pub mod symplectic_euler;
+pub mod verlet;
 pub mod xpbd;
 
+pub use force_based::{ForceSettings, ForceSolver, Integrator};
 pub use xpbd::{Method, XpbdSettings, XpbdSolver};
 
 use crate::{Control, Model, State};
