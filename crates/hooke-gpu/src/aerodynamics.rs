@@ -1,0 +1,44 @@
+//! Aerodynamic force (`aerodynamics.wgsl`; article §1.4).
+//!
+//! Each triangle with unit normal n, area A and mean vertex velocity relative to the wind
+//! v_rel feels the drag F_d = −½ρC_d A |v_rel·n|(v_rel·n) n and the lift
+//! F_l = −½ρC_l A ((v_rel·n)/‖v_rel‖)(‖v_rel‖² n − (v_rel·n) v_rel) of hooke's
+//! `forces::aerodynamics`; a third of it goes to each vertex. `triangle_forces` writes one
+//! share per triangle, `gather` sums the shares around each particle in the model's order —
+//! a gather rather than a scatter with atomics, so it needs no float atomics and sums in the
+//! same order as the CPU.
+
+use crate::buffers::Buffers;
+use crate::kernel::{Access, SharedLayouts, Stage};
+
+/// The aerodynamic kernels.
+pub(crate) struct Aerodynamics(Stage);
+
+impl Aerodynamics {
+    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Aerodynamics {
+        use Access::*;
+        Aerodynamics(Stage::new(
+            device,
+            "aerodynamics.wgsl",
+            crate::shaders::AERODYNAMICS,
+            &["triangle_forces", "gather"],
+            &[
+                (Read, &b.position),
+                (Read, &b.velocity),
+                (Read, &b.triangles),
+                (ReadWrite, &b.triangle_force),
+                (Read, &b.particle_triangle_offsets),
+                (Read, &b.particle_triangles),
+                (ReadWrite, &b.force),
+            ],
+            shared,
+            false,
+        ))
+    }
+
+    /// Records the force computation for one substep.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, triangles: u32) {
+        self.0.run(pass, 0, params, triangles);
+        self.0.run(pass, 1, params, n);
+    }
+}

@@ -1,0 +1,46 @@
+//! Collisions and friction (`collide.wgsl`; article §4.2–4.3, §5.3 "Collision").
+//!
+//! After the constraint sweeps of a substep each free particle of radius r is tested against
+//! every collider's signed distance φ (plane, sphere, capsule, oriented box; φ > 0 outside).
+//! Where φ(x) < r it is moved out along the normal by the depth r − φ — the projection of the
+//! inequality constraint φ(x) − r ≥ 0 — and its tangential displacement relative to the
+//! collider, Δxₜ, is reduced by Coulomb friction: removed entirely if ‖Δxₜ‖ < μₛ·depth
+//! (static), otherwise shortened by at most μₖ·depth (kinetic, clamped so it never reverses).
+//!
+//! Keyframed collider motion is evaluated on the CPU (`Motion::translation_at` at the start and
+//! end of each substep, in f64 time) and uploaded once per frame as one placement per
+//! (substep, collider); the kernel picks its substep's row. The box uses a rotation matrix
+//! where the CPU uses a quaternion, so box contacts agree with the CPU to rounding only.
+
+use crate::buffers::Buffers;
+use crate::kernel::{Access, SharedLayouts, Stage};
+
+/// The collision kernel.
+pub(crate) struct Collide(Stage);
+
+impl Collide {
+    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Collide {
+        use Access::*;
+        Collide(Stage::new(
+            device,
+            "collide.wgsl",
+            crate::shaders::COLLIDE,
+            &["collide"],
+            &[
+                (Read, &b.position),
+                (ReadWrite, &b.displacement),
+                (Read, &b.radius),
+                (Read, &b.colliders),
+                (Read, &b.placements),
+                (ReadWrite, &b.health),
+            ],
+            shared,
+            false,
+        ))
+    }
+
+    /// Records the collision pass of one substep.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32) {
+        self.0.run(pass, 0, params, n);
+    }
+}

@@ -1,0 +1,148 @@
+// Collision with analytic colliders and Coulomb friction (article §4.2–4.3, §5.3 "Collision").
+// Dispatched by collide.rs, once per substep after the constraint sweeps. The signed distances
+// and the friction rule are those of hooke's `collision/shape.rs` and `collision/friction.rs`.
+
+// kind: 0 plane (a = point, b = normal), 1 sphere (a = centre, radius), 2 capsule (a, b,
+// radius), 3 box (a = centre, b = half extents, r0..r2 = columns of its rotation matrix).
+struct Collider {
+    kind: u32,
+    static_friction: f32,
+    kinetic_friction: f32,
+    radius: f32,
+    a: vec4<f32>,
+    b: vec4<f32>,
+    r0: vec4<f32>,
+    r1: vec4<f32>,
+    r2: vec4<f32>,
+}
+
+// Collider placement in one substep: translation at its end, and displacement over it.
+struct Placement {
+    offset_end: vec4<f32>,
+    displacement: vec4<f32>,
+}
+
+struct Health {
+    nonfinite: atomic<u32>,
+    too_fast: atomic<u32>,
+    contacts: atomic<u32>,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> radius: array<f32>;
+@group(0) @binding(3) var<storage, read> colliders: array<Collider>;
+@group(0) @binding(4) var<storage, read> placements: array<Placement>;
+@group(0) @binding(5) var<storage, read_write> health: Health;
+
+fn sign_bit(x: f32) -> f32 {
+    // glam's signum: −1 for −0.0, +1 for +0.0.
+    return select(1.0, -1.0, (bitcast<u32>(x) & 0x80000000u) != 0u);
+}
+
+// Signed distance φ (m) in .w and outward unit normal in .xyz at p (already moved into the
+// collider's rest frame).
+fn signed_distance(c: Collider, p: vec3<f32>) -> vec4<f32> {
+    switch c.kind {
+        case 0u: {
+            return vec4<f32>(c.b.xyz, dot3(p - c.a.xyz, c.b.xyz));
+        }
+        case 1u: {
+            let d = p - c.a.xyz;
+            let len = sqrt(dot3(d, d));
+            var n = vec3<f32>(0.0, 1.0, 0.0);
+            if len > 1e-12 {
+                n = d / len;
+            }
+            return vec4<f32>(n, len - c.radius);
+        }
+        case 2u: {
+            let ab = c.b.xyz - c.a.xyz;
+            let denom = dot3(ab, ab);
+            var t = 0.0;
+            if denom > 0.0 {
+                t = clamp(dot3(p - c.a.xyz, ab) / denom, 0.0, 1.0);
+            }
+            let d = p - (c.a.xyz + ab * t);
+            let len = sqrt(dot3(d, d));
+            var n = vec3<f32>(0.0, 1.0, 0.0);
+            if len > 1e-12 {
+                n = d / len;
+            }
+            return vec4<f32>(n, len - c.radius);
+        }
+        default: {
+            let q0 = p - c.a.xyz;
+            // Rᵀ q: the rotation matrix stands for the CPU's quaternion (rounding differs).
+            let local = vec3<f32>(dot3(c.r0.xyz, q0), dot3(c.r1.xyz, q0), dot3(c.r2.xyz, q0));
+            let q = abs(local) - c.b.xyz;
+            let outside = max(q, vec3<f32>(0.0));
+            let out_len = sqrt(dot3(outside, outside));
+            var n_local: vec3<f32>;
+            var phi: f32;
+            if out_len > 0.0 {
+                n_local = outside * vec3<f32>(sign_bit(local.x), sign_bit(local.y), sign_bit(local.z)) / out_len;
+                phi = out_len;
+            } else if q.x >= q.y && q.x >= q.z {
+                n_local = vec3<f32>(sign_bit(local.x), 0.0, 0.0);
+                phi = q.x;
+            } else if q.y >= q.z {
+                n_local = vec3<f32>(0.0, sign_bit(local.y), 0.0);
+                phi = q.y;
+            } else {
+                n_local = vec3<f32>(0.0, 0.0, sign_bit(local.z));
+                phi = q.z;
+            }
+            let n = c.r0.xyz * n_local.x + c.r1.xyz * n_local.y + c.r2.xyz * n_local.z;
+            return vec4<f32>(n, phi);
+        }
+    }
+}
+
+// Coulomb friction on the tangential displacement (static lock, clamped kinetic).
+fn friction(c: Collider, tangential: vec3<f32>, depth: f32) -> vec3<f32> {
+    let len2 = dot3(tangential, tangential);
+    if len2 == 0.0 {
+        return vec3<f32>(0.0);
+    }
+    let len = sqrt(len2);
+    if len < c.static_friction * depth {
+        return -tangential;
+    }
+    return -tangential * min(c.kinetic_friction * depth / len, 1.0);
+}
+
+@compute @workgroup_size(64)
+fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = thread_index(gid, nwg);
+    if i >= P.particle_count {
+        return;
+    }
+    let x = position[i];
+    if x.w <= 0.0 {
+        return;
+    }
+    let x0 = x.xyz;
+    var d = displacement[i].xyz;
+    let r = radius[i];
+    var deepest = 0.0;
+    for (var k = 0u; k < P.collider_count; k++) {
+        let c = colliders[k];
+        let m = placements[P.substep * P.collider_count + k];
+        let sd = signed_distance(c, (x0 + d) - m.offset_end.xyz);
+        let n = sd.xyz;
+        let depth = r - sd.w;
+        if depth > 0.0 {
+            d = d + n * depth;
+            let rel = d - m.displacement.xyz;
+            let tangential = rel - n * dot3(rel, n);
+            d = d + friction(c, tangential, depth);
+            deepest = max(deepest, depth);
+        }
+    }
+    displacement[i] = vec4<f32>(d, 0.0);
+    if deepest > 0.0 && P.last_substep != 0u {
+        atomicAdd(&health.contacts, 1u);
+    }
+}

@@ -1,0 +1,66 @@
+// Shared declarations, prepended to every kernel of hooke-gpu (see shaders.rs).
+//
+// `Params` is one 256-byte slot of the per-substep uniform buffer, bound with a dynamic offset
+// at @group(1) @binding(0); its Rust twin is `buffers::Params` (same field order, std140-safe
+// because every vec3 is followed by a scalar).
+
+const WORKGROUP: u32 = 64u;
+
+struct Params {
+    gravity: vec3<f32>,
+    h: f32,
+    wind: vec3<f32>,
+    inv_h: f32,
+    inv_h2: f32,
+    decay: f32,
+    frac: f32,
+    pbd_stiffness: f32,
+    particle_count: u32,
+    pin_count: u32,
+    collider_count: u32,
+    substep: u32,
+    triangle_count: u32,
+    method: u32,
+    last_substep: u32,
+    max_speed2: f32,
+    air_density: f32,
+    drag_coefficient: f32,
+    lift_coefficient: f32,
+    aero: u32,
+    normal_scale: f32,
+    normal_clamp: f32,
+    one_minus_frac: f32,
+    // Always 0; see `opaque3`.
+    zero: u32,
+}
+
+@group(1) @binding(0) var<uniform> P: Params;
+
+// Linear thread index of a (possibly two-dimensional) dispatch of WORKGROUP-wide groups:
+// grids larger than 65 535 groups spill into y.
+fn thread_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * WORKGROUP;
+}
+
+// x·x with the left-to-right order of glam's Vec3::dot (no fused multiply-add), so that
+// results round as on the CPU.
+fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+// IEEE finiteness by the exponent bits (WGSL has no isnan/isinf, and a compiler may assume
+// that float comparisons never see NaN).
+fn finite1(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+fn finite3(v: vec3<f32>) -> bool {
+    return finite1(v.x) && finite1(v.y) && finite1(v.z);
+}
+
+// The identity, in a way no compiler can see through (x XOR a uniform that happens to be 0):
+// a product passed through it is rounded to f32 before it is used, so that the compiler can
+// neither fuse it into a multiply-add nor factor a sum of products.
+fn opaque3(v: vec3<f32>) -> vec3<f32> {
+    return bitcast<vec3<f32>>(bitcast<vec3<u32>>(v) ^ vec3<u32>(P.zero));
+}

@@ -1,0 +1,123 @@
+//! The wgpu instance, adapter, device and queue that solvers run on.
+
+use std::sync::Arc;
+
+/// Errors of device creation and of building a GPU solver.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// No adapter was found (no GPU, no software Vulkan driver such as Mesa's lavapipe).
+    #[error("no GPU adapter: {0} (on Debian/Ubuntu, `apt-get install mesa-vulkan-drivers libvulkan1` gives a CPU one)")]
+    NoAdapter(String),
+    /// The adapter refused to create a device.
+    #[error("could not create a device: {0}")]
+    Device(String),
+    /// wgpu reported a validation error while the solver's pipelines or buffers were created.
+    #[error("wgpu validation: {0}")]
+    Validation(String),
+    /// A buffer the model needs is larger than the device allows.
+    #[error("{what} needs {needed} bytes, but the device allows {limit}")]
+    TooLarge {
+        /// The buffer.
+        what: &'static str,
+        /// Bytes needed.
+        needed: u64,
+        /// The device's limit in bytes.
+        limit: u64,
+    },
+    /// The settings or the model are invalid for the solver.
+    #[error(transparent)]
+    Solver(#[from] hooke::SolverError),
+}
+
+/// A wgpu device and its queue, shared (in an `Arc`) by every solver and renderer that uses it.
+///
+/// [`GpuContext::new`] reads the environment, so CI and developers can choose the backend and
+/// the adapter without rebuilding: `WGPU_BACKEND` (e.g. `vulkan`, `gl`), `WGPU_ADAPTER_NAME`
+/// (a substring of the adapter name) and `WGPU_POWER_PREF` (`low`/`high`). The device is
+/// created with **no optional features** — no float atomics, no f64, no subgroups, no push
+/// constants — so what runs on a software adapter runs on any WebGPU-class GPU. Its limits are
+/// the adapter's own, so that large models may use the large buffers a real GPU offers; the
+/// kernels themselves stay within WebGPU's default limits (at most 7 storage buffers per stage,
+/// 3 bind groups, 64-thread workgroups).
+pub struct GpuContext {
+    instance: wgpu::Instance,
+    adapter: wgpu::Adapter,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let info = self.adapter.get_info();
+        f.debug_struct("GpuContext").field("adapter", &info.name).field("backend", &info.backend).finish()
+    }
+}
+
+impl GpuContext {
+    /// Creates an instance from the environment, picks an adapter with
+    /// `wgpu::util::initialize_adapter_from_env_or_default` and opens a device; blocks.
+    ///
+    /// # Errors
+    /// [`GpuError::NoAdapter`] or [`GpuError::Device`].
+    pub fn new() -> Result<Arc<GpuContext>, GpuError> {
+        pollster::block_on(Self::new_async()).map(Arc::new)
+    }
+
+    /// The asynchronous form of [`GpuContext::new`].
+    ///
+    /// # Errors
+    /// As [`GpuContext::new`].
+    pub async fn new_async() -> Result<GpuContext, GpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = wgpu::util::initialize_adapter_from_env_or_default(&instance, None)
+            .await
+            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("hooke-gpu"),
+                required_features: wgpu::Features::empty(),
+                required_limits: adapter.limits(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::Device(e.to_string()))?;
+        Ok(GpuContext { instance, adapter, device, queue })
+    }
+
+    /// Wraps a device made elsewhere (e.g. by a viewer that also renders with it). It should have
+    /// been created without optional features; the solver uses none.
+    pub fn from_parts(
+        instance: wgpu::Instance,
+        adapter: wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+    ) -> GpuContext {
+        GpuContext { instance, adapter, device, queue }
+    }
+
+    /// The instance.
+    pub fn instance(&self) -> &wgpu::Instance {
+        &self.instance
+    }
+
+    /// The adapter.
+    pub fn adapter(&self) -> &wgpu::Adapter {
+        &self.adapter
+    }
+
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Adapter name, backend and device type, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, Cpu)`.
+    pub fn describe(&self) -> String {
+        let i = self.adapter.get_info();
+        format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
+    }
+}

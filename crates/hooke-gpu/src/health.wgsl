@@ -1,0 +1,30 @@
+// Blow-up detection at the end of a frame (hooke's CPU checks the same after every frame).
+// Dispatched by health.rs. Records the lowest index of a particle with a non-finite position
+// or velocity, and of one faster than the limit, as particle_count − index through atomicMax
+// (0 = none), so a zero-cleared buffer means "healthy" and the record is sticky until cleared.
+
+struct Health {
+    nonfinite: atomic<u32>,
+    too_fast: atomic<u32>,
+    contacts: atomic<u32>,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> velocity: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> health: Health;
+
+@compute @workgroup_size(64)
+fn check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = thread_index(gid, nwg);
+    if i >= P.particle_count {
+        return;
+    }
+    let x = position[i].xyz;
+    let v = velocity[i].xyz;
+    if !finite3(x) || !finite3(v) {
+        atomicMax(&health.nonfinite, P.particle_count - i);
+    } else if dot3(v, v) > P.max_speed2 {
+        atomicMax(&health.too_fast, P.particle_count - i);
+    }
+}

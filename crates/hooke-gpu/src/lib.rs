@@ -1,0 +1,91 @@
+//! # hooke-gpu — hooke's XPBD solver as WGSL compute shaders on wgpu
+//!
+//! This crate runs the position-based solver of [`hooke`] (article §3) on a GPU, following the
+//! article's §5 (parallel constraint solving) and §6 (normals). [`GpuXpbdSolver`] implements
+//! [`hooke::Solver`] with the same [`hooke::XpbdSettings`], so it is a drop-in replacement for
+//! [`hooke::XpbdSolver`], and agrees with it to f32 rounding on the same model.
+//!
+//! ## Why graph colouring (§5.1–5.2)
+//!
+//! Gauss–Seidel projects constraints one after another, each seeing the corrections of the
+//! previous ones. Run naively in parallel, two threads projecting constraints that share a
+//! particle would both read its old position and one write would be lost — a data race. The
+//! model's constraints are therefore partitioned into *colours* such that no two constraints
+//! of a colour share a particle (hooke's `model::colouring`; a rope needs 2 + 2 colours, a
+//! cloth grid 12). All constraints of one colour are independent and run as one dispatch; the
+//! colours run one after another. The sweep is thus exactly the CPU's colour-ordered
+//! Gauss–Seidel, and the result does not depend on how threads are scheduled.
+//!
+//! ## One frame (§5.3–5.4)
+//!
+//! With substeps of length h (Macklin et al. 2019), each particle keeps x⁰, its position at
+//! the start of the substep (with its inverse mass w in the fourth lane), and d, its
+//! displacement in the substep — two buffers of 16-byte `vec4` records, plus one for the
+//! velocity v. Per substep:
+//!
+//! 1. [`aerodynamics`](self#kernels) (if the air is active): drag and lift per triangle, gathered
+//!    per particle;
+//! 2. **predict**: v ← v e^{−c h} + h(g + w f), d ← h v; pinned particles (w = 0) follow their
+//!    targets;
+//! 3. **solve_distance**, `iterations` × (one dispatch per colour): the XPBD update
+//!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep;
+//! 4. **collide**: projection out of planes, spheres, capsules and boxes, then clamped Coulomb
+//!    friction relative to the collider's motion;
+//! 5. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0.
+//!
+//! After the last substep, **normals** (§6) and the **health** check run. A whole frame —
+//! substeps × iterations × colours dispatches — is recorded into one compute pass and sent in
+//! one submission; per-dispatch constants (substep, colour) come from uniform slots selected by
+//! dynamic offsets. Nothing is read back unless asked for: [`GpuXpbdSolver::position_buffer`]
+//! and [`GpuXpbdSolver::normal_buffer`] are meant to be bound by a renderer directly.
+//!
+//! ## Matching the CPU
+//!
+//! Each kernel does the CPU's floating-point operations in the CPU's order (no `dot()` or
+//! `cross()` builtins whose summation order is unspecified, no fused multiply-add written by
+//! hand), and the per-substep constants (h, 1/h, 1/h², e^{−c h}, collider translations) are
+//! computed once on the CPU and uploaded. On a GPU that rounds like the CPU (IEEE division and
+//! square root, no contraction — Mesa's lavapipe does), the trajectories agree bit for bit
+//! until a collision; differences elsewhere are rounding (see the parity tests).
+//!
+//! ## Kernels
+//!
+//! One `.wgsl` file beside each `.rs` file that dispatches it; the sources are in [`shaders`].
+//! No optional wgpu feature is used: fixed-point `atomic<i32>` instead of float atomics, no
+//! f64, no subgroups, no push constants.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use hooke::{ClothGrid, Control, ModelBuilder, Solver, XpbdSettings};
+//! use hooke_gpu::{GpuContext, GpuXpbdSolver};
+//!
+//! let mut b = ModelBuilder::new();
+//! let id = b.add_cloth_grid(&ClothGrid::new("cloth", 16, 16, 0.05)).unwrap();
+//! let model = Arc::new(b.finalize().unwrap());
+//! let mut control = Control::new();
+//! control.pin(model.bodies()[id.0].grid_index(0, 0).unwrap());
+//! let ctx = GpuContext::new().expect("a GPU or lavapipe");
+//! let mut solver = GpuXpbdSolver::new(ctx, model, XpbdSettings::default()).unwrap();
+//! for _ in 0..60 {
+//!     solver.step(&control, 1.0 / 60.0).unwrap();
+//! }
+//! let mut x = Vec::new();
+//! solver.read_positions(&mut x);
+//! ```
+#![warn(missing_docs)]
+
+mod aerodynamics;
+mod buffers;
+mod collide;
+mod context;
+mod distance;
+mod finish;
+mod health;
+mod kernel;
+mod normals;
+mod predict;
+pub mod shaders;
+mod solver;
+
+pub use context::{GpuContext, GpuError};
+pub use solver::{GpuSettings, GpuXpbdSolver};

@@ -1,0 +1,50 @@
+//! Prediction and pins (`predict.wgsl`; article §3.1 step 1, §5.3 "Integrate").
+//!
+//! Per frame, `reset_w` gives every particle its model inverse mass back and `pin_begin` sets
+//! w = 0 on each pinned particle (article §3.2: a pinned particle has infinite mass and is
+//! never moved by a constraint), recording where it starts. Per substep of length h:
+//!
+//! * `predict`: v ← v·e^{−c h} + h (g + w f_ext) and d ← h v for free particles (c the air
+//!   damping rate, f_ext the aerodynamic force); d ← 0 for pinned ones;
+//! * `pin_predict`: a pinned particle follows its target linearly over the frame,
+//!   d = lerp(x_start, x_target, (s+1)/n) − x⁰.
+
+use crate::buffers::Buffers;
+use crate::kernel::{Access, SharedLayouts, Stage};
+
+/// The prediction kernels.
+pub(crate) struct Predict(Stage);
+
+impl Predict {
+    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Predict {
+        use Access::*;
+        Predict(Stage::new(
+            device,
+            "predict.wgsl",
+            crate::shaders::PREDICT,
+            &["reset_w", "pin_begin", "predict", "pin_predict"],
+            &[
+                (ReadWrite, &b.position),
+                (ReadWrite, &b.displacement),
+                (ReadWrite, &b.velocity),
+                (Read, &b.inv_mass),
+                (ReadWrite, &b.pins),
+                (Read, &b.force),
+            ],
+            shared,
+            false,
+        ))
+    }
+
+    /// Start of a frame: masses back, pins on.
+    pub fn begin_frame(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, pins: u32) {
+        self.0.run(pass, 0, params, n);
+        self.0.run(pass, 1, params, pins);
+    }
+
+    /// Start of a substep: velocities and displacements predicted, pins moved.
+    pub fn substep(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, pins: u32) {
+        self.0.run(pass, 2, params, n);
+        self.0.run(pass, 3, params, pins);
+    }
+}

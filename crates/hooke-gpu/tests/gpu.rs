@@ -1,0 +1,409 @@
+//! GPU tests: shaders on a device, CPU/GPU parity, contact, normals and blow-up detection.
+//!
+//! They need a wgpu adapter; Mesa's lavapipe (a CPU Vulkan driver) is enough. Without one a
+//! test prints "skipped: no adapter" and passes, unless `HOOKE_REQUIRE_GPU=1` (CI), where it
+//! fails with an install hint. Scenes are small because lavapipe is slow.
+
+use glam::{Quat, Vec3};
+use hooke::collision::{Collider, Keyframe, Motion, Shape};
+use hooke::{
+    Air, ClothGrid, Control, Diagnostics, Method, Model, ModelBuilder, Rope, Solver, SolverError, State, XpbdSettings,
+    XpbdSolver,
+};
+use hooke_gpu::{GpuContext, GpuSettings, GpuXpbdSolver, shaders};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// One device per test binary, shared by the tests (libtest runs them on several threads).
+fn gpu() -> Option<Arc<GpuContext>> {
+    static GPU: OnceLock<Option<Arc<GpuContext>>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let _ = env_logger::builder().is_test(true).try_init();
+        match GpuContext::new() {
+            Ok(ctx) => {
+                eprintln!("adapter: {}", ctx.describe());
+                Some(ctx)
+            }
+            Err(e) if std::env::var("HOOKE_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!(
+                "HOOKE_REQUIRE_GPU=1 but {e}\nInstall a software Vulkan driver: \
+                 `apt-get install -y mesa-vulkan-drivers libvulkan1` and run with \
+                 VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json WGPU_BACKEND=vulkan"
+            ),
+            Err(e) => {
+                eprintln!("skipped: no adapter ({e})");
+                None
+            }
+        }
+    })
+    .clone()
+}
+
+macro_rules! gpu_or_skip {
+    () => {
+        match gpu() {
+            Some(g) => g,
+            None => return,
+        }
+    };
+}
+
+fn settings() -> XpbdSettings {
+    XpbdSettings { parallel: false, ..XpbdSettings::default() }
+}
+
+/// Runs `frames` frames on both backends from the same model and control.
+fn run_both(
+    ctx: &Arc<GpuContext>,
+    model: &Arc<Model>,
+    control: &Control,
+    s: XpbdSettings,
+    frames: usize,
+) -> (XpbdSolver, GpuXpbdSolver) {
+    let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
+    let t = Instant::now();
+    for _ in 0..frames {
+        cpu.step(control, 1.0 / 60.0).unwrap();
+    }
+    let t_cpu = t.elapsed();
+    let t = Instant::now();
+    for _ in 0..frames {
+        gpu.step(control, 1.0 / 60.0).unwrap();
+    }
+    eprintln!("{frames} frames: cpu {t_cpu:?}, gpu {:?}", t.elapsed());
+    (cpu, gpu)
+}
+
+fn state_of(s: &mut dyn Solver) -> State {
+    let mut st = State { particle_position: Vec::new(), particle_velocity: Vec::new(), time: 0.0 };
+    s.read_state(&mut st);
+    st
+}
+
+fn max_diff(a: &[Vec3], b: &[Vec3]) -> f32 {
+    a.iter().zip(b).map(|(a, b)| (*a - *b).length()).fold(0.0, f32::max)
+}
+
+/// A hanging 16×16 cloth pinned along its top edge, and a 20-particle rope pinned at one end
+/// and released horizontally. No colliders.
+fn contact_free_scene() -> (Arc<Model>, Control) {
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("cloth", 16, 16, 0.05);
+    g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    g.center = Vec3::new(0.0, 1.0, 0.0);
+    let cloth = b.add_cloth_grid(&g).unwrap();
+    let rope = b.add_rope(&Rope::straight("rope", Vec3::new(1.0, 1.5, 0.0), Vec3::new(2.0, 1.5, 0.0), 20)).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let mut control = Control::new();
+    for c in 0..16 {
+        control.pin(model.bodies()[cloth.0].grid_index(0, c).unwrap());
+    }
+    control.pin(model.bodies()[rope.0].particles.start);
+    (model, control)
+}
+
+/// A 20×20 cloth of 1 m falling onto a sphere of radius 0.3 m above a ground plane, pinned at
+/// two corners.
+fn sphere_scene() -> (Arc<Model>, Control, f32) {
+    let radius = 0.3;
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("cloth", 20, 20, 1.0 / 19.0);
+    g.center = Vec3::new(0.0, 1.0, 0.0);
+    let cloth = b.add_cloth_grid(&g).unwrap();
+    b.add_collider(
+        Collider::new("sphere", Shape::Sphere { center: Vec3::new(0.1, 0.6, 0.0), radius }).with_friction(0.4, 0.3),
+    )
+    .unwrap();
+    b.add_collider(
+        Collider::new("ground", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y }).with_friction(0.5, 0.4),
+    )
+    .unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let body = &model.bodies()[cloth.0];
+    let mut control = Control::new();
+    control.pin(body.grid_index(0, 0).unwrap());
+    control.pin(body.grid_index(0, 19).unwrap());
+    (model, control, radius)
+}
+
+/// CPU area-weighted vertex normals.
+fn cpu_normals(model: &Model, x: &[Vec3]) -> Vec<Vec3> {
+    let mut n = vec![Vec3::ZERO; x.len()];
+    for t in model.triangles() {
+        let [a, b, c] = t.map(|i| x[i as usize]);
+        let f = (b - a).cross(c - a);
+        for &i in t {
+            n[i as usize] += f;
+        }
+    }
+    n.iter().map(|v| v.normalize_or_zero()).collect()
+}
+
+#[test]
+fn every_shader_compiles_on_the_device() {
+    let ctx = gpu_or_skip!();
+    let device = ctx.device();
+    for (name, source, _) in shaders::ALL {
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let _module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(name),
+            source: wgpu::ShaderSource::Wgsl((*source).into()),
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            panic!("{name}: {e}");
+        }
+    }
+    // And a broken one is reported through the scope, not silently accepted.
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let _broken = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("broken.wgsl"),
+        source: wgpu::ShaderSource::Wgsl("fn f() -> f32 { let x: u32 = 1u; return x; }".into()),
+    });
+    assert!(pollster::block_on(scope.pop()).is_some());
+}
+
+#[test]
+fn the_device_uses_no_optional_features() {
+    let ctx = gpu_or_skip!();
+    assert_eq!(ctx.device().features(), wgpu::Features::empty());
+}
+
+/// CPU/GPU parity without contact: a hanging cloth and a swinging rope, 100 frames of
+/// 20 substeps, the same colour order on both. The kernels do the CPU's operations in its
+/// order, so on a device that rounds like the CPU (lavapipe does: IEEE division and square
+/// root, no contraction into fused multiply-adds) the trajectories agree to the last bit;
+/// the tolerance of 0.1 mm leaves room for GPUs that contract a·b + c into an FMA or use
+/// approximate division, whose rounding differences the swinging rope then carries along.
+#[test]
+fn parity_without_contact() {
+    let ctx = gpu_or_skip!();
+    let (model, control) = contact_free_scene();
+    let (mut cpu, mut gpu) = run_both(&ctx, &model, &control, settings(), 100);
+    let (c, g) = (state_of(&mut cpu), state_of(&mut gpu));
+    let dx = max_diff(&c.particle_position, &g.particle_position);
+    let dv = max_diff(&c.particle_velocity, &g.particle_velocity);
+    eprintln!("contact-free parity after 100 frames: max |Δx| = {dx:.3e} m, max |Δv| = {dv:.3e} m/s");
+    assert!(dx < 1e-4, "max vertex difference {dx} m");
+    assert_eq!(gpu.time(), cpu.time());
+    // The scene really moved (the rope swung down by most of its length).
+    let rope = &model.bodies()[1];
+    let tip = rope.particles.end as usize - 1;
+    assert!(c.particle_position[tip].y < 1.0, "rope tip at {}", c.particle_position[tip]);
+}
+
+/// PBD mode matches too (a rope, so it stays cheap).
+#[test]
+fn parity_pbd_mode() {
+    let ctx = gpu_or_skip!();
+    let mut b = ModelBuilder::new();
+    let rope = b.add_rope(&Rope::straight("rope", Vec3::new(0.0, 1.0, 0.0), Vec3::new(1.0, 1.0, 0.0), 12)).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let mut control = Control::new();
+    control.pin(model.bodies()[rope.0].particles.start);
+    let s = XpbdSettings { substeps: 4, iterations: 5, method: Method::Pbd { stiffness: 0.5 }, ..settings() };
+    let (mut cpu, mut gpu) = run_both(&ctx, &model, &control, s, 60);
+    let dx = max_diff(&state_of(&mut cpu).particle_position, &state_of(&mut gpu).particle_position);
+    eprintln!("PBD parity after 60 frames: max |Δx| = {dx:.3e} m");
+    assert!(dx < 1e-4, "{dx}");
+    assert_eq!(gpu.info().name, "pbd-gpu");
+}
+
+/// The cloth over a sphere and a ground plane, pinned at two corners (the article's §5.5
+/// demo without wind): after 100 frames the GPU agrees with the CPU in mean position (1 mm),
+/// deepest penetration and total energy (1 %), and never sinks into the sphere by more than
+/// 1 % of its radius.
+#[test]
+fn parity_with_sphere_contact() {
+    let ctx = gpu_or_skip!();
+    let (model, control, radius) = sphere_scene();
+    let frames = 100;
+    let mut cpu = XpbdSolver::new(model.clone(), settings()).unwrap();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings()).unwrap();
+    let mut deepest_sphere = 0.0f32;
+    let sphere = &model.colliders()[0];
+    let mut contacts = 0;
+    for f in 0..frames {
+        cpu.step(&control, 1.0 / 60.0).unwrap();
+        let report = gpu.step(&control, 1.0 / 60.0).unwrap();
+        contacts = contacts.max(report.contacts);
+        if f % 10 == 9 {
+            let g = state_of(&mut gpu);
+            for (x, r) in g.particle_position.iter().zip(model.particle_radius()) {
+                let (phi, _) = sphere.signed_distance_at(*x, gpu.time());
+                deepest_sphere = deepest_sphere.max(r - phi);
+            }
+        }
+    }
+    let (c, g) = (state_of(&mut cpu), state_of(&mut gpu));
+    let dc = Diagnostics::measure(&model, &c.particle_position, &c.particle_velocity, c.time);
+    let dg = Diagnostics::measure(&model, &g.particle_position, &g.particle_velocity, g.time);
+    let mean = |x: &[Vec3]| x.iter().copied().sum::<Vec3>() / x.len() as f32;
+    let dmean = (mean(&c.particle_position) - mean(&g.particle_position)).length();
+    let dx = max_diff(&c.particle_position, &g.particle_position);
+    let (ec, eg) = (dc.total_energy(), dg.total_energy());
+    eprintln!(
+        "sphere parity after {frames} frames: |Δ mean x| = {dmean:.3e} m, max |Δx| = {dx:.3e} m, \
+         energy cpu {ec:.6} J gpu {eg:.6} J (rel {:.3e}), penetration cpu {:.3e} m gpu {:.3e} m, \
+         deepest into the sphere {deepest_sphere:.3e} m, contacts {contacts}",
+        (eg - ec).abs() / ec.abs(),
+        dc.max_penetration,
+        dg.max_penetration
+    );
+    assert!(contacts > 0, "the cloth never touched anything");
+    assert!(dmean < 1e-3, "mean position differs by {dmean} m");
+    assert!((eg - ec).abs() <= 0.01 * ec.abs(), "energy {eg} J vs {ec} J");
+    // 1 % of the CPU's deepest penetration, or 1 µm when both are at rounding level.
+    let dp = (dg.max_penetration - dc.max_penetration).abs();
+    assert!(
+        dp <= (0.01 * dc.max_penetration.abs()).max(1e-6),
+        "penetration {} vs {}",
+        dg.max_penetration,
+        dc.max_penetration
+    );
+    assert!(deepest_sphere < 0.01 * radius, "sank {deepest_sphere} m into the sphere");
+}
+
+/// Moving colliders of every other shape (capsule, box), pin targets and aerodynamic drag and
+/// lift, against the CPU over 30 frames.
+#[test]
+fn parity_with_moving_colliders_pin_targets_and_wind() {
+    let ctx = gpu_or_skip!();
+    let mut b = ModelBuilder::new();
+    b.set_air(Air { density: 1.2, drag_coefficient: 1.0, lift_coefficient: 0.5 }).unwrap();
+    let mut g = ClothGrid::new("cloth", 12, 12, 0.05);
+    g.center = Vec3::new(0.0, 0.6, 0.0);
+    let cloth = b.add_cloth_grid(&g).unwrap();
+    let motion = Motion::new(vec![
+        Keyframe { time: 0.0, translation: Vec3::ZERO },
+        Keyframe { time: 0.5, translation: Vec3::new(0.2, 0.0, 0.0) },
+    ])
+    .unwrap();
+    b.add_collider(
+        Collider::new(
+            "bar",
+            Shape::Capsule { a: Vec3::new(-0.5, 0.4, 0.0), b: Vec3::new(0.5, 0.4, 0.1), radius: 0.05 },
+        )
+        .with_friction(0.3, 0.2)
+        .with_motion(motion),
+    )
+    .unwrap();
+    b.add_collider(
+        Collider::new(
+            "box",
+            Shape::Box {
+                center: Vec3::new(0.1, 0.1, 0.0),
+                half_extents: Vec3::new(0.2, 0.1, 0.15),
+                rotation: Quat::from_rotation_y(0.3),
+            },
+        )
+        .with_friction(0.5, 0.4),
+    )
+    .unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let body = &model.bodies()[cloth.0];
+    let mut control = Control::new();
+    control.wind = Vec3::new(3.0, 0.0, 1.0);
+    let corner = body.grid_index(0, 0).unwrap();
+    control.pin_to(corner, model.particle_position()[corner as usize] + Vec3::new(0.0, 0.1, 0.0));
+    let (mut cpu, mut gpu) = run_both(&ctx, &model, &control, settings(), 30);
+    let (c, g) = (state_of(&mut cpu), state_of(&mut gpu));
+    let dx = max_diff(&c.particle_position, &g.particle_position);
+    let mean = |x: &[Vec3]| x.iter().copied().sum::<Vec3>() / x.len() as f32;
+    let dmean = (mean(&c.particle_position) - mean(&g.particle_position)).length();
+    eprintln!("moving colliders + pins + wind after 30 frames: max |Δx| = {dx:.3e} m, |Δ mean| = {dmean:.3e} m");
+    assert!(dmean < 1e-3, "{dmean}");
+    assert!(dx < 1e-2, "{dx}");
+    // The pin reached its target.
+    assert!((g.particle_position[corner as usize] - c.particle_position[corner as usize]).length() < 1e-6);
+}
+
+/// Article §6: normals from fixed-point atomics are unit length and equal to the CPU's
+/// area-weighted normals of the same (deformed) positions.
+#[test]
+fn normals_match_cpu_area_weighted_normals() {
+    let ctx = gpu_or_skip!();
+    let (model, control, _) = sphere_scene();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings()).unwrap();
+    // Before any step the normals are those of the flat cloth: +y.
+    let mut n = Vec::new();
+    gpu.read_normals(&mut n);
+    assert!(n.iter().all(|v| (*v - Vec3::Y).length() < 1e-6), "{:?}", n[0]);
+    for _ in 0..40 {
+        gpu.step(&control, 1.0 / 60.0).unwrap();
+    }
+    let mut x = Vec::new();
+    gpu.read_positions(&mut x);
+    gpu.read_normals(&mut n);
+    let expected = cpu_normals(&model, &x);
+    let worst = n.iter().zip(&expected).map(|(a, b)| (*a - *b).length()).fold(0.0, f32::max);
+    let unit = n.iter().map(|v| (v.length() - 1.0).abs()).fold(0.0, f32::max);
+    let bent = expected.iter().map(|v| v.dot(Vec3::Y)).fold(1.0, f32::min);
+    eprintln!("normals: max |n_gpu − n_cpu| = {worst:.3e}, max |‖n‖ − 1| = {unit:.3e}, min n·y = {bent:.3}");
+    assert!(bent < 0.9, "the mesh is not deformed enough to test normals");
+    assert!(unit < 1e-5, "{unit}");
+    assert!(worst < 1e-3, "{worst}");
+}
+
+/// A blow-up is caught and reported, and with per-frame checks the state stays at the start
+/// of the failed frame.
+#[test]
+fn blow_up_is_reported_not_returned_as_garbage() {
+    let ctx = gpu_or_skip!();
+    let (model, _) = contact_free_scene();
+    let mut control = Control::new();
+    control.pin_to(3, Vec3::splat(3e38)); // drives particle 3 to an infinite velocity
+    // Per-frame check (the default): step fails, state restored.
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings()).unwrap();
+    gpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+    let before = state_of(&mut gpu);
+    let err = gpu.step(&control, 1.0 / 60.0).unwrap_err();
+    assert!(matches!(err, SolverError::BlowUp { .. }), "{err}");
+    eprintln!("reported: {err}");
+    let after = state_of(&mut gpu);
+    assert_eq!(before, after);
+    gpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+    // Without per-frame checks: the step is only queued; the next read reports it.
+    let s = GpuSettings { xpbd: settings(), check_every_frame: false, normals: true };
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
+    gpu.step(&control, 1.0 / 60.0).unwrap();
+    let mut st = State::from_model(&model);
+    let err = gpu.try_read_state(&mut st).unwrap_err();
+    assert!(matches!(err, SolverError::BlowUp { .. }), "{err}");
+    assert!(gpu.step(&Control::new(), 1.0 / 60.0).is_err(), "a broken state must not be stepped on");
+    // Loading a good state clears it.
+    gpu.write_state(&State::from_model(&model)).unwrap();
+    gpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+    assert!(gpu.try_read_state(&mut st).is_ok());
+}
+
+/// Errors of the solver contract, as on the CPU.
+#[test]
+fn invalid_inputs_are_rejected() {
+    let ctx = gpu_or_skip!();
+    let (model, _) = contact_free_scene();
+    let bad = XpbdSettings { substeps: 0, ..settings() };
+    assert!(GpuXpbdSolver::new(ctx.clone(), model.clone(), bad).is_err());
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings()).unwrap();
+    assert!(matches!(gpu.step(&Control::new(), 0.0), Err(SolverError::InvalidTimeStep(_))));
+    let mut c = Control::new();
+    c.pin(1_000_000);
+    assert!(matches!(gpu.step(&c, 1.0 / 60.0), Err(SolverError::InvalidPin { .. })));
+    let mut st = State::from_model(&model);
+    st.particle_position.pop();
+    assert!(matches!(gpu.write_state(&st), Err(SolverError::StateMismatch(_))));
+}
+
+/// write_state then read_state round-trips exactly.
+#[test]
+fn state_round_trips() {
+    let ctx = gpu_or_skip!();
+    let (model, _) = contact_free_scene();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings()).unwrap();
+    let mut st = State::from_model(&model);
+    st.particle_velocity[5] = Vec3::new(1.0, 2.0, 3.0);
+    st.particle_position[7] += Vec3::new(0.25, 0.0, 0.0);
+    st.time = 2.5;
+    gpu.write_state(&st).unwrap();
+    assert_eq!(state_of(&mut gpu), st);
+    assert_eq!(gpu.time(), 2.5);
+}
