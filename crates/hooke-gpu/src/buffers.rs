@@ -42,6 +42,9 @@ pub(crate) struct Params {
     pub normal_clamp: f32,
     pub one_minus_frac: f32,
     pub zero: u32,
+    pub max_strain: f32,
+    pub structural_count: u32,
+    pub _pad: [u32; 2],
 }
 
 /// One colour of the constraint sweep; `Colour` in `distance.wgsl`.
@@ -99,14 +102,14 @@ pub(crate) struct Placement {
 }
 
 /// The blow-up record; `Health` in `health.wgsl` and `collide.wgsl`. Indices are stored as
-/// `particle_count − index` (0 = none).
+/// `particle_count − index` (`constraint_count − index` for `overstrained`; 0 = none).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq, Eq)]
 pub(crate) struct HealthRecord {
     pub nonfinite: u32,
     pub too_fast: u32,
     pub contacts: u32,
-    pub _pad: u32,
+    pub overstrained: u32,
 }
 
 /// Every device buffer of one solver.
@@ -125,6 +128,8 @@ pub(crate) struct Buffers {
     pub force: wgpu::Buffer,
     /// Constraints sorted by colour.
     pub constraints: wgpu::Buffer,
+    /// Indices of the structural constraints (for the strain check).
+    pub structural: wgpu::Buffer,
     /// λ per constraint.
     pub lambda: wgpu::Buffer,
     /// Pins, capacity one per particle.
@@ -161,19 +166,18 @@ pub(crate) struct Buffers {
 pub(crate) const STORAGE: wgpu::BufferUsages =
     wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_DST).union(wgpu::BufferUsages::COPY_SRC);
 
-/// A storage buffer holding `data`; at least 16 bytes, since empty bindings are not allowed.
+/// A storage buffer holding `data`; at least one element and 16 bytes, since empty bindings
+/// are not allowed.
 pub(crate) fn storage<T: Pod>(device: &wgpu::Device, label: &str, data: &[T]) -> wgpu::Buffer {
-    let bytes: &[u8] = bytemuck::cast_slice(data);
-    if bytes.len() < 16 {
-        let mut padded = vec![0u8; 16];
-        padded[..bytes.len()].copy_from_slice(bytes);
-        return device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: &padded,
-            usage: STORAGE,
-        });
-    }
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage: STORAGE })
+    let one = [T::zeroed()];
+    let bytes: &[u8] = bytemuck::cast_slice(if data.is_empty() { &one[..] } else { data });
+    let mut padded = bytes.to_vec();
+    padded.resize(bytes.len().max(16).next_multiple_of(4), 0);
+    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: &padded,
+        usage: STORAGE,
+    })
 }
 
 /// A zeroed storage buffer of `size` bytes (at least 16).
@@ -193,7 +197,7 @@ mod tests {
     /// The host records have the sizes of their WGSL twins.
     #[test]
     fn record_layouts_match_wgsl() {
-        assert_eq!(size_of::<Params>(), 112);
+        assert_eq!(size_of::<Params>(), 128);
         assert_eq!(size_of::<ColourSlot>(), 16);
         assert_eq!(size_of::<GpuConstraint>(), 24);
         assert_eq!(size_of::<GpuPin>(), 48);

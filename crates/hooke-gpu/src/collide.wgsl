@@ -26,7 +26,7 @@ struct Health {
     nonfinite: atomic<u32>,
     too_fast: atomic<u32>,
     contacts: atomic<u32>,
-    _pad: u32,
+    overstrained: atomic<u32>,
 }
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;

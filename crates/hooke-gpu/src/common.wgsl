@@ -32,6 +32,10 @@ struct Params {
     one_minus_frac: f32,
     // Always 0; see `opaque3`.
     zero: u32,
+    max_strain: f32,
+    structural_count: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(1) @binding(0) var<uniform> P: Params;

@@ -24,5 +24,5 @@ pub const ALL: &[(&str, &str, &[&str])] = &[
     ("collide.wgsl", COLLIDE, &["collide"]),
     ("finish.wgsl", FINISH, &["finish"]),
     ("normals.wgsl", NORMALS, &["accumulate", "normalise"]),
-    ("health.wgsl", HEALTH, &["check"]),
+    ("health.wgsl", HEALTH, &["check", "check_strain"]),
 ];

@@ -14,7 +14,9 @@ use crate::normals::{self, Normals};
 use crate::predict::Predict;
 use glam::{Mat3, Vec3};
 use hooke::collision::Shape;
-use hooke::{Control, Method, Model, Solver, SolverError, SolverInfo, State, StepReport, XpbdSettings};
+use hooke::{
+    ConstraintFamily, Control, Method, Model, Solver, SolverError, SolverInfo, State, StepReport, XpbdSettings,
+};
 use std::sync::Arc;
 
 /// Settings of [`GpuXpbdSolver`]: the CPU solver's [`XpbdSettings`] plus what only the GPU has.
@@ -69,6 +71,8 @@ pub struct GpuXpbdSolver {
     /// (start, count) of each colour.
     colours: Vec<(u32, u32)>,
     aero: bool,
+    /// Number of structural constraints (checked for runaway strain).
+    structural: u32,
     normal_scale: (f32, f32),
     time: f64,
     /// A blow-up found by a read while `check_every_frame` is off, returned by the next step.
@@ -121,6 +125,9 @@ impl GpuXpbdSolver {
             })
             .collect();
         let colliders: Vec<GpuCollider> = model.colliders().iter().map(gpu_collider).collect();
+        let structural: Vec<u32> = (0..model.constraints().len() as u32)
+            .filter(|&k| model.constraint_family()[k as usize] == ConstraintFamily::Structural)
+            .collect();
         let triangles: Vec<u32> = model.triangles().iter().flatten().copied().collect();
         let mut offsets = Vec::with_capacity(n + 1);
         let mut around = Vec::new();
@@ -157,6 +164,7 @@ impl GpuXpbdSolver {
             radius: buffers::storage(device, "hooke radius", model.particle_radius()),
             force: buffers::zeroed(device, "hooke force", v4(n)),
             constraints: buffers::storage(device, "hooke constraints", &constraints),
+            structural: buffers::storage(device, "hooke structural", &structural),
             lambda: buffers::zeroed(device, "hooke lambda", 4 * constraints.len() as u64),
             pins: buffers::zeroed(device, "hooke pins", n as u64 * size_of::<GpuPin>() as u64),
             colliders: buffers::storage(device, "hooke colliders", &colliders),
@@ -208,6 +216,7 @@ impl GpuXpbdSolver {
             colour_group,
             colours,
             aero,
+            structural: structural.len() as u32,
             time: 0.0,
             pending: None,
             params_bytes: vec![0u8; (substeps * UNIFORM_SLOT) as usize],
@@ -284,7 +293,7 @@ impl GpuXpbdSolver {
         out.particle_velocity.extend(vec3s(v));
         out.time = self.time;
         let health: HealthRecord = bytemuck::pod_read_unaligned(h);
-        match self.blow_up(health, &out.particle_velocity) {
+        match self.blow_up(health, out) {
             Some(e) => {
                 self.pending = Some(e.clone());
                 Err(e)
@@ -304,21 +313,35 @@ impl GpuXpbdSolver {
         r
     }
 
-    /// Turns a health record into the error it means, if any.
-    fn blow_up(&self, h: HealthRecord, velocity: &[Vec3]) -> Option<SolverError> {
+    /// Turns a health record into the error it means, if any; `state` (read back after the
+    /// frame) supplies the speed or strain for the message.
+    fn blow_up(&self, h: HealthRecord, state: &State) -> Option<SolverError> {
         let n = self.model.particle_count() as u32;
-        let (particle, what) = if h.nonfinite != 0 {
+        let (particle, constraint, what) = if h.nonfinite != 0 {
             let k = n - h.nonfinite;
-            (k, format!("particle {k}{} became non-finite", self.body_name(k)))
+            (k, None, format!("particle {k}{} became non-finite", self.body_name(k)))
         } else if h.too_fast != 0 {
             let k = n - h.too_fast;
-            let speed = velocity.get(k as usize).map_or(f32::NAN, |v| v.length());
+            let speed = state.particle_velocity.get(k as usize).map_or(f32::NAN, |v| v.length());
             let limit = self.settings.xpbd.max_speed;
-            (k, format!("particle {k}{} reached {speed:.4e} m/s (limit {limit} m/s)", self.body_name(k)))
+            (k, None, format!("particle {k}{} reached {speed:.4e} m/s (limit {limit} m/s)", self.body_name(k)))
+        } else if h.overstrained != 0 {
+            let k = self.model.constraints().len() - h.overstrained as usize;
+            let c = self.model.constraints()[k];
+            let x = &state.particle_position;
+            let strain = match (x.get(c.i as usize), x.get(c.j as usize)) {
+                (Some(a), Some(b)) => ((*a - *b).length() - c.rest_length) / c.rest_length,
+                _ => f32::NAN,
+            };
+            let what = format!(
+                "structural constraint {k} (particles {}–{}) reached strain {strain:.2} (limit {})",
+                c.i, c.j, self.settings.xpbd.max_strain
+            );
+            (c.i, Some(k), what)
         } else {
             return None;
         };
-        Some(SolverError::BlowUp { time: self.time, particle, constraint: None, detail: what })
+        Some(SolverError::BlowUp { time: self.time, particle, constraint, detail: what })
     }
 
     fn body_name(&self, k: u32) -> String {
@@ -390,6 +413,9 @@ impl GpuXpbdSolver {
                 normal_clamp: self.normal_scale.1,
                 one_minus_frac: 1.0 - (sub + 1) as f32 / s.substeps as f32,
                 zero: 0,
+                max_strain: s.max_strain,
+                structural_count: self.structural,
+                _pad: [0; 2],
             };
             let at = sub as usize * UNIFORM_SLOT as usize;
             self.params_bytes[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&p));
@@ -487,7 +513,7 @@ impl GpuXpbdSolver {
         if self.settings.normals && triangles > 0 {
             self.normals.record(&mut pass, slot(0), n, triangles);
         }
-        self.health.record(&mut pass, slot(0), n);
+        self.health.record(&mut pass, slot(0), n, self.structural);
     }
 
     /// Restores the start-of-frame snapshot and clears the health record.
@@ -628,16 +654,11 @@ impl Solver for GpuXpbdSolver {
         if self.settings.check_every_frame {
             let bytes = self.read_back(&[(&self.b.health, size_of::<HealthRecord>() as u64)]);
             let health: HealthRecord = bytemuck::pod_read_unaligned(&bytes);
-            if health.nonfinite != 0 || health.too_fast != 0 {
-                let v = if health.too_fast != 0 {
-                    let mut st = State { particle_position: Vec::new(), particle_velocity: Vec::new(), time: 0.0 };
-                    let _ = self.try_read_state(&mut st);
-                    self.pending = None;
-                    st.particle_velocity
-                } else {
-                    Vec::new()
-                };
-                let err = self.blow_up(health, &v);
+            if health.nonfinite != 0 || health.too_fast != 0 || health.overstrained != 0 {
+                let mut st = State { particle_position: Vec::new(), particle_velocity: Vec::new(), time: 0.0 };
+                let _ = self.try_read_state(&mut st);
+                self.pending = None;
+                let err = self.blow_up(health, &st);
                 self.restore_snapshot();
                 return Err(err.expect("a flagged record is a blow-up"));
             }

@@ -376,6 +376,26 @@ fn blow_up_is_reported_not_returned_as_garbage() {
     assert!(gpu.try_read_state(&mut st).is_ok());
 }
 
+/// A structural spring stretched beyond `max_strain` is a blow-up on both backends, reported
+/// with the same constraint and message.
+#[test]
+fn runaway_strain_is_reported_like_the_cpu() {
+    let ctx = gpu_or_skip!();
+    let mut b = ModelBuilder::new();
+    b.add_rope(&Rope::straight("rope", Vec3::ZERO, Vec3::new(1.0, 0.0, 0.0), 10)).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let mut control = Control::new();
+    control.pin(0);
+    control.pin_to(9, Vec3::new(3.0, 0.0, 0.0)); // 1 m to 3 m in one frame
+    let s = XpbdSettings { max_strain: 0.2, ..settings() };
+    let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
+    let (ec, eg) = (cpu.step(&control, 1.0 / 60.0).unwrap_err(), gpu.step(&control, 1.0 / 60.0).unwrap_err());
+    eprintln!("cpu: {ec}\ngpu: {eg}");
+    assert!(matches!(eg, SolverError::BlowUp { constraint: Some(_), .. }), "{eg}");
+    assert_eq!(ec, eg);
+}
+
 /// Errors of the solver contract, as on the CPU.
 #[test]
 fn invalid_inputs_are_rejected() {
