@@ -1,13 +1,13 @@
 //! `hooke bench`: median ms per frame of a scene or preset.
 
 use anyhow::Result;
-use hooke::{Solver, XpbdSolver};
 use std::time::Instant;
 
 /// Arguments of `hooke bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Scene file, `default`, or a preset `grid:N` (an N×N, 1 m cloth hanging from one edge).
+    /// Scene file, `default`, or a preset: `grid:N` (an N×N, 1 m cloth hanging from one edge,
+    /// XPBD) or `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler).
     #[arg(default_value = "default")]
     scene: String,
     /// Timed frames.
@@ -32,18 +32,17 @@ pub struct BenchArgs {
 
 pub fn bench(args: BenchArgs) -> Result<()> {
     anyhow::ensure!(args.frames >= 1, "--frames must be ≥ 1");
-    let scene = crate::presets::resolve(&args.scene)?;
+    let mut scene = crate::presets::resolve(&args.scene)?;
     let threads = crate::set_threads(args.threads)?;
-    let mut settings = scene.settings;
     if let Some(s) = args.substeps {
-        settings.substeps = s;
+        scene.solver.set_substeps(s);
     }
     if let Some(i) = args.iterations {
-        settings.iterations = i;
+        scene.solver.set_iterations(i);
     }
-    settings.parallel = threads > 1;
+    scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
-    let mut solver = XpbdSolver::new(model.clone(), settings)?;
+    let mut solver = scene.solver.build(model.clone())?;
     let dt = 1.0 / scene.fps;
     for _ in 0..args.warmup {
         solver.step(&scene.control_at(solver.time()), dt)?;
@@ -62,8 +61,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let d = hooke::Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, solver.time());
     let n = model.particle_count() as f64;
     let c = model.constraints().len() as f64;
-    let sub = settings.substeps as f64;
-    let it = settings.iterations as f64;
+    let sub = scene.solver.substeps() as f64;
+    let it = scene.solver.iterations() as f64;
     let ns_per_ci = median * 1e9 / (c * sub * it);
     let json = serde_json::json!({
         "scene": scene.name,
@@ -73,8 +72,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "particles": model.particle_count(),
         "constraints": model.constraints().len(),
         "colours": model.colour_count(),
-        "substeps": settings.substeps,
-        "iterations": settings.iterations,
+        "substeps": scene.solver.substeps(),
+        "iterations": scene.solver.iterations(),
         "frames": args.frames,
         "warmup": args.warmup,
         "ms_per_frame_median": median * 1e3,
@@ -94,8 +93,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             model.particle_count(),
             model.constraints().len(),
             model.colour_count(),
-            settings.substeps,
-            settings.iterations,
+            scene.solver.substeps(),
+            scene.solver.iterations(),
             threads,
             median * 1e3,
             times[0] * 1e3,

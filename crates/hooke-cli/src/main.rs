@@ -1,6 +1,7 @@
 //! `hooke`: run, validate and benchmark cloth and rope scenes.
 
 mod bench;
+mod compare;
 mod presets;
 mod run;
 
@@ -29,8 +30,10 @@ enum Command {
         /// Scene file (TOML).
         scene: PathBuf,
     },
-    /// Time a scene or a preset (`grid:N`, `default`) and print ms/frame.
+    /// Time a scene or a preset (`default`, `grid:N`, `warp-cloth:N`) and print ms/frame.
     Bench(bench::BenchArgs),
+    /// Compare solvers: `hooke compare integrators` writes CSV and PNG plots.
+    Compare(compare::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Validate { scene } => validate(&scene),
         Command::Bench(args) => bench::bench(args),
+        Command::Compare(args) => compare::compare(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -53,7 +57,7 @@ fn validate(path: &std::path::Path) -> Result<()> {
     let scene = hooke_io::scene::load(path, memory_limit())?;
     let m = &scene.model;
     println!(
-        "{}: ok — scene {:?}: {} bodies, {} particles, {} constraints in {} colours, {} colliders, {} pins; {} frames at {} fps, {} substeps × {} iterations",
+        "{}: ok — scene {:?}: {} bodies, {} particles, {} constraints in {} colours, {} colliders, {} pins; {} frames at {} fps, {} solver, {} substeps × {} iterations",
         path.display(),
         scene.name,
         m.bodies().len(),
@@ -64,8 +68,9 @@ fn validate(path: &std::path::Path) -> Result<()> {
         scene.pins.len(),
         scene.frames,
         scene.fps,
-        scene.settings.substeps,
-        scene.settings.iterations
+        scene.solver.build(scene.model.clone())?.info().name,
+        scene.solver.substeps(),
+        scene.solver.iterations()
     );
     Ok(())
 }

@@ -2,8 +2,9 @@
 
 use anyhow::{Context, Result, bail};
 use glam::Vec3;
-use hooke::{ClothGrid, ModelBuilder, Pin, XpbdSettings};
-use hooke_io::scene::{self, Scene, ScheduledPin};
+use hooke::solver::force_based::{ForceSettings, Integrator};
+use hooke::{ClothGrid, ClothMaterial, ModelBuilder, Pin, XpbdSettings};
+use hooke_io::scene::{self, Scene, ScheduledPin, SolverChoice};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -32,7 +33,7 @@ pub fn grid(n: usize) -> Result<Scene> {
     Ok(Scene {
         name: format!("grid{n}"),
         model,
-        settings: XpbdSettings::default(),
+        solver: SolverChoice::Position(XpbdSettings::default()),
         fps: 60.0,
         frames: 240,
         wind: Vec3::ZERO,
@@ -41,7 +42,46 @@ pub fn grid(n: usize) -> Result<Scene> {
     })
 }
 
-/// A scene file, `default`, or a preset `grid:N`.
+/// `warp-cloth:N`: NVIDIA Warp's cloth benchmark (`warp/examples/benchmarks/benchmark_cloth.py`):
+/// an N×N grid in the x–z plane, 0.1 m spacing, 0.1 kg per particle, the two corners of the
+/// first row pinned, structural + shear + bending (distance 2) springs of k = 1000 N/m with
+/// k_d = 10 N·s/m (τ = k_d/k = 0.01 s), gravity 9.81 m/s², symplectic Euler, 16 substeps per
+/// 1/60 s frame. No colliders, no aerodynamics, no air damping.
+pub fn warp_cloth(n: usize) -> Result<Scene> {
+    if n < 3 {
+        bail!("warp-cloth:{n}: needs at least 3×3 particles");
+    }
+    let mut b = ModelBuilder::new();
+    b.set_memory_limit(crate::memory_limit());
+    let mut g = ClothGrid::new("cloth", n, n, 0.1);
+    g.particle_mass = Some(0.1);
+    g.spring_stiffness = Some(1000.0);
+    g.material = ClothMaterial { damping: 10.0 / 1000.0, thickness: 0.0, ..ClothMaterial::default() };
+    let id = b.add_cloth_grid(&g)?;
+    let model = Arc::new(b.finalize()?);
+    let body = &model.bodies()[id.0];
+    let pins = [body.grid_index(0, 0).unwrap(), body.grid_index(0, n - 1).unwrap()]
+        .map(|p| ScheduledPin { pin: Pin { particle: p, target: None }, release_at: None })
+        .to_vec();
+    let solver = SolverChoice::Force(ForceSettings {
+        integrator: Integrator::SymplecticEuler,
+        substeps: 16,
+        air_damping: 0.0,
+        ..ForceSettings::default()
+    });
+    Ok(Scene {
+        name: format!("warp_cloth{n}"),
+        model,
+        solver,
+        fps: 60.0,
+        frames: 300,
+        wind: Vec3::ZERO,
+        pins,
+        output: Default::default(),
+    })
+}
+
+/// A scene file, `default`, or a preset `grid:N`, `warp-cloth:N`.
 pub fn resolve(spec: &str) -> Result<Scene> {
     if spec == "default" {
         return default_scene();
@@ -50,8 +90,12 @@ pub fn resolve(spec: &str) -> Result<Scene> {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
         return grid(n);
     }
+    if let Some(n) = spec.strip_prefix("warp-cloth:") {
+        let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
+        return warp_cloth(n);
+    }
     if spec.contains(':') && !Path::new(spec).exists() {
-        bail!("unknown preset {spec:?} (presets: default, grid:N)");
+        bail!("unknown preset {spec:?} (presets: default, grid:N, warp-cloth:N)");
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)
 }

@@ -1,7 +1,7 @@
 //! `hooke run`: simulate a scene and bake a cache, with per-frame diagnostics.
 
 use anyhow::{Context, Result, bail};
-use hooke::{Diagnostics, Solver, XpbdSolver};
+use hooke::Diagnostics;
 use hooke_io::cache::{self, CacheSpec, Format};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
@@ -54,14 +54,13 @@ pub fn run(args: RunArgs) -> Result<()> {
         .or_else(|| scene.output.dir.as_ref().map(PathBuf::from))
         .unwrap_or_else(|| Path::new("out").join(&scene.name));
     let threads = crate::set_threads(args.threads)?;
-    let mut settings = scene.settings;
-    settings.parallel = threads > 1;
+    scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
-    let mut solver = XpbdSolver::new(model.clone(), settings)?;
+    let mut solver = scene.solver.build(model.clone())?;
     let dt = 1.0 / scene.fps;
 
     println!(
-        "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {} substeps × {} iterations, {} thread(s)",
+        "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {}, {} substeps × {} iterations, {} thread(s)",
         scene.name,
         model.particle_count(),
         model.constraints().len(),
@@ -69,8 +68,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         model.colliders().len(),
         scene.frames,
         scene.fps,
-        settings.substeps,
-        settings.iterations,
+        solver.info().name,
+        scene.solver.substeps(),
+        scene.solver.iterations(),
         threads
     );
     let spec = CacheSpec { dir: &dir, scene_name: &scene.name, fps: scene.fps, model: &model };

@@ -151,3 +151,53 @@ fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
     assert_eq!(column(&csv, "frame").len(), frames);
     assert!(column(&csv, "max_speed_m_per_s").iter().all(|&v| v <= 500.0));
 }
+
+/// `hooke compare integrators`: forward Euler's oscillator energy grows and the run stops with
+/// a blow-up, symplectic Euler and Verlet stay bounded, implicit Euler and XPBD lose energy;
+/// CSV and PNG files are written.
+#[test]
+fn compare_integrators_writes_csv_and_png() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = hooke(&["compare", "integrators", "--out", "cmp"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = tmp.path().join("cmp");
+    for f in ["oscillator.png", "cloth.png"] {
+        let bytes = std::fs::read(dir.join(f)).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{f}");
+    }
+    let csv = std::fs::read_to_string(dir.join("oscillator.csv")).unwrap();
+    let e0 = 0.5 * 10.0; // ½k·x₀²
+    let last = |name: &str| column_opt(&csv, name).into_iter().flatten().last().unwrap();
+    assert!(last("forward-euler_energy_j") > 100.0 * e0);
+    for name in ["symplectic-euler_energy_j", "verlet_energy_j"] {
+        let e = column_opt(&csv, name);
+        assert_eq!(e.len(), 201);
+        assert!(e.iter().flatten().all(|&v| v < 1.5 * e0 && v > 0.5 * e0), "{name}");
+    }
+    assert!(last("implicit-euler_energy_j") < 1e-3 * e0);
+    assert!(last("xpbd_energy_j") < 1e-3 * e0);
+}
+
+/// Column `name`, with empty cells as `None`.
+fn column_opt(csv: &str, name: &str) -> Vec<Option<f64>> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let k = header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    lines.map(|l| l.split(',').nth(k).and_then(|v| v.parse().ok())).collect()
+}
+
+/// The Warp cloth preset has Warp's particle and spring counts: n² particles and, for an n×n
+/// grid, 2n(n−1) structural + 2(n−1)² shear + 2n(n−2) bending springs.
+#[test]
+fn warp_cloth_preset_matches_warps_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    for n in [3usize, 32] {
+        let o = hooke(&["bench", &format!("warp-cloth:{n}"), "--json", "--frames", "2", "--warmup", "0"], tmp.path());
+        assert!(o.status.success(), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["particles"], n * n);
+        assert_eq!(v["constraints"], 2 * n * (n - 1) + 2 * (n - 1) * (n - 1) + 2 * n * (n - 2));
+        assert_eq!(v["solver"], "symplectic-euler-cpu");
+        assert_eq!(v["substeps"], 16);
+    }
+}

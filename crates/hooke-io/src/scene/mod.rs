@@ -8,9 +8,10 @@ pub mod schema;
 
 use glam::{EulerRot, Quat, Vec3};
 use hooke::collision::{Collider, Keyframe, Motion, Shape};
+use hooke::solver::force_based::{ForceSettings, ForceSolver, Integrator};
 use hooke::{
-    Air, ClothGrid, ClothMaterial, ClothMesh, Control, Method, Model, ModelBuilder, Pin, Rope, RopeMaterial,
-    XpbdSettings,
+    Air, ClothGrid, ClothMaterial, ClothMesh, Control, Method, Model, ModelBuilder, Pin, Rope, RopeMaterial, Solver,
+    SolverError, XpbdSettings, XpbdSolver,
 };
 use schema::*;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,63 @@ pub struct ScheduledPin {
     pub release_at: Option<f64>,
 }
 
+/// Which solver a scene runs, with its numerical settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SolverChoice {
+    /// XPBD or PBD ([`XpbdSolver`]).
+    Position(XpbdSettings),
+    /// A force-based integrator ([`ForceSolver`]).
+    Force(ForceSettings),
+}
+
+impl SolverChoice {
+    /// Substeps per frame.
+    pub fn substeps(&self) -> u32 {
+        match self {
+            SolverChoice::Position(s) => s.substeps,
+            SolverChoice::Force(s) => s.substeps,
+        }
+    }
+    /// Constraint iterations per substep (1 for force-based integrators).
+    pub fn iterations(&self) -> u32 {
+        match self {
+            SolverChoice::Position(s) => s.iterations,
+            SolverChoice::Force(_) => 1,
+        }
+    }
+    /// Sets the substeps per frame.
+    pub fn set_substeps(&mut self, n: u32) {
+        match self {
+            SolverChoice::Position(s) => s.substeps = n,
+            SolverChoice::Force(s) => s.substeps = n,
+        }
+    }
+    /// Sets the iterations per substep (ignored by force-based integrators).
+    pub fn set_iterations(&mut self, n: u32) {
+        if let SolverChoice::Position(s) = self {
+            s.iterations = n;
+        }
+    }
+    /// Runs on the rayon pool or sequentially.
+    pub fn set_parallel(&mut self, parallel: bool) {
+        match self {
+            SolverChoice::Position(s) => s.parallel = parallel,
+            SolverChoice::Force(s) => s.parallel = parallel,
+        }
+    }
+    /// Creates the solver for `model`.
+    ///
+    /// # Errors
+    /// The solver's [`SolverError`] for settings out of range (or, for force-based
+    /// integrators, a rigid constraint).
+    pub fn build(&self, model: Arc<Model>) -> Result<Box<dyn Solver>, SolverError> {
+        Ok(match *self {
+            SolverChoice::Position(s) => Box::new(XpbdSolver::new(model, s)?),
+            SolverChoice::Force(s) => Box::new(ForceSolver::new(model, s)?),
+        })
+    }
+}
+
 /// A parsed, validated and built scene.
 #[derive(Clone, Debug)]
 pub struct Scene {
@@ -47,8 +105,8 @@ pub struct Scene {
     pub name: String,
     /// The model.
     pub model: Arc<Model>,
-    /// Solver settings.
-    pub settings: XpbdSettings,
+    /// Solver and its settings.
+    pub solver: SolverChoice,
     /// Frames per second.
     pub fps: f32,
     /// Frames to simulate.
@@ -127,29 +185,61 @@ fn index(v: i64, len: usize, key: &str) -> Result<usize, String> {
 
 fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limit: u64) -> Result<Scene, String> {
     let s = &f.solver;
-    let method = match s.method.as_str() {
-        "xpbd" => Method::Xpbd,
-        "pbd" => Method::Pbd { stiffness: s.pbd_stiffness.unwrap_or(1.0) },
-        other => return Err(format!("solver.method: unknown method {other:?} (expected \"xpbd\" or \"pbd\")")),
+    let substeps = u32::try_from(s.substeps)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or(format!("solver.substeps: must be ≥ 1, got {}", s.substeps))?;
+    let iterations = u32::try_from(s.iterations)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or(format!("solver.iterations: must be ≥ 1, got {}", s.iterations))?;
+    let position = |method| {
+        SolverChoice::Position(XpbdSettings {
+            substeps,
+            iterations,
+            method,
+            air_damping: s.air_damping,
+            ..XpbdSettings::default()
+        })
     };
-    if s.pbd_stiffness.is_some() && method == Method::Xpbd {
+    let solver = match s.method.as_str() {
+        "xpbd" => position(Method::Xpbd),
+        "pbd" => position(Method::Pbd { stiffness: s.pbd_stiffness.unwrap_or(1.0) }),
+        other => {
+            let integrator: Integrator = other.parse().map_err(|_| {
+                format!("solver.method: unknown method {other:?} (expected xpbd, pbd, forward-euler, symplectic-euler, verlet or implicit-euler)")
+            })?;
+            if s.iterations != 1 {
+                return Err(format!(
+                    "solver.iterations: a force-based integrator ({other}) has no constraint iterations"
+                ));
+            }
+            let d = ForceSettings::default();
+            let cg_max = match s.cg_max_iterations {
+                Some(n) => u32::try_from(n)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or(format!("solver.cg_max_iterations: must be ≥ 1, got {n}"))?,
+                None => d.cg_max_iterations,
+            };
+            SolverChoice::Force(ForceSettings {
+                integrator,
+                substeps,
+                air_damping: s.air_damping,
+                cg_tolerance: s.cg_tolerance.unwrap_or(d.cg_tolerance),
+                cg_max_iterations: cg_max,
+                ..d
+            })
+        }
+    };
+    if s.pbd_stiffness.is_some() && !s.method.eq_ignore_ascii_case("pbd") {
         return Err("solver.pbd_stiffness: only applies to method = \"pbd\"".into());
     }
-    let settings = XpbdSettings {
-        substeps: u32::try_from(s.substeps)
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or(format!("solver.substeps: must be ≥ 1, got {}", s.substeps))?,
-        iterations: u32::try_from(s.iterations)
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or(format!("solver.iterations: must be ≥ 1, got {}", s.iterations))?,
-        method,
-        air_damping: s.air_damping,
-        ..XpbdSettings::default()
-    };
+    if (s.cg_tolerance.is_some() || s.cg_max_iterations.is_some()) && s.method != "implicit-euler" {
+        return Err("solver.cg_tolerance/cg_max_iterations: only apply to method = \"implicit-euler\"".into());
+    }
     // Let the solver's own validation speak for the remaining settings.
-    hooke::XpbdSolver::new(Arc::new(tiny_model()), settings).map_err(|e| e.to_string())?;
+    solver.build(Arc::new(tiny_model())).map_err(|e| e.to_string())?;
     if !(s.fps.is_finite() && s.fps > 0.0) {
         return Err(format!(
             "solver.fps: the frame rate must be finite and > 0 (the time step is 1/fps), got {}",
@@ -393,7 +483,12 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
         return Err(format!("name: {name:?} cannot be used as a folder and file name"));
     }
-    Ok(Scene { name, model: Arc::new(model), settings, fps: s.fps, frames, wind, pins, output: f.output.clone() })
+    let model = Arc::new(model);
+    // Force-based integrators need finite stiffness everywhere: check now, not at run time.
+    if let SolverChoice::Force(_) = solver {
+        solver.build(model.clone()).map_err(|e| e.to_string())?;
+    }
+    Ok(Scene { name, model, solver, fps: s.fps, frames, wind, pins, output: f.output.clone() })
 }
 
 fn push_pins(pins: &mut Vec<ScheduledPin>, global: Vec<u32>, release_at: Option<f64>, key: &str) -> Result<(), String> {

@@ -42,7 +42,8 @@ pub struct SceneFile {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SolverSection {
-    /// `"xpbd"` (default) or `"pbd"`.
+    /// `"xpbd"` (default), `"pbd"`, or a force-based integrator: `"forward-euler"`,
+    /// `"symplectic-euler"`, `"verlet"`, `"implicit-euler"`.
     #[serde(default = "default_method")]
     pub method: String,
     /// Substeps per frame (default 20).
@@ -53,6 +54,10 @@ pub struct SolverSection {
     pub iterations: i64,
     /// PBD stiffness factor in [0, 1] (only for `method = "pbd"`, default 1).
     pub pbd_stiffness: Option<f32>,
+    /// Relative residual at which conjugate gradient stops (implicit Euler only, default 1e-6).
+    pub cg_tolerance: Option<f64>,
+    /// Conjugate gradient iteration cap (implicit Euler only, default 200).
+    pub cg_max_iterations: Option<i64>,
     /// Global air damping rate (1/s, default 0.05).
     #[serde(default = "default_air_damping")]
     pub air_damping: f32,
@@ -71,6 +76,8 @@ impl Default for SolverSection {
             substeps: default_substeps(),
             iterations: default_iterations(),
             pbd_stiffness: None,
+            cg_tolerance: None,
+            cg_max_iterations: None,
             air_damping: default_air_damping(),
             fps: default_fps(),
             frames: default_frames(),
