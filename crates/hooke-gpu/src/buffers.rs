@@ -169,6 +169,16 @@ pub(crate) const STORAGE: wgpu::BufferUsages =
 /// A storage buffer holding `data`; at least one element and 16 bytes, since empty bindings
 /// are not allowed.
 pub(crate) fn storage<T: Pod>(device: &wgpu::Device, label: &str, data: &[T]) -> wgpu::Buffer {
+    storage_with(device, label, data, wgpu::BufferUsages::empty())
+}
+
+/// As [`storage`], with `extra` usages (e.g. `VERTEX` for buffers a renderer binds directly).
+pub(crate) fn storage_with<T: Pod>(
+    device: &wgpu::Device,
+    label: &str,
+    data: &[T],
+    extra: wgpu::BufferUsages,
+) -> wgpu::Buffer {
     let one = [T::zeroed()];
     let bytes: &[u8] = bytemuck::cast_slice(if data.is_empty() { &one[..] } else { data });
     let mut padded = bytes.to_vec();
@@ -176,7 +186,7 @@ pub(crate) fn storage<T: Pod>(device: &wgpu::Device, label: &str, data: &[T]) ->
     device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some(label),
         contents: &padded,
-        usage: STORAGE,
+        usage: STORAGE | extra,
     })
 }
 

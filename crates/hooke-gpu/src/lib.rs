@@ -23,8 +23,8 @@
 //! displacement in the substep — two buffers of 16-byte `vec4` records, plus one for the
 //! velocity v. Per substep:
 //!
-//! 1. [`aerodynamics`](self#kernels) (if the air is active): drag and lift per triangle, gathered
-//!    per particle;
+//! 1. **aerodynamics** (if the air is active, article §1.4): drag and lift per triangle,
+//!    gathered per particle;
 //! 2. **predict**: v ← v e^{−c h} + h(g + w f), d ← h v; pinned particles (w = 0) follow their
 //!    targets;
 //! 3. **solve_distance**, `iterations` × (one dispatch per colour): the XPBD update
@@ -43,10 +43,14 @@
 //!
 //! Each kernel does the CPU's floating-point operations in the CPU's order (no `dot()` or
 //! `cross()` builtins whose summation order is unspecified, no fused multiply-add written by
-//! hand), and the per-substep constants (h, 1/h, 1/h², e^{−c h}, collider translations) are
-//! computed once on the CPU and uploaded. On a GPU that rounds like the CPU (IEEE division and
-//! square root, no contraction — Mesa's lavapipe does), the trajectories agree bit for bit
-//! until a collision; differences elsewhere are rounding (see the parity tests).
+//! hand), and the per-substep constants (h, 1/h, 1/h², e^{−c h}, 1 − s of a pin's path,
+//! collider translations) are computed once on the CPU and uploaded. Where a shader compiler
+//! was seen to rewrite an expression (Mesa turns a·p + b·q with a common factor into a
+//! different rounding), the products are passed through an identity it cannot see through
+//! (`opaque3` in `common.wgsl`). On Mesa's lavapipe the GPU trajectories are then bit for bit
+//! those of the CPU solver — with pins, collisions, friction, moving colliders and wind; on a
+//! GPU whose compiler contracts a·b + c into fused multiply-adds or divides approximately they
+//! differ by rounding, which the parity tests' tolerances allow for.
 //!
 //! ## Kernels
 //!

@@ -157,7 +157,7 @@ impl GpuXpbdSolver {
             (buffers::zeroed(device, "hooke snapshot x", v4(n)), buffers::zeroed(device, "hooke snapshot v", v4(n)))
         });
         let b = Buffers {
-            position: buffers::storage(device, "hooke position", &position),
+            position: buffers::storage_with(device, "hooke position", &position, wgpu::BufferUsages::VERTEX),
             displacement: buffers::zeroed(device, "hooke displacement", v4(n)),
             velocity: buffers::storage(device, "hooke velocity", &velocity),
             inv_mass: buffers::storage(device, "hooke inv_mass", inv_mass),
@@ -178,7 +178,7 @@ impl GpuXpbdSolver {
             particle_triangle_offsets: buffers::storage(device, "hooke particle triangle offsets", &offsets),
             particle_triangles: buffers::storage(device, "hooke particle triangles", &around),
             normal_accumulator: buffers::zeroed(device, "hooke normal accumulator", 12 * n as u64),
-            normal: buffers::zeroed(device, "hooke normal", v4(n)),
+            normal: buffers::storage_with(device, "hooke normal", &vec![[0.0f32; 4]; n], wgpu::BufferUsages::VERTEX),
             health: buffers::zeroed(device, "hooke health", size_of::<HealthRecord>() as u64),
             params: uniform("hooke params", substeps * UNIFORM_SLOT),
             colours: uniform("hooke colours", 2 * colour_count * UNIFORM_SLOT),
@@ -245,9 +245,10 @@ impl GpuXpbdSolver {
     }
 
     /// Particle positions on the device: one `vec4<f32>` (x, y, z, w) per particle, w the
-    /// inverse mass (0 while pinned). Usable as a vertex buffer (`VERTEX` usage is not set;
-    /// bind it as a read-only storage buffer and index it by `vertex_index`) for zero-copy
-    /// rendering (article §5.4). Valid between steps.
+    /// inverse mass (0 while pinned), with `VERTEX` and `STORAGE` usage — bind it as a vertex
+    /// buffer (`Float32x4`, stride 16) indexed like the model's particles, or as a read-only
+    /// storage buffer, for zero-copy rendering (article §5.4). Valid between steps; a step
+    /// recorded after a draw is ordered after it by the queue.
     pub fn position_buffer(&self) -> &wgpu::Buffer {
         &self.b.position
     }
@@ -259,7 +260,8 @@ impl GpuXpbdSolver {
 
     /// Unit vertex normals on the device, one `vec4<f32>` per particle (w = 0; the zero vector
     /// for particles without triangles, such as rope particles), updated at the end of every
-    /// frame when [`GpuSettings::normals`] is on.
+    /// frame when [`GpuSettings::normals`] is on; `VERTEX` and `STORAGE` usage like
+    /// [`GpuXpbdSolver::position_buffer`].
     pub fn normal_buffer(&self) -> &wgpu::Buffer {
         &self.b.normal
     }

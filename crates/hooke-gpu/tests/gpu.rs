@@ -413,6 +413,42 @@ fn invalid_inputs_are_rejected() {
     assert!(matches!(gpu.write_state(&st), Err(SolverError::StateMismatch(_))));
 }
 
+/// The device buffers a renderer binds: 16 bytes per particle, vertex and storage usage, and
+/// the positions in them are those `read_positions` returns.
+#[test]
+fn position_and_normal_buffers_are_bindable_for_rendering() {
+    let ctx = gpu_or_skip!();
+    let (model, control) = contact_free_scene();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings()).unwrap();
+    gpu.step(&control, 1.0 / 60.0).unwrap();
+    let n = model.particle_count() as u64;
+    for buf in [gpu.position_buffer(), gpu.normal_buffer()] {
+        assert_eq!(buf.size(), 16 * n);
+        assert!(buf.usage().contains(wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::STORAGE));
+    }
+    // Copy the raw records as a renderer would see them.
+    let device = ctx.device();
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 16 * n,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(gpu.position_buffer(), 0, &staging, 0, 16 * n);
+    ctx.queue().submit([enc.finish()]);
+    staging.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
+    device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let raw: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&staging.get_mapped_range(..).unwrap());
+    let mut x = Vec::new();
+    gpu.read_positions(&mut x);
+    for (k, (r, p)) in raw.iter().zip(&x).enumerate() {
+        assert_eq!(Vec3::new(r[0], r[1], r[2]), *p);
+        let expected_w = if control.is_pinned(k as u32) { 0.0 } else { model.particle_inv_mass()[k] };
+        assert_eq!(r[3], expected_w, "w of particle {k}");
+    }
+}
+
 /// write_state then read_state round-trips exactly.
 #[test]
 fn state_round_trips() {
