@@ -63,6 +63,7 @@
 //! [`SolverError::BlowUp`] names the particle and, where one is at fault, the spring; the state
 //! is left at the start of the frame.
 
+use super::distance::Shared;
 use super::implicit_euler::{ImplicitScratch, ImplicitStep};
 use super::pcg::PcgSettings;
 use super::{SolverError, SolverInfo, StepReport, check_state, explicit_euler, symplectic_euler, verlet};
@@ -361,21 +362,15 @@ impl ForceSolver {
         Ok(())
     }
 
-    /// Fills `spring_force` and `force` (springs and aerodynamics, without gravity).
-    fn accumulate_forces(&mut self, wind: Vec3, parallel: bool) {
+    /// Fills `force` with the spring and aerodynamic forces (N, without gravity); with
+    /// `record` also `spring_force` (one per spring, for locating a non-finite force).
+    ///
+    /// Springs are scattered (fᵢ += F, fⱼ −= F) colour by colour: within a colour no two
+    /// springs share a particle, so a colour is split over threads without races and the sums
+    /// are the same, bit for bit, as in the sequential sweep.
+    fn accumulate_forces(&mut self, wind: Vec3, parallel: bool, record: bool) {
         let model = &*self.model;
         let (x, v) = (&self.x, &self.v);
-        let spring = |(c, s): (&DistanceConstraint, &Spring)| {
-            let (i, j) = (c.i as usize, c.j as usize);
-            s.force(x[i] - x[j], v[i] - v[j])
-        };
-        let cons = model.constraints();
-        if parallel && cons.len() >= PARALLEL_MIN_ITEMS {
-            cons.par_iter().zip(self.springs.par_iter()).map(spring).collect_into_vec(&mut self.spring_force);
-        } else {
-            self.spring_force.clear();
-            self.spring_force.extend(cons.iter().zip(&self.springs).map(spring));
-        }
         let air = model.air();
         let aero = air.is_active() && !model.triangles().is_empty();
         if aero {
@@ -390,25 +385,48 @@ impl ForceSolver {
                 self.triangle_force.clear();
                 self.triangle_force.extend(model.triangles().iter().map(tri));
             }
-        }
-        let (sf, tf) = (&self.spring_force, &self.triangle_force);
-        let (offsets, incidence) = (&self.incidence_offsets, &self.incidence);
-        let gather = |(p, f): (usize, &mut Vec3)| {
-            let mut sum = Vec3::ZERO;
-            for e in &incidence[offsets[p] as usize..offsets[p + 1] as usize] {
-                sum += sf[e.constraint as usize] * e.sign;
+            let tf = &self.triangle_force;
+            let gather =
+                |(p, f): (usize, &mut Vec3)| *f = model.particle_triangles(p).iter().map(|&t| tf[t as usize]).sum();
+            if parallel && self.force.len() >= 2 * PARTICLE_CHUNK {
+                self.force.par_iter_mut().enumerate().with_min_len(PARTICLE_CHUNK).for_each(gather);
+            } else {
+                self.force.iter_mut().enumerate().for_each(gather);
             }
-            if aero {
-                for &t in model.particle_triangles(p) {
-                    sum += tf[t as usize];
+        } else {
+            self.force.iter_mut().for_each(|f| *f = Vec3::ZERO);
+        }
+        let out = Shared(self.force.as_mut_ptr());
+        let out = &out;
+        let scatter = |cons: &[DistanceConstraint], springs: &[Spring]| {
+            for (c, s) in cons.iter().zip(springs) {
+                let (i, j) = (c.i as usize, c.j as usize);
+                let f = s.force(x[i] - x[j], v[i] - v[j]);
+                // SAFETY: `out` points to `self.force`, one entry per particle, and the indices
+                // were validated when the model was built; the callers only run springs of one
+                // colour concurrently, and those touch disjoint particles.
+                unsafe {
+                    *out.0.add(i) += f;
+                    *out.0.add(j) -= f;
                 }
             }
-            *f = sum;
         };
-        if parallel && self.force.len() >= 2 * PARTICLE_CHUNK {
-            self.force.par_iter_mut().enumerate().with_min_len(PARTICLE_CHUNK).for_each(gather);
-        } else {
-            self.force.iter_mut().enumerate().for_each(gather);
+        let cons = model.constraints();
+        for r in model.colour_ranges() {
+            let r = r.start as usize..r.end as usize;
+            let (cc, ss) = (&cons[r.clone()], &self.springs[r]);
+            if parallel && cc.len() >= PARALLEL_MIN_ITEMS {
+                cc.par_chunks(PARTICLE_CHUNK).zip(ss.par_chunks(PARTICLE_CHUNK)).for_each(|(c, s)| scatter(c, s));
+            } else {
+                scatter(cc, ss);
+            }
+        }
+        if record {
+            self.spring_force.clear();
+            self.spring_force.extend(cons.iter().zip(&self.springs).map(|(c, s)| {
+                let (i, j) = (c.i as usize, c.j as usize);
+                s.force(x[i] - x[j], v[i] - v[j])
+            }));
         }
     }
 
@@ -444,7 +462,7 @@ impl ForceSolver {
                 }
             }
             // 1. Forces.
-            self.accumulate_forces(control.wind, parallel);
+            self.accumulate_forces(control.wind, parallel, trace);
             if trace {
                 self.check_forces(t0)?;
             }
