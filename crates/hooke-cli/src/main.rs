@@ -89,6 +89,37 @@ pub fn memory_limit() -> u64 {
         .unwrap_or(hooke::model::DEFAULT_MEMORY_LIMIT)
 }
 
+/// Where a solver runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// The CPU solvers of the `hooke` crate.
+    Cpu,
+    /// The wgpu compute backend (`hooke-gpu`, XPBD/PBD only).
+    Gpu,
+}
+
+/// Creates the scene's solver on `backend`. `check_every_frame` makes a GPU solver read its
+/// health record back after every frame (blow-ups are then reported by `step`, as on the CPU);
+/// benchmarks turn it off to queue frames without waiting.
+pub fn make_solver(
+    scene: &hooke_io::scene::Scene,
+    backend: Backend,
+    check_every_frame: bool,
+) -> Result<(Box<dyn hooke::Solver>, String)> {
+    match backend {
+        Backend::Cpu => Ok((scene.solver.build(scene.model.clone())?, "cpu".into())),
+        Backend::Gpu => {
+            let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else {
+                anyhow::bail!("--backend gpu runs XPBD/PBD only; this scene uses a force-based integrator");
+            };
+            let ctx = hooke_gpu::GpuContext::new()?;
+            let device = ctx.describe();
+            let settings = hooke_gpu::GpuSettings { xpbd, check_every_frame, normals: true };
+            Ok((Box::new(hooke_gpu::GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?), device))
+        }
+    }
+}
+
 /// Configures the global rayon pool; returns the thread count in use.
 pub fn set_threads(threads: Option<usize>) -> Result<usize> {
     if let Some(n) = threads {

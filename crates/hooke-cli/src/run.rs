@@ -28,6 +28,9 @@ pub struct RunArgs {
     /// Worker threads (default: all cores; 1 runs the sequential path).
     #[arg(long)]
     threads: Option<usize>,
+    /// Where to simulate: cpu, or gpu (wgpu compute; XPBD/PBD scenes).
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: crate::Backend,
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -56,11 +59,11 @@ pub fn run(args: RunArgs) -> Result<()> {
     let threads = crate::set_threads(args.threads)?;
     scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
-    let mut solver = scene.solver.build(model.clone())?;
+    let (mut solver, device) = crate::make_solver(&scene, args.backend, true)?;
     let dt = 1.0 / scene.fps;
 
     println!(
-        "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {}, {} substeps × {} iterations, {} thread(s)",
+        "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {} on {}, {} substeps × {} iterations, {} thread(s)",
         scene.name,
         model.particle_count(),
         model.constraints().len(),
@@ -69,6 +72,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         scene.frames,
         scene.fps,
         solver.info().name,
+        device,
         scene.solver.substeps(),
         scene.solver.iterations(),
         threads
