@@ -201,3 +201,25 @@ fn warp_cloth_preset_matches_warps_counts() {
         assert_eq!(v["substeps"], 16);
     }
 }
+
+/// `--backend gpu` bakes the default scene on the wgpu backend (lavapipe in CI) with no NaN and
+/// no penetration. Skipped, with the reason printed, when no adapter is found and
+/// HOOKE_REQUIRE_GPU is not set.
+#[test]
+fn gpu_backend_runs_the_default_scene() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = hooke(&["run", "--backend", "gpu", "--frames", "60", "--out", "gpu"], tmp.path());
+    let t = text(&o);
+    if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
+        println!("skipped: no GPU adapter ({})", t.lines().last().unwrap_or(""));
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("xpbd-gpu") || t.contains("gpu"), "{t}");
+    let csv = std::fs::read_to_string(tmp.path().join("gpu/diagnostics.csv")).unwrap();
+    assert_eq!(column(&csv, "frame").len(), 61);
+    assert!(column(&csv, "nan_count").iter().all(|&n| n == 0.0));
+    assert!(column(&csv, "max_penetration_m").iter().all(|&p| p < 0.01 * 0.005));
+    let prims = hooke_io::cache::read_usda_summary(tmp.path().join("gpu/cloth_on_sphere.usda")).unwrap();
+    assert_eq!(prims[0].points_per_frame.len(), 61);
+}
