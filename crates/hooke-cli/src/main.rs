@@ -123,7 +123,8 @@ pub fn make_solver(
 /// Configures the global rayon pool; returns the thread count in use.
 pub fn set_threads(threads: Option<usize>) -> Result<usize> {
     if let Some(n) = threads {
-        anyhow::ensure!(n >= 1, "--threads must be ≥ 1");
+        const MAX: usize = 1024;
+        anyhow::ensure!((1..=MAX).contains(&n), "--threads must be between 1 and {MAX}, got {n}");
         rayon::ThreadPoolBuilder::new().num_threads(n).build_global()?;
     }
     Ok(rayon::current_num_threads())
