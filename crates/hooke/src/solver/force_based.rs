@@ -64,13 +64,14 @@
 //! is left at the start of the frame.
 
 use super::distance::Shared;
+use super::health;
 use super::implicit_euler::{ImplicitScratch, ImplicitStep};
 use super::pcg::PcgSettings;
 use super::{SolverError, SolverInfo, StepReport, check_state, explicit_euler, symplectic_euler, verlet};
 use crate::collision::{self, ColliderStep};
 use crate::forces::aerodynamics;
 use crate::forces::spring::Spring;
-use crate::model::{ConstraintFamily, DistanceConstraint};
+use crate::model::DistanceConstraint;
 use crate::{Control, Model, Solver, State};
 use glam::Vec3;
 use rayon::prelude::*;
@@ -605,56 +606,10 @@ impl ForceSolver {
     /// Looks for a runaway after a frame: non-finite values, speed or strain over the limits.
     /// Returns the particle, the constraint if any, and a description of the first problem.
     fn health(&self) -> Option<(u32, Option<usize>, String)> {
-        let max_speed2 = self.settings.max_speed * self.settings.max_speed;
+        let limits = health::Limits { max_speed: self.settings.max_speed, max_strain: self.settings.max_strain };
         let parallel = self.settings.parallel && self.x.len() >= 2 * PARTICLE_CHUNK;
-        let bad = |(k, (x, v)): (usize, (&Vec3, &Vec3))| -> Option<(usize, f32)> {
-            if !x.is_finite() || !v.is_finite() {
-                Some((k, f32::INFINITY))
-            } else {
-                let s2 = v.length_squared();
-                // ‖v‖² may overflow for finite v: then report the largest component.
-                let speed = if s2.is_finite() { s2.sqrt() } else { v.abs().max_element() };
-                (s2 > max_speed2).then_some((k, speed))
-            }
-        };
-        let first = if parallel {
-            self.x.par_iter().zip(self.v.par_iter()).enumerate().find_map_first(bad)
-        } else {
-            self.x.iter().zip(self.v.iter()).enumerate().find_map(bad)
-        };
-        if let Some((k, speed)) = first {
-            let body = self.model.body_of_particle(k as u32).map(|b| format!(" of {:?}", b.name)).unwrap_or_default();
-            let what = if speed.is_finite() {
-                format!("particle {k}{body} reached {speed:.4e} m/s (limit {} m/s)", self.settings.max_speed)
-            } else {
-                format!("particle {k}{body} became non-finite")
-            };
-            return Some((k as u32, None, what));
-        }
-        let model = &self.model;
-        let x = &self.x;
-        let strain = |(k, (c, f)): (usize, (&DistanceConstraint, &ConstraintFamily))| -> Option<(usize, f32)> {
-            if *f != ConstraintFamily::Structural {
-                return None;
-            }
-            let e = ((x[c.i as usize] - x[c.j as usize]).length() - c.rest_length) / c.rest_length;
-            (e > self.settings.max_strain).then_some((k, e))
-        };
-        let worst = if parallel {
-            model.constraints().par_iter().zip(model.constraint_family().par_iter()).enumerate().find_map_first(strain)
-        } else {
-            model.constraints().iter().zip(model.constraint_family()).enumerate().find_map(strain)
-        };
-        worst.map(|(k, e)| {
-            let c = model.constraints()[k];
-            let what = format!(
-                "structural spring {k} (particles {}–{}) reached strain {e:.2} (limit {})",
-                c.i, c.j, self.settings.max_strain
-            );
-            // Name the end that moves: a pinned particle did not start it.
-            let particle = if self.pinned[c.i as usize] { c.j } else { c.i };
-            (particle, Some(k), what)
-        })
+        let (x, pinned) = (&self.x, &self.pinned);
+        health::check(&self.model, |k| x[k], &self.v, |p| pinned[p as usize], limits, parallel, "spring")
     }
 
     fn save(&mut self) -> Snapshot {

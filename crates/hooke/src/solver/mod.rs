@@ -17,6 +17,7 @@
 mod distance;
 pub mod explicit_euler;
 pub mod force_based;
+mod health;
 pub mod implicit_euler;
 pub mod pcg;
 pub mod symplectic_euler;

@@ -24,10 +24,11 @@
 //! the start of the frame.
 
 use super::distance::{self, Block4, Particle, Shared, Sweep};
+use super::health;
 use super::{SolverError, SolverInfo, StepReport, check_state};
 use crate::collision::{self, ColliderStep};
 use crate::forces::aerodynamics;
-use crate::model::{ConstraintFamily, DistanceConstraint};
+use crate::model::DistanceConstraint;
 use crate::{Control, Model, Solver, State};
 use glam::{Vec3, Vec4};
 use rayon::prelude::*;
@@ -385,52 +386,17 @@ impl XpbdSolver {
     /// Looks for a runaway after a frame: non-finite values, speed or strain over the limits.
     /// Returns the particle, the constraint if any, and a description of the first problem.
     fn health(&self) -> Option<(u32, Option<usize>, String)> {
-        let max_speed2 = self.settings.max_speed * self.settings.max_speed;
-        let bad = |(k, (p, v)): (usize, (&Particle, &Vec3))| -> Option<(usize, f32)> {
-            if !p.x.is_finite() || !v.is_finite() {
-                Some((k, f32::INFINITY))
-            } else {
-                let s2 = v.length_squared();
-                // ‖v‖² may overflow for finite v: then report the largest component.
-                let speed = if s2.is_finite() { s2.sqrt() } else { v.abs().max_element() };
-                (s2 > max_speed2).then_some((k, speed))
-            }
-        };
-        let first = if self.settings.parallel {
-            self.p.par_iter().zip(self.v.par_iter()).enumerate().find_map_first(bad)
-        } else {
-            self.p.iter().zip(self.v.iter()).enumerate().find_map(bad)
-        };
-        if let Some((k, speed)) = first {
-            let what = if speed.is_finite() {
-                format!("particle {k} reached {speed:.4e} m/s (limit {} m/s)", self.settings.max_speed)
-            } else {
-                format!("particle {k} became non-finite")
-            };
-            return Some((k as u32, None, what));
-        }
-        let model = &self.model;
-        let strain = |(k, (c, f)): (usize, (&DistanceConstraint, &ConstraintFamily))| -> Option<(usize, f32)> {
-            if *f != ConstraintFamily::Structural {
-                return None;
-            }
-            let len = (self.p[c.i as usize].position() - self.p[c.j as usize].position()).length();
-            let e = (len - c.rest_length) / c.rest_length;
-            (e > self.settings.max_strain).then_some((k, e))
-        };
-        let worst = if self.settings.parallel {
-            model.constraints().par_iter().zip(model.constraint_family().par_iter()).enumerate().find_map_first(strain)
-        } else {
-            model.constraints().iter().zip(model.constraint_family()).enumerate().find_map(strain)
-        };
-        worst.map(|(k, e)| {
-            let c = model.constraints()[k];
-            let what = format!(
-                "structural constraint {k} (particles {}–{}) reached strain {e:.2} (limit {})",
-                c.i, c.j, self.settings.max_strain
-            );
-            (c.i, Some(k), what)
-        })
+        let limits = health::Limits { max_speed: self.settings.max_speed, max_strain: self.settings.max_strain };
+        let p = &self.p;
+        health::check(
+            &self.model,
+            |k| p[k].position(),
+            &self.v,
+            |k| p[k as usize].x.w == 0.0,
+            limits,
+            self.settings.parallel,
+            "constraint",
+        )
     }
 }
 
