@@ -37,6 +37,7 @@ pub fn grid(n: usize) -> Result<Scene> {
         fps: 60.0,
         frames: 240,
         wind: Vec3::ZERO,
+        gust: None,
         pins,
         output: Default::default(),
     })
@@ -76,6 +77,7 @@ pub fn warp_cloth(n: usize) -> Result<Scene> {
         fps: 60.0,
         frames: 300,
         wind: Vec3::ZERO,
+        gust: None,
         pins,
         output: Default::default(),
     })
@@ -135,6 +137,7 @@ pub fn newton_hanging(w: usize, h: usize) -> Result<Scene> {
         fps: 60.0,
         frames: 300,
         wind: Vec3::ZERO,
+        gust: None,
         pins,
         output: Default::default(),
     })

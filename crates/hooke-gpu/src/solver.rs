@@ -75,6 +75,8 @@ pub struct GpuXpbdSolver {
     structural: u32,
     normal_scale: (f32, f32),
     time: f64,
+    /// Particles pinned in the last frame (to name the free end of an overstrained constraint).
+    pinned: Vec<u32>,
     /// A blow-up found by a read while `check_every_frame` is off, returned by the next step.
     pending: Option<SolverError>,
     params_bytes: Vec<u8>,
@@ -218,6 +220,7 @@ impl GpuXpbdSolver {
             aero,
             structural: structural.len() as u32,
             time: 0.0,
+            pinned: Vec::new(),
             pending: None,
             params_bytes: vec![0u8; (substeps * UNIFORM_SLOT) as usize],
             b,
@@ -339,7 +342,9 @@ impl GpuXpbdSolver {
                 "structural constraint {k} (particles {}–{}) reached strain {strain:.2} (limit {})",
                 c.i, c.j, self.settings.xpbd.max_strain
             );
-            (c.i, Some(k), what)
+            // Name the end that moves, as the CPU does: a pinned particle did not start it.
+            let particle = if self.pinned.contains(&c.i) { c.j } else { c.i };
+            (particle, Some(k), what)
         } else {
             return None;
         };
@@ -393,7 +398,7 @@ impl GpuXpbdSolver {
             let p = Params {
                 gravity: model.gravity().to_array(),
                 h,
-                wind: control.wind.to_array(),
+                wind: control.wind_at(self.time + sub as f64 * h as f64).to_array(),
                 inv_h: 1.0 / h,
                 inv_h2: 1.0 / (h * h),
                 decay: (-s.air_damping * h).exp(),
@@ -483,6 +488,8 @@ impl GpuXpbdSolver {
         if !pins.is_empty() {
             self.ctx.queue().write_buffer(&self.b.pins, 0, bytemuck::cast_slice(&pins));
         }
+        self.pinned.clear();
+        self.pinned.extend(pins.iter().map(|p| p.particle));
         Ok(pins.len() as u32)
     }
 
@@ -630,11 +637,8 @@ impl Solver for GpuXpbdSolver {
         if !(frame_dt.is_finite() && frame_dt > 0.0) {
             return Err(SolverError::InvalidTimeStep(frame_dt));
         }
-        if !control.wind.is_finite() {
-            return Err(SolverError::InvalidSettings {
-                setting: "wind",
-                message: format!("must be finite, got {}", control.wind),
-            });
+        if let Err(message) = control.validate_wind() {
+            return Err(SolverError::InvalidSettings { setting: "wind", message });
         }
         let pins = self.upload_pins(control)?;
         self.write_params(frame_dt, control, pins);

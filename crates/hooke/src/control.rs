@@ -17,11 +17,22 @@ pub struct Pin {
     pub target: Option<Vec3>,
 }
 
+/// A periodic gust added to the steady wind: amplitude·sin(2π t / period).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gust {
+    /// Peak gust velocity (m/s), added to and subtracted from the steady wind.
+    pub amplitude: Vec3,
+    /// Period (s), > 0.
+    pub period: f32,
+}
+
 /// Inputs to one frame of simulation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Control {
-    /// Wind velocity (m/s), used by the aerodynamic force (article §1.4).
+    /// Steady wind velocity (m/s), used by the aerodynamic force (article §1.4).
     pub wind: Vec3,
+    /// Optional gusts on top of the steady wind; solvers evaluate them every substep.
+    pub gust: Option<Gust>,
     /// Active pins.
     pub pins: Vec<Pin>,
 }
@@ -30,6 +41,30 @@ impl Control {
     /// No wind, no pins.
     pub fn new() -> Control {
         Control::default()
+    }
+
+    /// Wind velocity (m/s) at time `t` (s): the steady wind plus the gust, if any.
+    pub fn wind_at(&self, t: f64) -> Vec3 {
+        match self.gust {
+            Some(g) if g.period > 0.0 => {
+                self.wind + g.amplitude * (std::f64::consts::TAU * t / g.period as f64).sin() as f32
+            }
+            _ => self.wind,
+        }
+    }
+
+    /// Checks the wind and gust are finite (and the gust period > 0); the message names the
+    /// offending value.
+    pub fn validate_wind(&self) -> Result<(), String> {
+        if !self.wind.is_finite() {
+            return Err(format!("wind must be finite, got {}", self.wind));
+        }
+        if let Some(g) = self.gust
+            && !(g.amplitude.is_finite() && g.period.is_finite() && g.period > 0.0)
+        {
+            return Err(format!("gust must have a finite amplitude and a period > 0 s, got {g:?}"));
+        }
+        Ok(())
     }
 
     /// Pins particle `particle` where it is.
@@ -73,5 +108,23 @@ impl Control {
     /// Whether `particle` is pinned.
     pub fn is_pinned(&self, particle: u32) -> bool {
         self.pins.iter().any(|p| p.particle == particle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gusts_add_a_sine_to_the_steady_wind() {
+        let mut c = Control { wind: Vec3::new(5.0, 0.0, 0.0), ..Control::default() };
+        assert_eq!(c.wind_at(1.3), c.wind);
+        c.gust = Some(Gust { amplitude: Vec3::new(2.0, 0.0, 1.0), period: 2.0 });
+        assert!((c.wind_at(0.5) - Vec3::new(7.0, 0.0, 1.0)).length() < 1e-6); // a quarter period: peak
+        assert!((c.wind_at(1.0) - c.wind).length() < 1e-5);
+        assert!((c.wind_at(1.5) - Vec3::new(3.0, 0.0, -1.0)).length() < 1e-5);
+        assert!(c.validate_wind().is_ok());
+        c.gust = Some(Gust { amplitude: Vec3::X, period: 0.0 });
+        assert!(c.validate_wind().is_err());
     }
 }

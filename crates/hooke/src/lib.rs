@@ -50,7 +50,7 @@ pub mod model;
 pub mod solver;
 pub mod state;
 
-pub use control::{Control, Pin};
+pub use control::{Control, Gust, Pin};
 pub use diagnostics::Diagnostics;
 pub use error::ModelError;
 pub use glam;

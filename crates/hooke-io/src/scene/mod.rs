@@ -113,6 +113,8 @@ pub struct Scene {
     pub frames: usize,
     /// Wind velocity (m/s).
     pub wind: Vec3,
+    /// Gusts on top of the wind.
+    pub gust: Option<hooke::Gust>,
     /// Pins and their release times.
     pub pins: Vec<ScheduledPin>,
     /// Output settings from the file.
@@ -124,6 +126,7 @@ impl Scene {
     pub fn control_at(&self, t: f64) -> Control {
         Control {
             wind: self.wind,
+            gust: self.gust,
             pins: self.pins.iter().filter(|p| p.release_at.is_none_or(|r| t < r)).map(|p| p.pin).collect(),
         }
     }
@@ -254,6 +257,16 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
         b.set_gravity(vec3(g, "gravity")?).map_err(|e| e.to_string())?;
     }
     let wind = vec3(f.wind.unwrap_or([0.0; 3]), "wind")?;
+    let gust = match f.gust {
+        Some(g) => {
+            let amplitude = vec3(g.amplitude, "gust.amplitude")?;
+            if !(g.period.is_finite() && g.period > 0.0) {
+                return Err(format!("gust.period: must be a time > 0 s, got {}", g.period));
+            }
+            Some(hooke::Gust { amplitude, period: g.period })
+        }
+        None => None,
+    };
     if let Some(a) = &f.air {
         let air = Air {
             density: a.density.unwrap_or(1.225),
@@ -488,7 +501,7 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
     if let SolverChoice::Force(_) = solver {
         solver.build(model.clone()).map_err(|e| e.to_string())?;
     }
-    Ok(Scene { name, model, solver, fps: s.fps, frames, wind, pins, output: f.output.clone() })
+    Ok(Scene { name, model, solver, fps: s.fps, frames, wind, gust, pins, output: f.output.clone() })
 }
 
 fn push_pins(pins: &mut Vec<ScheduledPin>, global: Vec<u32>, release_at: Option<f64>, key: &str) -> Result<(), String> {

@@ -19,6 +19,9 @@ pub struct SceneFile {
     pub gravity: Option<[f32; 3]>,
     /// Wind velocity (m/s), default [0, 0, 0].
     pub wind: Option<[f32; 3]>,
+    /// Gusts on top of the steady wind: `{ amplitude = [x, y, z], period = s }` adds
+    /// amplitude·sin(2πt/period) (m/s).
+    pub gust: Option<GustSection>,
     /// Air for aerodynamic forces; absent: no aerodynamics.
     pub air: Option<AirSection>,
     /// Output settings.
@@ -112,6 +115,16 @@ pub struct AirSection {
     pub density: Option<f32>,
     /// Drag coefficient C_d of the normal pressure force (default 1).
     pub drag_coefficient: Option<f32>,
+}
+
+/// `gust = { amplitude = [x, y, z], period = s }`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GustSection {
+    /// Peak gust velocity (m/s).
+    pub amplitude: [f32; 3],
+    /// Period (s), > 0.
+    pub period: f32,
 }
 
 /// `[output]`.

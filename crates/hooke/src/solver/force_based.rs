@@ -463,7 +463,7 @@ impl ForceSolver {
                 }
             }
             // 1. Forces.
-            self.accumulate_forces(control.wind, parallel, trace);
+            self.accumulate_forces(control.wind_at(t0), parallel, trace);
             if trace {
                 self.check_forces(t0)?;
             }
@@ -733,11 +733,8 @@ impl Solver for ForceSolver {
         if !(frame_dt.is_finite() && frame_dt > 0.0) {
             return Err(SolverError::InvalidTimeStep(frame_dt));
         }
-        if !control.wind.is_finite() {
-            return Err(SolverError::InvalidSettings {
-                setting: "wind",
-                message: format!("must be finite, got {}", control.wind),
-            });
+        if let Err(message) = control.validate_wind() {
+            return Err(SolverError::InvalidSettings { setting: "wind", message });
         }
         self.apply_pins(control)?;
         let snap = self.save();

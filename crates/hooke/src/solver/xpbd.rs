@@ -261,7 +261,7 @@ impl XpbdSolver {
             let t0 = self.time + (sub as f64) * h as f64;
             let t1 = t0 + h as f64;
             if aero {
-                self.aerodynamic_forces(control.wind);
+                self.aerodynamic_forces(control.wind_at(t0));
             }
             // 1. Predict: d = h·v after the velocity update.
             let force = &self.force;
@@ -478,11 +478,8 @@ impl Solver for XpbdSolver {
         if !(frame_dt.is_finite() && frame_dt > 0.0) {
             return Err(SolverError::InvalidTimeStep(frame_dt));
         }
-        if !control.wind.is_finite() {
-            return Err(SolverError::InvalidSettings {
-                setting: "wind",
-                message: format!("must be finite, got {}", control.wind),
-            });
+        if let Err(message) = control.validate_wind() {
+            return Err(SolverError::InvalidSettings { setting: "wind", message });
         }
         self.apply_pins(control)?;
         let mut snap = self.snapshot.take().unwrap_or_default();
