@@ -265,6 +265,9 @@ pub struct ForceSolver {
     settings: ForceSettings,
     /// One spring per model constraint.
     springs: Vec<Spring>,
+    /// The springs again with their particle indices, one 24-byte record each, in the model's
+    /// colour order: what the force loop streams (the model's constraints are not read).
+    edges: Vec<(u32, u32, Spring)>,
     /// Particle p's springs are `incidence[incidence_offsets[p]..incidence_offsets[p + 1]]`.
     incidence_offsets: Vec<u32>,
     incidence: Vec<Incidence>,
@@ -304,6 +307,7 @@ impl ForceSolver {
         let implicit = (settings.integrator == Integrator::ImplicitEuler)
             .then(|| Box::new(ImplicitScratch::new(&model, &incidence_offsets, &incidence)));
         Ok(ForceSolver {
+            edges: model.constraints().iter().zip(&springs).map(|(c, s)| (c.i, c.j, *s)).collect(),
             springs,
             incidence_offsets,
             incidence,
@@ -399,9 +403,9 @@ impl ForceSolver {
         }
         let out = Shared(self.force.as_mut_ptr());
         let out = &out;
-        let scatter = |cons: &[DistanceConstraint], springs: &[Spring]| {
-            for (c, s) in cons.iter().zip(springs) {
-                let (i, j) = (c.i as usize, c.j as usize);
+        let scatter = |edges: &[(u32, u32, Spring)]| {
+            for (i, j, s) in edges {
+                let (i, j) = (*i as usize, *j as usize);
                 let f = s.force(x[i] - x[j], v[i] - v[j]);
                 // SAFETY: `out` points to `self.force`, one entry per particle, and the indices
                 // were validated when the model was built; the callers only run springs of one
@@ -415,11 +419,11 @@ impl ForceSolver {
         let cons = model.constraints();
         for r in model.colour_ranges() {
             let r = r.start as usize..r.end as usize;
-            let (cc, ss) = (&cons[r.clone()], &self.springs[r]);
-            if parallel && cc.len() >= PARALLEL_MIN_ITEMS {
-                cc.par_chunks(PARTICLE_CHUNK).zip(ss.par_chunks(PARTICLE_CHUNK)).for_each(|(c, s)| scatter(c, s));
+            let ee = &self.edges[r];
+            if parallel && ee.len() >= PARALLEL_MIN_ITEMS {
+                ee.par_chunks(PARTICLE_CHUNK).for_each(scatter);
             } else {
-                scatter(cc, ss);
+                scatter(ee);
             }
         }
         if record {
