@@ -94,11 +94,24 @@ pub fn run(args: RunArgs) -> Result<()> {
     } else {
         None
     };
+    // Ctrl-C / SIGTERM: stop after the current frame and finish the cache with the frames
+    // done, so an interrupted run leaves complete files and no temporary ones.
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        // A second handler cannot be installed (e.g. in tests calling run twice): then the
+        // default action stays, which is acceptable.
+        let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    }
     let started = Instant::now();
     let mut worst = first;
     let mut failure = None;
     let mut written = 1usize;
     for frame in 1..=scene.frames {
+        if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            failure = Some((frame, anyhow::anyhow!("interrupted")));
+            break;
+        }
         let control = scene.control_at(solver.time());
         match solver.step(&control, dt) {
             Ok(report) => {
@@ -117,7 +130,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 worst.elastic_energy = d.elastic_energy;
             }
             Err(e) => {
-                failure = Some((frame, e));
+                failure = Some((frame, e.into()));
                 break;
             }
         }
@@ -159,7 +172,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     println!("wrote {}", csv_path.display());
     if let Some((frame, e)) = failure {
-        bail!("frame {frame}: {e}; the {written} frames before it were written");
+        bail!("frame {frame}: {e}; the {written} frames before it (0–{}) were written", written - 1);
     }
     Ok(())
 }

@@ -93,3 +93,38 @@ fn pins_and_release_schedule() {
     let last = s.model.bodies()[0].grid_index(3, 3).unwrap();
     assert!(s.pins.iter().any(|p| p.pin.particle == last));
 }
+
+/// OBJ import keeps the file's vertex order, and texture/normal indices do not split
+/// vertices (a flat-shaded quad with a UV seam stays one piece of 4 particles).
+#[test]
+fn obj_meshes_keep_vertex_order_and_are_not_split_by_uvs() {
+    let dir = tempfile::tempdir().unwrap();
+    let obj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nvt 1 1\nvn 0 0 1\nvn 0 0 1\nf 4/4/1 3/3/1 2/2/1\nf 1/1/2 2/2/2 3/3/2\n";
+    std::fs::write(dir.path().join("quad.obj"), obj).unwrap();
+    let scene_path = dir.path().join("quad.toml");
+    std::fs::write(&scene_path, "[[cloth]]\nmesh = \"quad.obj\"\npin_indices = [0]\n").unwrap();
+    let s = scene::load(&scene_path, LIMIT).unwrap();
+    assert_eq!(s.model.particle_count(), 4);
+    assert_eq!(s.model.particle_position()[0], glam::Vec3::ZERO);
+    assert_eq!(s.model.particle_position()[3], glam::Vec3::new(1.0, 1.0, 0.0));
+    assert_eq!(s.pins[0].pin.particle, 0);
+    // Two triangles sharing an edge: 5 edges, 1 bending pair.
+    assert_eq!(s.model.constraints().len(), 6);
+    // Not a regular file: a clear error, not an attempt to read it.
+    std::fs::write(&scene_path, "[[cloth]]\nmesh = \".\"\n").unwrap();
+    let e = scene::load(&scene_path, LIMIT).unwrap_err().to_string();
+    assert!(e.contains("not a regular file"), "{e}");
+}
+
+/// Sizes valid one by one but degenerate in f32 together are rejected when loading.
+#[test]
+fn degenerate_sizes_are_rejected_at_load() {
+    for text in [
+        "[[cloth]]\nrows = 3\ncolumns = 3\nspacing = 1e30\n",
+        "[[cloth]]\nrows = 3\ncolumns = 3\nspacing = 1e-30\n",
+        "[[rope]]\nstart = [0.0, 1.0, 0.0]\nend = [1e30, 1.0, 0.0]\nparticles = 10\n",
+    ] {
+        let e = err(text);
+        assert!(e.contains("particle") || e.contains("constraint"), "{e}");
+    }
+}

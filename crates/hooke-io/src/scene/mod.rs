@@ -273,7 +273,7 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
             drag_coefficient: a.drag_coefficient.unwrap_or(1.0),
             ..Air::default()
         };
-        b.set_air(air).map_err(|e| format!("air: {e}"))?;
+        b.set_air(air).map_err(|e| e.to_string())?;
     }
     let material = |name: &Option<String>, key: &str| -> Result<MaterialSection, String> {
         match name {

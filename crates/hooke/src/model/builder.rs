@@ -305,6 +305,41 @@ impl ModelBuilder {
         if n == 0 {
             return Err(ModelError::invalid("model", "has no cloth or rope"));
         }
+        // Sizes that are valid one by one can still overflow or underflow in f32 together
+        // (a spacing of 10³⁰ m, a mass of 10⁻⁴⁰ kg): reject them here, not as NaN later.
+        let body_of = |p: usize| {
+            self.bodies
+                .iter()
+                .find(|b| b.particles.contains(&(p as u32)))
+                .map_or(String::new(), |b| format!("{:?}", b.name))
+        };
+        for (p, (x, &m)) in self.positions.iter().zip(&self.masses).enumerate() {
+            if !x.is_finite() || x.abs().max_element() > 1e9 {
+                return Err(ModelError::invalid(
+                    format!("body {} particle {p}", body_of(p)),
+                    format!("position {x} is not a finite position within 10⁹ m"),
+                ));
+            }
+            if !(m.is_normal() && m > 0.0 && (1.0 / m).is_normal()) {
+                return Err(ModelError::invalid(
+                    format!("body {} particle {p}", body_of(p)),
+                    format!("mass {m} kg is too small or too large for f32 arithmetic"),
+                ));
+            }
+        }
+        for (k, c) in self.constraints.iter().enumerate() {
+            let ok =
+                c.rest_length.is_normal() && c.compliance_stretch.is_finite() && c.compliance_compression.is_finite();
+            if !ok {
+                return Err(ModelError::invalid(
+                    format!("body {} constraint {k}", body_of(c.i as usize)),
+                    format!(
+                        "rest length {} m or compliance is degenerate (particles too close or too far apart)",
+                        c.rest_length
+                    ),
+                ));
+            }
+        }
         let pairs: Vec<[u32; 2]> = self.constraints.iter().map(|c| [c.i, c.j]).collect();
         colouring::validate(n, &pairs, &self.colours)?;
         let mut order: Vec<u32> = (0..self.constraints.len() as u32).collect();

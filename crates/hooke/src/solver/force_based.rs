@@ -212,8 +212,8 @@ impl Default for ForceSettings {
 impl ForceSettings {
     fn validate(&self) -> Result<(), SolverError> {
         let bad = |setting, message: String| Err(SolverError::InvalidSettings { setting, message });
-        if self.substeps == 0 {
-            return bad("substeps", "must be ≥ 1".into());
+        if !(1..=100_000).contains(&self.substeps) {
+            return bad("substeps", format!("must be between 1 and 100000, got {}", self.substeps));
         }
         if !(self.air_damping.is_finite() && self.air_damping >= 0.0) {
             return bad("air_damping", format!("must be a finite rate ≥ 0 (1/s), got {}", self.air_damping));

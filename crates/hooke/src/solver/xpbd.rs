@@ -85,11 +85,11 @@ impl Default for XpbdSettings {
 impl XpbdSettings {
     fn validate(&self) -> Result<(), SolverError> {
         let bad = |setting, message: String| Err(SolverError::InvalidSettings { setting, message });
-        if self.substeps == 0 {
-            return bad("substeps", "must be ≥ 1".into());
+        if !(1..=100_000).contains(&self.substeps) {
+            return bad("substeps", format!("must be between 1 and 100000, got {}", self.substeps));
         }
-        if self.iterations == 0 {
-            return bad("iterations", "must be ≥ 1".into());
+        if !(1..=10_000).contains(&self.iterations) {
+            return bad("iterations", format!("must be between 1 and 10000, got {}", self.iterations));
         }
         if !(self.air_damping.is_finite() && self.air_damping >= 0.0) {
             return bad("air_damping", format!("must be a finite rate ≥ 0 (1/s), got {}", self.air_damping));
