@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""hooke against NVIDIA Warp's CPU backend on Warp's own cloth benchmark, side by side.
+
+For each size N: `hooke bench warp-cloth:N` (symplectic Euler, 16 substeps per 1/60 s frame,
+Warp's exact scene) on one thread and on all cores, then Warp's `warp_cpu` integrator on the
+same scene via scripts/peers/warp_cloth.py (Warp's CPU kernels run on one thread). Prints a
+Markdown table of ms per frame and the ratios.
+
+Usage: cargo build --release && pip install warp-lang usd-core &&
+       python3 scripts/bench_warp_cpu.py [--sizes 32 64 128 256 512]
+"""
+import argparse, json, subprocess, sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--sizes", type=int, nargs="+", default=[32, 64, 128, 256, 512])
+ap.add_argument("--hooke", default="target/release/hooke")
+a = ap.parse_args()
+
+def hooke(n, *extra):
+    frames = ["--frames", "10" if n >= 512 else "30", "--warmup", "5"]
+    out = subprocess.run([a.hooke, "bench", f"warp-cloth:{n}", "--json", *frames, *extra], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+rows = []
+for n in a.sizes:
+    seq = hooke(n, "--threads", "1")
+    par = hooke(n)
+    out = subprocess.run([sys.executable, "scripts/peers/warp_cloth.py", "--sizes", str(n), "--no-hooke"], check=True, capture_output=True, text=True)
+    warp = next(json.loads(l) for l in out.stdout.splitlines() if '"peer"' in l)
+    assert warp["particles"] == seq["particles"] and warp["springs"] == seq["constraints"], (warp, seq)
+    rows.append((n, seq, par, warp))
+
+print(f"| n | particles | springs | warp_cpu ms/frame (1 thread) | hooke 1 thread | speed-up | hooke {rows[0][2]['threads']} threads | speed-up |")
+print("|---|---|---|---|---|---|---|---|")
+for n, seq, par, warp in rows:
+    w = warp["ms_median"]
+    print(f"| {n}² | {seq['particles']} | {seq['constraints']} | {w:.2f} | {seq['ms_per_frame_median']:.2f} | {w / seq['ms_per_frame_median']:.2f}× | "
+          f"{par['ms_per_frame_median']:.2f} | {w / par['ms_per_frame_median']:.2f}× |")
+print(f"\nwarp-lang {rows[0][3]['warp_version']}")
