@@ -634,12 +634,7 @@ impl Solver for GpuXpbdSolver {
         if let Some(e) = &self.pending {
             return Err(e.clone());
         }
-        if !(frame_dt.is_finite() && frame_dt > 0.0) {
-            return Err(SolverError::InvalidTimeStep(frame_dt));
-        }
-        if let Err(message) = control.validate_wind() {
-            return Err(SolverError::InvalidSettings { setting: "wind", message });
-        }
+        hooke::solver::check_step_inputs(control, frame_dt)?;
         let pins = self.upload_pins(control)?;
         self.write_params(frame_dt, control, pins);
         let n = self.model.particle_count() as u64;

@@ -127,6 +127,18 @@ pub trait Solver: Send {
     fn write_state(&mut self, state: &State) -> Result<(), SolverError>;
 }
 
+/// Checks the inputs of [`Solver::step`]: a finite frame time step > 0 and a finite wind (and
+/// gust). Every solver calls it first.
+///
+/// # Errors
+/// [`SolverError::InvalidTimeStep`] or [`SolverError::InvalidSettings`] naming the wind.
+pub fn check_step_inputs(control: &Control, frame_dt: f32) -> Result<(), SolverError> {
+    if !(frame_dt.is_finite() && frame_dt > 0.0) {
+        return Err(SolverError::InvalidTimeStep(frame_dt));
+    }
+    control.validate_wind().map_err(|message| SolverError::InvalidSettings { setting: "wind", message })
+}
+
 /// Checks that a state fits a model.
 pub(crate) fn check_state(model: &Model, state: &State) -> Result<(), SolverError> {
     let n = model.particle_count();

@@ -475,12 +475,7 @@ impl Solver for XpbdSolver {
     }
 
     fn step(&mut self, control: &Control, frame_dt: f32) -> Result<StepReport, SolverError> {
-        if !(frame_dt.is_finite() && frame_dt > 0.0) {
-            return Err(SolverError::InvalidTimeStep(frame_dt));
-        }
-        if let Err(message) = control.validate_wind() {
-            return Err(SolverError::InvalidSettings { setting: "wind", message });
-        }
+        super::check_step_inputs(control, frame_dt)?;
         self.apply_pins(control)?;
         let mut snap = self.snapshot.take().unwrap_or_default();
         snap.0.clone_from(&self.p);
