@@ -151,12 +151,12 @@ pub struct CacheSpec<'a> {
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
     /// A file system operation failed on `path`.
-    #[error("I/O error on {}: {source}", path.display())]
+    #[error("I/O error on {}: {cause}", path.display())]
     Io {
         /// The file or directory concerned (for temporary files, the temporary path).
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// Invalid input (a bad spec, frame number, position array or format name) or a file
     /// that is not a cache this module wrote; the message says which file and what is wrong.
@@ -166,7 +166,7 @@ pub enum CacheError {
 
 /// Wraps an I/O error with the path it concerns.
 pub(crate) fn io_error(path: &Path, source: std::io::Error) -> CacheError {
-    CacheError::Io { path: path.to_path_buf(), source }
+    CacheError::Io { path: path.to_path_buf(), cause: source }
 }
 
 /// Writes the frames of one simulation run into a cache. Made by [`create`].
