@@ -1,0 +1,96 @@
+//! Graph colouring (article §5.2): conflict-free on grids, ropes and an irregular mesh; 12
+//! colours on a full grid cloth, 2 on a stretch-only rope.
+
+use glam::Vec3;
+use hooke::model::colouring;
+use hooke::{ClothGrid, ClothMesh, ModelBuilder, Rope};
+
+fn conflict_free(model: &hooke::Model) {
+    let pairs: Vec<[u32; 2]> = model.constraints().iter().map(|c| [c.i, c.j]).collect();
+    let mut colour = vec![0u32; pairs.len()];
+    for (k, r) in model.colour_ranges().iter().enumerate() {
+        colour[r.start as usize..r.end as usize].iter_mut().for_each(|c| *c = k as u32);
+    }
+    colouring::validate(model.particle_count(), &pairs, &colour).unwrap();
+}
+
+#[test]
+fn grid_cloth_takes_twelve_colours_rope_two() {
+    let mut b = ModelBuilder::new();
+    b.add_cloth_grid(&ClothGrid::new("cloth", 20, 17, 0.05)).unwrap();
+    let m = b.finalize().unwrap();
+    conflict_free(&m);
+    assert_eq!(m.colour_count(), 12);
+
+    let mut b = ModelBuilder::new();
+    let mut rope = Rope::straight("rope", Vec3::ZERO, Vec3::X, 31);
+    rope.bending = false;
+    b.add_rope(&rope).unwrap();
+    let m = b.finalize().unwrap();
+    conflict_free(&m);
+    assert_eq!(m.colour_count(), 2);
+
+    let mut b = ModelBuilder::new();
+    b.add_rope(&Rope::straight("rope", Vec3::ZERO, Vec3::X, 31)).unwrap();
+    let m = b.finalize().unwrap();
+    conflict_free(&m);
+    assert_eq!(m.colour_count(), 4);
+}
+
+/// A jittered grid triangulated with random diagonal directions and holes punched in it.
+#[test]
+fn irregular_mesh_colouring_is_conflict_free_and_balanced() {
+    let mut seed = 7u32;
+    let mut rnd = move || {
+        seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+        (seed >> 8) as f32 / (1u32 << 24) as f32
+    };
+    let n = 30;
+    let positions: Vec<Vec3> =
+        (0..n * n).map(|k| Vec3::new((k % n) as f32 + 0.3 * rnd(), 0.0, (k / n) as f32 + 0.3 * rnd()) * 0.02).collect();
+    let mut triangles = Vec::new();
+    for r in 0..n - 1 {
+        for c in 0..n - 1 {
+            if rnd() < 0.05 {
+                continue; // a hole
+            }
+            let (a, b, cc, d) =
+                ((r * n + c) as u32, (r * n + c + 1) as u32, ((r + 1) * n + c) as u32, ((r + 1) * n + c + 1) as u32);
+            if rnd() < 0.5 {
+                triangles.extend([[a, cc, b], [b, cc, d]]);
+            } else {
+                triangles.extend([[a, cc, d], [a, d, b]]);
+            }
+        }
+    }
+    // Drop vertices no triangle uses (holes at the border can orphan a corner).
+    let mut used = vec![false; positions.len()];
+    triangles.iter().flatten().for_each(|&v| used[v as usize] = true);
+    let mut map = vec![u32::MAX; positions.len()];
+    let mut kept = Vec::new();
+    for (k, p) in positions.iter().enumerate() {
+        if used[k] {
+            map[k] = kept.len() as u32;
+            kept.push(*p);
+        }
+    }
+    let triangles: Vec<[u32; 3]> = triangles.iter().map(|t| t.map(|v| map[v as usize])).collect();
+    let mut b = ModelBuilder::new();
+    b.add_cloth_mesh(&ClothMesh::new("mesh", kept, triangles)).unwrap();
+    let m = b.finalize().unwrap();
+    conflict_free(&m);
+    // Greedy first-fit needs at most 2Δ − 1 colours (Δ = largest particle degree).
+    let mut degree = vec![0usize; m.particle_count()];
+    for c in m.constraints() {
+        degree[c.i as usize] += 1;
+        degree[c.j as usize] += 1;
+    }
+    let max_degree = *degree.iter().max().unwrap();
+    let colours = m.colour_count();
+    println!("irregular mesh: {} constraints, {colours} colours, max degree {max_degree}", m.constraints().len());
+    assert!(colours >= max_degree && colours < 2 * max_degree);
+    // Balanced: no colour more than twice the mean size.
+    let mean = m.constraints().len() as f64 / colours as f64;
+    let largest = m.colour_ranges().iter().map(|r| r.len()).max().unwrap() as f64;
+    assert!(largest < 2.0 * mean, "largest colour {largest} vs mean {mean}");
+}
