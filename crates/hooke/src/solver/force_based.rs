@@ -24,10 +24,11 @@
 //!
 //! A frame of Δt is split into `substeps` steps of h = Δt/substeps. Each step:
 //!
-//! 1. **Forces.** Each spring's force is computed once (in parallel over springs), then each
-//!    particle gathers the forces of its springs and triangles through a particle→spring
-//!    adjacency (in parallel over particles): no two threads write the same particle, and the
-//!    sum order is fixed, so the parallel result equals the sequential one bit for bit.
+//! 1. **Forces.** Each triangle's aerodynamic force is computed once and gathered per particle;
+//!    then each spring's force is scattered to its two particles (fᵢ += F, fⱼ −= F), colour by
+//!    colour: within a colour no two springs share a particle, so a colour is split over
+//!    threads without races, and the sum order is fixed, so the parallel result equals the
+//!    sequential one bit for bit.
 //! 2. **Integrate** with the chosen [`Integrator`]:
 //!    [forward Euler](super::explicit_euler) x⁺ = x + h v, v⁺ = v + h a;
 //!    [symplectic Euler](super::symplectic_euler) v⁺ = v + h a, x⁺ = x + h v⁺;
