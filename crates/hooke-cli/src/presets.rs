@@ -8,6 +8,28 @@ use hooke_io::scene::{self, Scene, ScheduledPin, SolverChoice};
 use std::path::Path;
 use std::sync::Arc;
 
+/// A preset scene: 300 frames at 60 fps, no wind, output settings left to the command line.
+fn preset(
+    name: String,
+    model: Arc<hooke::Model>,
+    solver: SolverChoice,
+    pinned: impl IntoIterator<Item = u32>,
+) -> Scene {
+    let pins =
+        pinned.into_iter().map(|p| ScheduledPin { pin: Pin { particle: p, target: None }, release_at: None }).collect();
+    Scene {
+        name,
+        model,
+        solver,
+        fps: 60.0,
+        frames: 300,
+        wind: Vec3::ZERO,
+        gust: None,
+        pins,
+        output: Default::default(),
+    }
+}
+
 /// The built-in default scene (`scenes/cloth_on_sphere.toml`).
 pub fn default_scene() -> Result<Scene> {
     Ok(scene::parse(scene::DEFAULT_SCENE, "<built-in default scene>", "cloth_on_sphere", None, crate::memory_limit())?)
@@ -27,20 +49,8 @@ pub fn grid(n: usize) -> Result<Scene> {
     let id = b.add_cloth_grid(&g)?;
     let model = Arc::new(b.finalize()?);
     let body = &model.bodies()[id.0];
-    let pins = (0..n)
-        .map(|c| ScheduledPin { pin: Pin { particle: body.grid_index(0, c).unwrap(), target: None }, release_at: None })
-        .collect();
-    Ok(Scene {
-        name: format!("grid{n}"),
-        model,
-        solver: SolverChoice::Position(XpbdSettings::default()),
-        fps: 60.0,
-        frames: 240,
-        wind: Vec3::ZERO,
-        gust: None,
-        pins,
-        output: Default::default(),
-    })
+    let pins: Vec<u32> = (0..n).map(|c| body.grid_index(0, c).unwrap()).collect();
+    Ok(preset(format!("grid{n}"), model, SolverChoice::Position(XpbdSettings::default()), pins))
 }
 
 /// `warp-cloth:N`: NVIDIA Warp's cloth benchmark (`warp/examples/benchmarks/benchmark_cloth.py`):
@@ -61,26 +71,14 @@ pub fn warp_cloth(n: usize) -> Result<Scene> {
     let id = b.add_cloth_grid(&g)?;
     let model = Arc::new(b.finalize()?);
     let body = &model.bodies()[id.0];
-    let pins = [body.grid_index(0, 0).unwrap(), body.grid_index(0, n - 1).unwrap()]
-        .map(|p| ScheduledPin { pin: Pin { particle: p, target: None }, release_at: None })
-        .to_vec();
+    let pins = [body.grid_index(0, 0).unwrap(), body.grid_index(0, n - 1).unwrap()];
     let solver = SolverChoice::Force(ForceSettings {
         integrator: Integrator::SymplecticEuler,
         substeps: 16,
         air_damping: 0.0,
         ..ForceSettings::default()
     });
-    Ok(Scene {
-        name: format!("warp_cloth{n}"),
-        model,
-        solver,
-        fps: 60.0,
-        frames: 300,
-        wind: Vec3::ZERO,
-        gust: None,
-        pins,
-        output: Default::default(),
-    })
+    Ok(preset(format!("warp_cloth{n}"), model, solver, pins))
 }
 
 /// `newton-hanging:WxH`: Newton's `cloth_hanging` example as closely as a distance-spring
@@ -121,26 +119,14 @@ pub fn newton_hanging(w: usize, h: usize) -> Result<Scene> {
     let model = Arc::new(b.finalize()?);
     let body = &model.bodies()[id.0];
     // The short edge: the first column (rows ≤ columns).
-    let pins = (0..rows)
-        .map(|r| ScheduledPin { pin: Pin { particle: body.grid_index(r, 0).unwrap(), target: None }, release_at: None })
-        .collect();
+    let pins: Vec<u32> = (0..rows).map(|r| body.grid_index(r, 0).unwrap()).collect();
     let solver = SolverChoice::Position(XpbdSettings {
         substeps: 10,
         iterations: 10,
         air_damping: 0.0,
         ..XpbdSettings::default()
     });
-    Ok(Scene {
-        name: format!("newton_hanging_{w}x{h}"),
-        model,
-        solver,
-        fps: 60.0,
-        frames: 300,
-        wind: Vec3::ZERO,
-        gust: None,
-        pins,
-        output: Default::default(),
-    })
+    Ok(preset(format!("newton_hanging_{w}x{h}"), model, solver, pins))
 }
 
 /// A scene file, `default`, or a preset `grid:N`, `warp-cloth:N`, `newton-hanging:WxH`.

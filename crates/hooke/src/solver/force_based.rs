@@ -599,13 +599,7 @@ impl ForceSolver {
     }
 
     fn blow_up(&self, time: f64, particle: u32, constraint: Option<usize>, what: String) -> SolverError {
-        let body = self.model.body_of_particle(particle).map(|b| format!(" of {:?}", b.name)).unwrap_or_default();
-        SolverError::BlowUp {
-            time,
-            particle,
-            constraint,
-            detail: format!("particle {particle}{body} became non-finite {what}"),
-        }
+        health::non_finite(&self.model, time, particle, constraint, what)
     }
 
     /// Looks for a runaway after a frame: non-finite values, speed or strain over the limits.

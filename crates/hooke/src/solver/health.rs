@@ -1,6 +1,7 @@
 //! The end-of-frame health check shared by the CPU solvers: non-finite values, runaway speed
 //! and runaway strain (a simulation that blows up is reported, never written out).
 
+use super::SolverError;
 use crate::Model;
 use crate::model::{ConstraintFamily, DistanceConstraint};
 use glam::Vec3;
@@ -76,4 +77,22 @@ pub(crate) fn check(
         let particle = if pinned(c.i) { c.j } else { c.i };
         (particle, Some(k), what)
     })
+}
+
+/// The error for a non-finite value first seen at `particle` (and `constraint`, if known) at
+/// time `time` (s); `what` says where ("in the prediction step", "while projecting …").
+pub(crate) fn non_finite(
+    model: &Model,
+    time: f64,
+    particle: u32,
+    constraint: Option<usize>,
+    what: String,
+) -> SolverError {
+    let body = model.body_of_particle(particle).map(|b| format!(" of {:?}", b.name)).unwrap_or_default();
+    SolverError::BlowUp {
+        time,
+        particle,
+        constraint,
+        detail: format!("particle {particle}{body} became non-finite {what}"),
+    }
 }
