@@ -10,11 +10,6 @@
 @group(0) @binding(5) var<storage, read> particle_triangles: array<u32>;
 @group(0) @binding(6) var<storage, read_write> force: array<vec4<f32>>;
 
-fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
-    // glam's operand order, so that it rounds the same.
-    return vec3<f32>(a.y * b.z - b.y * a.z, a.z * b.x - b.z * a.x, a.x * b.y - b.x * a.y);
-}
-
 // A third of the force on triangle t (N), i.e. its share per vertex.
 @compute @workgroup_size(64)
 fn triangle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -22,13 +22,6 @@ struct Placement {
     displacement: vec4<f32>,
 }
 
-struct Health {
-    nonfinite: atomic<u32>,
-    too_fast: atomic<u32>,
-    contacts: atomic<u32>,
-    overstrained: atomic<u32>,
-}
-
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> radius: array<f32>;

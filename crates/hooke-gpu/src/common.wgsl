@@ -68,3 +68,26 @@ fn finite3(v: vec3<f32>) -> bool {
 fn opaque3(v: vec3<f32>) -> vec3<f32> {
     return bitcast<vec3<f32>>(bitcast<vec3<u32>>(v) ^ vec3<u32>(P.zero));
 }
+
+// Cross product in glam's operand order, so that it rounds as the CPU does.
+fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(a.y * b.z - b.y * a.z, a.z * b.x - b.z * a.x, a.x * b.y - b.x * a.y);
+}
+
+// A distance constraint, 24 bytes (`GpuConstraint` in buffers.rs, `DistanceConstraint` on the CPU).
+struct Constraint {
+    i: u32,
+    j: u32,
+    rest_length: f32,
+    compliance_stretch: f32,
+    compliance_compression: f32,
+    damping: f32,
+}
+
+// The per-frame health record (`health.rs`), shared by the collision and health kernels.
+struct Health {
+    nonfinite: atomic<u32>,
+    too_fast: atomic<u32>,
+    contacts: atomic<u32>,
+    overstrained: atomic<u32>,
+}

@@ -2,15 +2,6 @@
 // Dispatched by distance.rs. The arithmetic is that of hooke's CPU kernel
 // (`solver/distance.rs`, `project_one`), operation for operation, so that both round alike.
 
-struct Constraint {
-    i: u32,
-    j: u32,
-    rest_length: f32,
-    compliance_stretch: f32,
-    compliance_compression: f32,
-    damping: f32,
-}
-
 // The colour being swept: constraints start..start+count; `first` is set on the first
 // iteration of a substep, where λ starts from 0.
 struct Colour {

@@ -4,22 +4,6 @@
 // (0 = none), and likewise the lowest structural constraint stretched beyond the strain limit,
 // so a zero-cleared buffer means "healthy" and the record is sticky until cleared.
 
-struct Constraint {
-    i: u32,
-    j: u32,
-    rest_length: f32,
-    compliance_stretch: f32,
-    compliance_compression: f32,
-    damping: f32,
-}
-
-struct Health {
-    nonfinite: atomic<u32>,
-    too_fast: atomic<u32>,
-    contacts: atomic<u32>,
-    overstrained: atomic<u32>,
-}
-
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> velocity: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> health: Health;

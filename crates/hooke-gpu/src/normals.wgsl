@@ -13,10 +13,6 @@
 @group(0) @binding(2) var<storage, read_write> accumulator: array<atomic<i32>>;
 @group(0) @binding(3) var<storage, read_write> normal: array<vec4<f32>>;
 
-fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
-    return vec3<f32>(a.y * b.z - b.y * a.z, a.z * b.x - b.z * a.x, a.x * b.y - b.x * a.y);
-}
-
 @compute @workgroup_size(64)
 fn accumulate(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let t = thread_index(gid, nwg);
