@@ -24,11 +24,10 @@
 //!
 //! A frame of Δt is split into `substeps` steps of h = Δt/substeps. Each step:
 //!
-//! 1. **Forces.** Each triangle's aerodynamic force is computed once and gathered per particle;
-//!    then each spring's force is scattered to its two particles (fᵢ += F, fⱼ −= F), colour by
-//!    colour: within a colour no two springs share a particle, so a colour is split over
-//!    threads without races, and the sum order is fixed, so the parallel result equals the
-//!    sequential one bit for bit.
+//! 1. **Forces.** Each triangle's aerodynamic force is computed once; then every particle
+//!    gathers its springs' forces and its triangles' shares (`solver/spring_gather.rs`:
+//!    each spring is evaluated from both ends, eight lanes at a time, so no two threads write
+//!    the same particle and the sums do not depend on the number of threads).
 //! 2. **Integrate** with the chosen [`Integrator`]:
 //!    [forward Euler](super::explicit_euler) x⁺ = x + h v, v⁺ = v + h a;
 //!    [symplectic Euler](super::symplectic_euler) v⁺ = v + h a, x⁺ = x + h v⁺;
@@ -42,6 +41,10 @@
 //!    reduced by Coulomb friction ([`crate::collision`]); the velocity then gets the same
 //!    correction, v += Δd/h, so that it stays consistent with the corrected position (for Verlet
 //!    v = d/h anyway).
+//!
+//! For the explicit integrators steps 1–4 run fused, particle by particle, in one pass that
+//! reads the state at the start of the step and writes the next one into a second buffer
+//! (the two are then swapped): one sweep over memory per substep.
 //!
 //! **Precision.** Positions are `f32`; the step's displacement d is kept apart from x (as in
 //! the XPBD kernels) so that collisions and Verlet's implicit velocity never difference two
@@ -64,17 +67,17 @@
 //! [`SolverError::BlowUp`] names the particle and, where one is at fault, the spring; the state
 //! is left at the start of the frame.
 
-use super::distance::Shared;
 use super::health;
 use super::implicit_euler::{ImplicitScratch, ImplicitStep};
 use super::pcg::PcgSettings;
+use super::spring_gather::{Phase, SpringGather};
 use super::{SolverError, SolverInfo, StepReport, check_state, explicit_euler, symplectic_euler, verlet};
 use crate::collision::{self, ColliderStep};
 use crate::forces::aerodynamics;
 use crate::forces::spring::Spring;
 use crate::model::DistanceConstraint;
 use crate::{Control, Model, Solver, State};
-use glam::Vec3;
+use glam::{Vec3, Vec4};
 use rayon::prelude::*;
 use std::fmt;
 use std::ops::{Add, Mul};
@@ -243,8 +246,10 @@ pub(crate) struct Incidence {
     pub sign: f32,
 }
 
-/// Particles per parallel task.
-const PARTICLE_CHUNK: usize = 2048;
+/// Fewest particles per parallel task.
+const MIN_PARTICLE_CHUNK: usize = 256;
+/// Most particles per parallel task.
+const MAX_PARTICLE_CHUNK: usize = 4096;
 /// Below this many springs (or triangles) their loop runs on the calling thread.
 const PARALLEL_MIN_ITEMS: usize = 4096;
 
@@ -266,9 +271,11 @@ pub struct ForceSolver {
     settings: ForceSettings,
     /// One spring per model constraint.
     springs: Vec<Spring>,
-    /// The springs again with their particle indices, one 24-byte record each, in the model's
-    /// colour order: what the force loop streams (the model's constraints are not read).
-    edges: Vec<(u32, u32, Spring)>,
+    /// Each particle's springs in blocks of four: what the force loop streams.
+    gather: SpringGather,
+    /// Positions and velocities as the force loop reads them: `phase[0]` the current state,
+    /// `phase[1]` the next one being written (explicit integrators), then swapped.
+    phase: [Vec<Phase>; 2],
     /// Particle p's springs are `incidence[incidence_offsets[p]..incidence_offsets[p + 1]]`.
     incidence_offsets: Vec<u32>,
     incidence: Vec<Incidence>,
@@ -280,8 +287,6 @@ pub struct ForceSolver {
     d_h: f32,
     /// Force on particle p without gravity (N): springs and aerodynamics.
     force: Vec<Vec3>,
-    /// Force of each spring on its particle i (N).
-    spring_force: Vec<Vec3>,
     /// A third of each triangle's aerodynamic force (N).
     triangle_force: Vec<Vec3>,
     pinned: Vec<bool>,
@@ -308,7 +313,8 @@ impl ForceSolver {
         let implicit = (settings.integrator == Integrator::ImplicitEuler)
             .then(|| Box::new(ImplicitScratch::new(&model, &incidence_offsets, &incidence)));
         Ok(ForceSolver {
-            edges: model.constraints().iter().zip(&springs).map(|(c, s)| (c.i, c.j, *s)).collect(),
+            gather: SpringGather::new(n, model.constraints(), &springs),
+            phase: [Vec::with_capacity(n), Vec::with_capacity(n)],
             springs,
             incidence_offsets,
             incidence,
@@ -317,7 +323,6 @@ impl ForceSolver {
             d: vec![Vec3::ZERO; n],
             d_h: 0.0,
             force: vec![Vec3::ZERO; n],
-            spring_force: vec![Vec3::ZERO; model.constraints().len()],
             triangle_force: vec![Vec3::ZERO; model.triangles().len()],
             pinned: vec![false; n],
             pin_start: Vec::new(),
@@ -368,71 +373,56 @@ impl ForceSolver {
         Ok(())
     }
 
-    /// Fills `force` with the spring and aerodynamic forces (N, without gravity); with
-    /// `record` also `spring_force` (one per spring, for locating a non-finite force).
-    ///
-    /// Springs are scattered (fᵢ += F, fⱼ −= F) colour by colour: within a colour no two
-    /// springs share a particle, so a colour is split over threads without races and the sums
-    /// are the same, bit for bit, as in the sequential sweep.
-    fn accumulate_forces(&mut self, wind: Vec3, parallel: bool, record: bool) {
+    /// Copies `x` and `v` into `phase[0]`, the records the force loop reads.
+    fn pack(&mut self) {
+        let w = self.model.particle_inv_mass();
+        let phase = &mut self.phase[0];
+        phase.clear();
+        phase.extend(self.x.iter().zip(&self.v).zip(w).map(|((x, v), &w)| Phase { x: x.extend(w), v: v.extend(0.0) }));
+    }
+
+    /// Fills `triangle_force` with a third of each triangle's aerodynamic force (N) for the
+    /// state in `phase[0]`; returns whether aerodynamics are on.
+    fn triangle_forces(&mut self, wind: Vec3, parallel: bool) -> bool {
         let model = &*self.model;
-        let (x, v) = (&self.x, &self.v);
         let air = model.air();
-        let aero = air.is_active() && !model.triangles().is_empty();
-        if aero {
-            let tri = |t: &[u32; 3]| {
-                let xs = t.map(|i| x[i as usize]);
-                let vs = t.map(|i| v[i as usize]);
-                aerodynamics::triangle_force(&air, xs, vs, wind) * (1.0 / 3.0)
-            };
-            if parallel && model.triangles().len() >= PARALLEL_MIN_ITEMS {
-                model.triangles().par_iter().map(tri).collect_into_vec(&mut self.triangle_force);
-            } else {
-                self.triangle_force.clear();
-                self.triangle_force.extend(model.triangles().iter().map(tri));
-            }
-            let tf = &self.triangle_force;
-            let gather =
-                |(p, f): (usize, &mut Vec3)| *f = model.particle_triangles(p).iter().map(|&t| tf[t as usize]).sum();
-            if parallel && self.force.len() >= 2 * PARTICLE_CHUNK {
-                self.force.par_iter_mut().enumerate().with_min_len(PARTICLE_CHUNK).for_each(gather);
-            } else {
-                self.force.iter_mut().enumerate().for_each(gather);
-            }
-        } else {
-            self.force.iter_mut().for_each(|f| *f = Vec3::ZERO);
+        if !air.is_active() || model.triangles().is_empty() {
+            return false;
         }
-        let out = Shared(self.force.as_mut_ptr());
-        let out = &out;
-        let scatter = |edges: &[(u32, u32, Spring)]| {
-            for (i, j, s) in edges {
-                let (i, j) = (*i as usize, *j as usize);
-                let f = s.force(x[i] - x[j], v[i] - v[j]);
-                // SAFETY: `out` points to `self.force`, one entry per particle, and the indices
-                // were validated when the model was built; the callers only run springs of one
-                // colour concurrently, and those touch disjoint particles.
-                unsafe {
-                    *out.0.add(i) += f;
-                    *out.0.add(j) -= f;
-                }
-            }
+        let phase = &self.phase[0];
+        let tri = |t: &[u32; 3]| {
+            let xs = t.map(|i| phase[i as usize].x.truncate());
+            let vs = t.map(|i| phase[i as usize].v.truncate());
+            aerodynamics::triangle_force(&air, xs, vs, wind) * (1.0 / 3.0)
         };
-        let cons = model.constraints();
-        for r in model.colour_ranges() {
-            let r = r.start as usize..r.end as usize;
-            let ee = &self.edges[r];
-            if parallel && ee.len() >= PARALLEL_MIN_ITEMS {
-                ee.par_chunks(PARTICLE_CHUNK).for_each(scatter);
-            } else {
-                scatter(ee);
-            }
+        if parallel && model.triangles().len() >= PARALLEL_MIN_ITEMS {
+            model.triangles().par_iter().map(tri).collect_into_vec(&mut self.triangle_force);
+        } else {
+            self.triangle_force.clear();
+            self.triangle_force.extend(model.triangles().iter().map(tri));
         }
-        if record {
-            self.spring_force.clear();
-            self.spring_force.extend(cons.iter().zip(&self.springs).map(|(c, s)| {
-                let (i, j) = (c.i as usize, c.j as usize);
-                s.force(x[i] - x[j], v[i] - v[j])
-            }));
+        true
+    }
+
+    /// Fills `force` with the spring and aerodynamic forces (N, without gravity) of the state in
+    /// `x`, `v` (implicit Euler's force evaluation; the explicit integrators fuse it into their
+    /// particle pass, [`ExplicitPass`]).
+    fn accumulate_forces(&mut self, wind: Vec3, parallel: bool) {
+        self.pack();
+        let aero = self.triangle_forces(wind, parallel);
+        let forces = Forces {
+            model: &self.model,
+            gather: &self.gather,
+            phase: &self.phase[0],
+            aero: aero.then_some(&self.triangle_force[..]),
+        };
+        let f = |(m, f): (usize, &mut [Vec3])| {
+            let pair = forces.pair(m);
+            f.iter_mut().zip(pair).for_each(|(f, g)| *f = g.truncate());
+        };
+        match particle_chunk(self.force.len(), parallel) {
+            Some(c) => self.force.par_chunks_mut(2).enumerate().with_min_len(c / 2).for_each(f),
+            None => self.force.chunks_mut(2).enumerate().for_each(f),
         }
     }
 
@@ -446,6 +436,7 @@ impl ForceSolver {
         let model = Arc::clone(&self.model);
         let gravity = model.gravity();
         let integrator = s.integrator;
+        let explicit = integrator != Integrator::ImplicitEuler;
         let mut report = StepReport { substeps: s.substeps, iterations: 1, ..StepReport::default() };
         if integrator == Integrator::Verlet {
             // Time-corrected Verlet: keep d/h the velocity when the step changes.
@@ -457,10 +448,57 @@ impl ForceSolver {
             }
             self.d_h = h;
         }
+        if explicit {
+            self.pack();
+        }
         for sub in 0..s.substeps {
             let t0 = self.time + (sub as f64) * h as f64;
             let t1 = t0 + h as f64;
-            if integrator == Integrator::ImplicitEuler && retain != 1.0 {
+            let frac = (sub + 1) as f32 / s.substeps as f32;
+            let steps: Vec<ColliderStep> = model.colliders().iter().map(|c| ColliderStep::new(c, t0, t1)).collect();
+            if explicit {
+                // 1–4 fused, particle by particle, from phase[0] into phase[1]; then the pins.
+                let aero = self.triangle_forces(control.wind_at(t0), parallel);
+                let [old, new] = &mut self.phase;
+                let pass = ExplicitPass {
+                    forces: Forces {
+                        model: &model,
+                        gather: &self.gather,
+                        phase: old,
+                        aero: aero.then_some(&self.triangle_force[..]),
+                    },
+                    pinned: &self.pinned,
+                    steps: &steps,
+                    integrator,
+                    gravity: gravity.extend(0.0),
+                    h,
+                    inv_h,
+                    retain,
+                };
+                new.resize(old.len(), Phase::default());
+                report.contacts = match particle_chunk(old.len(), parallel) {
+                    Some(c) => new
+                        .par_chunks_mut(c)
+                        .zip(self.d.par_chunks_mut(c))
+                        .enumerate()
+                        .map(|(k, (new, d))| pass.run(k * c, new, d))
+                        .sum(),
+                    None => pass.run(0, new, &mut self.d),
+                };
+                for &(p, start, target) in &self.pin_start {
+                    let p = p as usize;
+                    let x = old[p].x.truncate();
+                    let d = start.lerp(target, frac) - x;
+                    self.d[p] = d;
+                    new[p] = Phase { x: (x + d).extend(old[p].x.w), v: (d * inv_h).extend(0.0) };
+                }
+                if trace && let Some(p) = new.iter().position(|q| !q.x.is_finite() || !q.v.is_finite()) {
+                    return Err(self.diagnose(t0, p, aero));
+                }
+                self.phase.swap(0, 1);
+                continue;
+            }
+            if retain != 1.0 {
                 for (v, &pinned) in self.v.iter_mut().zip(&self.pinned) {
                     if !pinned {
                         *v *= retain;
@@ -468,72 +506,48 @@ impl ForceSolver {
                 }
             }
             // 1. Forces.
-            self.accumulate_forces(control.wind_at(t0), parallel, trace);
-            if trace {
-                self.check_forces(t0)?;
+            self.accumulate_forces(control.wind_at(t0), parallel);
+            if trace && let Some(p) = self.force.iter().position(|f| !f.is_finite()) {
+                return Err(self.diagnose(t0, p, model.air().is_active()));
             }
             // 2–3. Integrate, pins.
-            let frac = (sub + 1) as f32 / s.substeps as f32;
-            if integrator == Integrator::ImplicitEuler {
-                let Some(scratch) = self.implicit.as_deref_mut() else {
-                    unreachable!("implicit scratch is made with the solver")
-                };
-                for &(p, start, target) in &self.pin_start {
-                    let p = p as usize;
-                    let goal_v = (start.lerp(target, frac) - self.x[p]) * inv_h;
-                    scratch.dv[p] = (goal_v - self.v[p]).as_dvec3();
-                }
-                let step = ImplicitStep {
-                    model: &model,
-                    springs: &self.springs,
-                    incidence_offsets: &self.incidence_offsets,
-                    incidence: &self.incidence,
-                    x: &self.x,
-                    v: &self.v,
-                    force: &self.force,
-                    pinned: &self.pinned,
-                    h,
-                    clamp_compression: s.clamp_compression,
-                    pcg: PcgSettings { tolerance: s.cg_tolerance, max_iterations: s.cg_max_iterations, parallel },
-                };
-                let pcg = scratch.solve(&step);
-                report.linear_iterations = report.linear_iterations.max(pcg.iterations);
-                report.linear_residual = if pcg.residual.is_nan() || report.linear_residual.is_nan() {
-                    f64::NAN
-                } else {
-                    report.linear_residual.max(pcg.residual)
-                };
-                let dv = &scratch.dv;
-                for (p, ((v, d), &pinned)) in self.v.iter_mut().zip(&mut self.d).zip(&self.pinned).enumerate() {
-                    if !pinned {
-                        *v = (v.as_dvec3() + dv[p]).as_vec3();
-                        *d = *v * h;
-                    }
-                }
-                if trace {
-                    self.check_finite(t0, "the linear solve of implicit Euler")?;
-                }
+            let Some(scratch) = self.implicit.as_deref_mut() else {
+                unreachable!("implicit scratch is made with the solver")
+            };
+            for &(p, start, target) in &self.pin_start {
+                let p = p as usize;
+                let goal_v = (start.lerp(target, frac) - self.x[p]) * inv_h;
+                scratch.dv[p] = (goal_v - self.v[p]).as_dvec3();
+            }
+            let step = ImplicitStep {
+                model: &model,
+                springs: &self.springs,
+                incidence_offsets: &self.incidence_offsets,
+                incidence: &self.incidence,
+                x: &self.x,
+                v: &self.v,
+                force: &self.force,
+                pinned: &self.pinned,
+                h,
+                clamp_compression: s.clamp_compression,
+                pcg: PcgSettings { tolerance: s.cg_tolerance, max_iterations: s.cg_max_iterations, parallel },
+            };
+            let pcg = scratch.solve(&step);
+            report.linear_iterations = report.linear_iterations.max(pcg.iterations);
+            report.linear_residual = if pcg.residual.is_nan() || report.linear_residual.is_nan() {
+                f64::NAN
             } else {
-                let (force, inv_mass, pinned) = (&self.force, model.particle_inv_mass(), &self.pinned);
-                let advance = |start: usize, _x: &mut [Vec3], v: &mut [Vec3], d: &mut [Vec3]| -> u32 {
-                    for k in 0..v.len() {
-                        let p = start + k;
-                        if pinned[p] {
-                            continue;
-                        }
-                        let a = gravity + force[p] * inv_mass[p];
-                        match integrator {
-                            Integrator::ForwardEuler => (d[k], v[k]) = explicit_euler::step(v[k], a, h, retain),
-                            Integrator::SymplecticEuler => (d[k], v[k]) = symplectic_euler::step(v[k], a, h, retain),
-                            _ => d[k] = verlet::step(d[k], a, h, retain),
-                        }
-                    }
-                    0
-                };
-                for_particles(parallel, &mut self.x, &mut self.v, &mut self.d, advance);
-                if trace {
-                    self.check_finite(t0, "the integration step")?;
+                report.linear_residual.max(pcg.residual)
+            };
+            let dv = &scratch.dv;
+            for (p, ((v, d), &pinned)) in self.v.iter_mut().zip(&mut self.d).zip(&self.pinned).enumerate() {
+                if !pinned {
+                    *v = (v.as_dvec3() + dv[p]).as_vec3();
+                    *d = *v * h;
                 }
+            }
+            if trace {
+                self.check_finite(t0, "the linear solve of implicit Euler")?;
             }
             for &(p, start, target) in &self.pin_start {
                 let p = p as usize;
@@ -541,48 +555,60 @@ impl ForceSolver {
                 self.v[p] = self.d[p] * inv_h;
             }
             // 4. Collide, then move.
-            let steps: Vec<ColliderStep> = model.colliders().iter().map(|c| ColliderStep::new(c, t0, t1)).collect();
             let (colliders, radius, pinned) = (model.colliders(), model.particle_radius(), &self.pinned);
-            let verlet = integrator == Integrator::Verlet;
-            let finish = |start: usize, x: &mut [Vec3], v: &mut [Vec3], d: &mut [Vec3]| -> u32 {
-                let mut touching = 0;
-                for k in 0..x.len() {
-                    let p = start + k;
-                    if !pinned[p] && !colliders.is_empty() {
-                        let before = d[k];
-                        let depth = collision::resolve_particle(colliders, &steps, x[k], &mut d[k], radius[p]);
-                        if depth > 0.0 {
-                            touching += 1;
-                            v[k] += (d[k] - before) * inv_h;
-                        }
+            let mut touching = 0;
+            for p in 0..self.x.len() {
+                if !pinned[p] && !colliders.is_empty() {
+                    let before = self.d[p];
+                    if collision::resolve_particle(colliders, &steps, self.x[p], &mut self.d[p], radius[p]) > 0.0 {
+                        touching += 1;
+                        self.v[p] += (self.d[p] - before) * inv_h;
                     }
-                    if verlet {
-                        v[k] = verlet::velocity(d[k], inv_h);
-                    }
-                    x[k] += d[k];
                 }
-                touching
-            };
-            report.contacts = for_particles(parallel, &mut self.x, &mut self.v, &mut self.d, finish);
+                self.x[p] += self.d[p];
+            }
+            report.contacts = touching;
             if trace {
                 self.check_finite(t0, "collision handling")?;
             }
+        }
+        if explicit {
+            let phase = &self.phase[0];
+            self.x.iter_mut().zip(&mut self.v).zip(phase).for_each(|((x, v), q)| {
+                *x = q.x.truncate();
+                *v = q.v.truncate();
+            });
         }
         self.time += frame_dt as f64;
         Ok(report)
     }
 
-    fn check_forces(&self, time: f64) -> Result<(), SolverError> {
-        if let Some(k) = self.spring_force.iter().position(|f| !f.is_finite()) {
+    /// The blow-up error for particle `p`, found non-finite after a traced step from the state
+    /// in `phase[0]`: names the first of its springs whose force is not finite, else its
+    /// aerodynamic force, else the stage that followed.
+    fn diagnose(&self, time: f64, p: usize, aero: bool) -> SolverError {
+        let q = &self.phase[0];
+        let range = self.incidence_offsets[p] as usize..self.incidence_offsets[p + 1] as usize;
+        for inc in &self.incidence[range] {
+            let k = inc.constraint as usize;
             let c = self.model.constraints()[k];
-            let fam = self.model.constraint_family()[k].name();
-            let what = format!("in the force of {fam} spring {k} (particles {}–{})", c.i, c.j);
-            return Err(self.blow_up(time, c.i, Some(k), what));
+            let (i, j) = (c.i as usize, c.j as usize);
+            let f = self.springs[k].force((q[i].x - q[j].x).truncate(), (q[i].v - q[j].v).truncate());
+            if !f.is_finite() {
+                let fam = self.model.constraint_family()[k].name();
+                let what = format!("in the force of {fam} spring {k} (particles {}–{})", c.i, c.j);
+                return self.blow_up(time, c.i, Some(k), what);
+            }
         }
-        match self.force.iter().position(|f| !f.is_finite()) {
-            Some(p) => Err(self.blow_up(time, p as u32, None, "in the aerodynamic forces".into())),
-            None => Ok(()),
+        let tf = &self.triangle_force;
+        if aero && !self.model.particle_triangles(p).iter().all(|&t| tf[t as usize].is_finite()) {
+            return self.blow_up(time, p as u32, None, "in the aerodynamic forces".into());
         }
+        let stage = match self.settings.integrator {
+            Integrator::ImplicitEuler => "the force evaluation",
+            _ => "the integration step or collision handling",
+        };
+        self.blow_up(time, p as u32, None, format!("in {stage}"))
     }
 
     fn check_finite(&self, time: f64, stage: &str) -> Result<(), SolverError> {
@@ -606,7 +632,7 @@ impl ForceSolver {
     /// Returns the particle, the constraint if any, and a description of the first problem.
     fn health(&self) -> Option<(u32, Option<usize>, String)> {
         let limits = health::Limits { max_speed: self.settings.max_speed, max_strain: self.settings.max_strain };
-        let parallel = self.settings.parallel && self.x.len() >= 2 * PARTICLE_CHUNK;
+        let parallel = self.settings.parallel && self.x.len() >= 4096;
         let (x, pinned) = (&self.x, &self.pinned);
         health::check(&self.model, |k| x[k], &self.v, |p| pinned[p as usize], limits, parallel, "spring")
     }
@@ -689,21 +715,116 @@ fn incidence_of(n: usize, constraints: &[DistanceConstraint]) -> (Vec<u32>, Vec<
     (offsets, incidence)
 }
 
-/// Runs `f(start, x, v, d)` over all particles, in parallel chunks or as one range, and sums
-/// what it returns.
-fn for_particles<F>(parallel: bool, x: &mut [Vec3], v: &mut [Vec3], d: &mut [Vec3], f: F) -> u32
-where
-    F: Fn(usize, &mut [Vec3], &mut [Vec3], &mut [Vec3]) -> u32 + Sync + Send,
-{
-    if parallel && x.len() >= 2 * PARTICLE_CHUNK {
-        x.par_chunks_mut(PARTICLE_CHUNK)
-            .zip(v.par_chunks_mut(PARTICLE_CHUNK))
-            .zip(d.par_chunks_mut(PARTICLE_CHUNK))
-            .enumerate()
-            .map(|(k, ((x, v), d))| f(k * PARTICLE_CHUNK, x, v, d))
-            .sum()
-    } else {
-        f(0, x, v, d)
+/// The chunk of particles per parallel task, or `None` to run on the calling thread: about
+/// four chunks per thread, at least [`MIN_PARTICLE_CHUNK`] particles each, an even number
+/// (particles are evaluated in pairs, see [`SpringGather`]).
+fn particle_chunk(n: usize, parallel: bool) -> Option<usize> {
+    let threads = rayon::current_num_threads();
+    (parallel && threads > 1 && n >= 2 * MIN_PARTICLE_CHUNK)
+        .then(|| n.div_ceil(8 * threads).clamp(MIN_PARTICLE_CHUNK / 2, MAX_PARTICLE_CHUNK / 2) * 2)
+}
+
+/// Everything that acts on a particle besides gravity, for one state.
+struct Forces<'a> {
+    model: &'a Model,
+    gather: &'a SpringGather,
+    phase: &'a [Phase],
+    /// A third of each triangle's aerodynamic force (N), if aerodynamics are on.
+    aero: Option<&'a [Vec3]>,
+}
+
+impl Forces<'_> {
+    /// Spring and aerodynamic forces on particles 2m and 2m + 1 (N in xyz, w = 0; the second
+    /// is zero if 2m + 1 is past the last particle).
+    #[inline(always)]
+    fn pair(&self, m: usize) -> [Vec4; 2] {
+        let mut f = self.gather.pair_forces(m, self.phase);
+        if let Some(tf) = self.aero {
+            for (h, f) in f.iter_mut().enumerate().take(self.phase.len() - 2 * m) {
+                *f +=
+                    self.model.particle_triangles(2 * m + h).iter().map(|&t| tf[t as usize]).sum::<Vec3>().extend(0.0);
+            }
+        }
+        f
+    }
+}
+
+/// One step of an explicit integrator for a range of particles: force, integration and
+/// collisions of each particle in one go, reading the state at the start of the step and
+/// writing the new one (pinned particles are copied; the caller moves them).
+struct ExplicitPass<'a> {
+    forces: Forces<'a>,
+    pinned: &'a [bool],
+    steps: &'a [ColliderStep],
+    integrator: Integrator,
+    /// Gravity (m/s²) in xyz, w = 0.
+    gravity: Vec4,
+    h: f32,
+    inv_h: f32,
+    retain: f32,
+}
+
+impl ExplicitPass<'_> {
+    /// Advances particles `start..start + new.len()` into `new`, their step displacements into
+    /// `d` (read as the previous step's by Verlet); returns how many touch a collider. `start`
+    /// must be even.
+    fn run(&self, start: usize, new: &mut [Phase], d: &mut [Vec3]) -> u32 {
+        debug_assert!(start.is_multiple_of(2));
+        let mut touching = 0;
+        for (k, (new, d)) in new.chunks_mut(2).zip(d.chunks_mut(2)).enumerate() {
+            let m = start / 2 + k;
+            let f = self.forces.pair(m);
+            for (h, (new, d)) in new.iter_mut().zip(d).enumerate() {
+                touching += self.advance(2 * m + h, f[h], new, d);
+            }
+        }
+        touching
+    }
+
+    /// Advances particle `p` under the force `f` (N in xyz, w = 0; gravity not included);
+    /// returns 1 if it touches a collider. The update runs on (x, y, z, w) vectors: the w
+    /// lanes of force, gravity and velocity are 0, so the position's w (the inverse mass) is
+    /// kept exactly.
+    #[inline(always)]
+    fn advance(&self, p: usize, f: Vec4, new: &mut Phase, d: &mut Vec3) -> u32 {
+        let old = self.forces.phase[p];
+        if self.pinned[p] {
+            *new = old;
+            return 0;
+        }
+        let (h, inv_h, retain) = (self.h, self.inv_h, self.retain);
+        let mut v = old.v;
+        let a = self.gravity + f * old.x.w;
+        let mut step = match self.integrator {
+            Integrator::ForwardEuler => {
+                let (d, v1) = explicit_euler::step(v, a, h, retain);
+                v = v1;
+                d
+            }
+            Integrator::SymplecticEuler => {
+                let (d, v1) = symplectic_euler::step(v, a, h, retain);
+                v = v1;
+                d
+            }
+            _ => verlet::step(d.extend(0.0), a, h, retain),
+        };
+        let mut touching = 0;
+        let colliders = self.forces.model.colliders();
+        if !colliders.is_empty() {
+            let mut moved = step.truncate();
+            let radius = self.forces.model.particle_radius()[p];
+            if collision::resolve_particle(colliders, self.steps, old.x.truncate(), &mut moved, radius) > 0.0 {
+                touching = 1;
+                v += (moved.extend(0.0) - step) * inv_h;
+                step = moved.extend(0.0);
+            }
+        }
+        if self.integrator == Integrator::Verlet {
+            v = verlet::velocity(step, inv_h);
+        }
+        *d = step.truncate();
+        *new = Phase { x: old.x + step, v };
+        touching
     }
 }
 

@@ -20,6 +20,7 @@ pub mod force_based;
 mod health;
 pub mod implicit_euler;
 pub mod pcg;
+mod spring_gather;
 pub mod symplectic_euler;
 pub mod verlet;
 pub mod xpbd;
