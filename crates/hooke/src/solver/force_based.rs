@@ -765,9 +765,9 @@ struct ExplicitPass<'a> {
 }
 
 impl ExplicitPass<'_> {
-    /// Advances particles `start..start + new.len()` into `new`, their step displacements into
-    /// `d` (read as the previous step's by Verlet); returns how many touch a collider. `start`
-    /// must be even.
+    /// Advances particles `start..start + new.len()` into `new`; for Verlet also their step
+    /// displacements in `d` (read as the previous step's). Returns how many touch a collider.
+    /// `start` must be even.
     fn run(&self, start: usize, new: &mut [Phase], d: &mut [Vec3]) -> u32 {
         debug_assert!(start.is_multiple_of(2));
         let mut touching = 0;
@@ -820,9 +820,10 @@ impl ExplicitPass<'_> {
             }
         }
         if self.integrator == Integrator::Verlet {
+            // Verlet's next step starts from this displacement; the Euler steps do not read it.
             v = verlet::velocity(step, inv_h);
+            *d = step.truncate();
         }
-        *d = step.truncate();
         *new = Phase { x: old.x + step, v };
         touching
     }
