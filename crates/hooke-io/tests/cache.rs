@@ -364,3 +364,43 @@ fn prim_and_file_names_are_sanitised_and_unique() {
         ["2_cloth.obj", "2_cloth.pc2", "2_cloth_1.obj", "2_cloth_1.pc2", "_2_cloth.obj", "_2_cloth.pc2"]
     );
 }
+
+/// A run killed outright leaves its temporary files; the next writer on the directory removes
+/// those of dead processes (pid 999999999 is above Linux's pid_max) and keeps everything
+/// else. Linux only (elsewhere nothing is swept).
+#[cfg(target_os = "linux")]
+#[test]
+fn temporary_files_of_killed_runs_are_swept() {
+    let m = model();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let dead = ".scene.usda.tmp-999999999-3";
+    let mine = format!(".scene.usda.tmp-{}-999999", std::process::id());
+    for name in [dead, mine.as_str(), "notes.txt", ".hidden"] {
+        std::fs::write(dir.join(name), b"x").unwrap();
+    }
+    write(Format::Usda, dir, &m, 2);
+    let left = listing(dir);
+    assert!(!left.contains(&dead.to_string()), "{left:?}");
+    for kept in [mine.as_str(), "notes.txt", ".hidden", "scene.usda"] {
+        assert!(left.contains(&kept.to_string()), "{kept} removed: {left:?}");
+    }
+}
+
+/// Re-running a scene for fewer frames into the same directory removes the later OBJ frames
+/// of the earlier run (they would be read as part of the sequence), and nothing else.
+#[test]
+fn shorter_obj_rerun_removes_later_frames() {
+    let m = model();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write(Format::Obj, dir, &m, 5);
+    std::fs::write(dir.join("scene_notes.obj"), b"# not a frame").unwrap();
+    std::fs::write(dir.join("other_0007.obj"), b"# another scene").unwrap();
+    let written = write(Format::Obj, dir, &m, 3);
+    assert_eq!(names(&written), ["scene_0000.obj", "scene_0001.obj", "scene_0002.obj"]);
+    assert_eq!(
+        listing(dir),
+        ["other_0007.obj", "scene_0000.obj", "scene_0001.obj", "scene_0002.obj", "scene_notes.obj"]
+    );
+}

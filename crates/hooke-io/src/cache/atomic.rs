@@ -5,6 +5,10 @@
 //! renamed over the final name by [`AtomicFile::commit`]. A scratch file
 //! ([`AtomicFile::scratch`]) is never committed. Dropping an uncommitted file removes it, so
 //! an error path or a writer dropped without `finish()` leaves nothing behind.
+//!
+//! A process killed outright (SIGKILL, power loss) cannot clean up; [`sweep_stale`] removes
+//! such leftovers — temporary files whose process no longer runs — when the next writer opens
+//! the directory (on Linux, where `/proc` tells which processes run).
 
 use super::{CacheError, io_error};
 use std::fs::{self, File, OpenOptions};
@@ -191,4 +195,52 @@ fn sync_parent(path: &Path) {
     }
     #[cfg(not(unix))]
     let _ = path;
+}
+
+/// Removes temporary files `.<name>.tmp-<pid>-<seq>` in `dir` left by processes that no longer
+/// run (Linux: no `/proc/<pid>`); returns how many were removed. Files of this process and of
+/// running ones are kept; elsewhere than Linux nothing is removed. Errors are ignored (this is
+/// housekeeping; a file that cannot be removed stays).
+pub(crate) fn sweep_stale(dir: &Path) -> usize {
+    if !cfg!(target_os = "linux") || !Path::new("/proc/self").exists() {
+        return 0;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let me = std::process::id();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(stale_pid) else {
+            continue;
+        };
+        if pid != me && !Path::new("/proc").join(pid.to_string()).exists() && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The process id in a temporary file name `.<name>.tmp-<pid>-<seq>`, if it is one.
+fn stale_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(".tmp-")?;
+    let (pid, seq) = tail.split_once('-')?;
+    seq.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names_parse() {
+        assert_eq!(stale_pid(".cloth.usda.tmp-1234-7"), Some(1234));
+        assert_eq!(stale_pid(".a.tmp-b.obj.tmp-99-0"), Some(99));
+        for other in ["cloth.usda", ".cloth.usda", ".x.tmp-12", ".x.tmp-a-1", ".x.tmp-1-b", "x.tmp-1-2"] {
+            assert_eq!(stale_pid(other), None, "{other}");
+        }
+    }
 }

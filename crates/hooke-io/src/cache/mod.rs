@@ -37,7 +37,9 @@
 //! No half-written cache ever appears under its final name. Everything is written to hidden
 //! temporary siblings `.<name>.tmp-<pid>-<seq>` in the cache directory and renamed into place
 //! (after `fsync`) by [`CacheWriter::finish`] — or, for OBJ sequences, frame by frame. A
-//! writer dropped without `finish()` removes its temporary files. A caller whose simulation
+//! writer dropped without `finish()` removes its temporary files; those of a process killed
+//! outright are removed by the next writer opened on the directory (Linux, where `/proc`
+//! shows that their process is gone). A caller whose simulation
 //! blows up calls `finish()` with the frames written so far and gets complete, valid files
 //! holding exactly those frames. Memory stays bounded for long runs: USD time samples are
 //! streamed to one scratch file per prim and attribute and assembled in `finish()`; PC2
@@ -200,7 +202,8 @@ pub trait CacheWriter: Send {
 /// Creates a writer of `format` for `spec`, creating `spec.dir` (and its parents) if missing.
 ///
 /// Nothing appears under a final name until [`CacheWriter::finish`] (OBJ: until each frame is
-/// complete); temporary files may be created right away.
+/// complete); temporary files may be created right away. Temporary files that a killed run
+/// left in `spec.dir` are removed first (Linux; see the module documentation).
 ///
 /// # Errors
 /// [`CacheError::Invalid`] for a bad scene name or fps, or a body whose particles or
@@ -219,6 +222,7 @@ pub fn create(format: Format, spec: &CacheSpec) -> Result<Box<dyn CacheWriter>, 
         body_range(spec.model, body)?;
     }
     std::fs::create_dir_all(spec.dir).map_err(|e| io_error(spec.dir, e))?;
+    atomic::sweep_stale(spec.dir);
     Ok(match format {
         Format::Usda => Box::new(usda::UsdaWriter::new(spec)?),
         Format::Obj => Box::new(obj::ObjWriter::new(spec)?),

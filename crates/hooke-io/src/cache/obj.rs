@@ -24,7 +24,7 @@ use glam::Vec3;
 use hooke::{Body, Model};
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One body of the sequence.
 #[derive(Debug)]
@@ -97,9 +97,34 @@ impl CacheWriter for ObjWriter {
         Ok(())
     }
 
+    /// Also removes frames `<scene>_NNNN.obj` beyond the last one written, left in the
+    /// directory by an earlier, longer run of the same scene (they would otherwise be read as
+    /// part of this sequence).
     fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
         self.counter.check_finish()?;
+        remove_later_frames(&self.dir, &self.scene_name, self.written.len());
         Ok(self.written)
+    }
+}
+
+/// Removes `dir/<scene>_NNNN.obj` for every frame number NNNN ≥ `frames` (best effort: a file
+/// that cannot be removed stays).
+fn remove_later_frames(dir: &Path, scene: &str, frames: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let frame = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(scene))
+            .and_then(|n| n.strip_prefix('_'))
+            .and_then(|n| n.strip_suffix(".obj"))
+            .filter(|digits| digits.len() >= 4 && digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<usize>().ok());
+        if frame.is_some_and(|f| f >= frames) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
