@@ -215,8 +215,10 @@ fn portable_forces(blocks: &[PairBlock], params: &[PairParams], h: usize, me: Ph
         let (dx, dy, dz) = (px - xq.x_axis, py - xq.y_axis, pz - xq.z_axis);
         let (dvx, dvy, dvz) = (pvx - vq.x_axis, pvy - vq.y_axis, pvz - vq.z_axis);
         let (rest, damping) = (lanes(&c.rest), lanes(&c.damping));
-        let len = ((dx * dx + dy * dy) + dz * dz).sqrt();
-        let inv = Vec4::select(len.cmpge(Vec4::splat(MIN_LENGTH)), Vec4::ONE / len, Vec4::ZERO);
+        let len2 = (dx * dx + dy * dy) + dz * dz;
+        let len = len2.sqrt();
+        // 1/L as L/L², so that the division does not wait for the square root.
+        let inv = Vec4::select(len.cmpge(Vec4::splat(MIN_LENGTH)), len * (Vec4::ONE / len2), Vec4::ZERO);
         let k = Vec4::select(len.cmpge(rest), lanes(&c.k_stretch), lanes(&c.k_compression));
         // Δv·n = (Δv·Δx)/L; the force is Δx · s/L with s = −k(L − L₀) − τk(Δv·n).
         let along = ((dvx * dx + dvy * dy) + dvz * dz) * inv;
@@ -254,35 +256,29 @@ mod avx2 {
         let (zero, one, min_len) = (_mm256_setzero_ps(), _mm256_set1_ps(1.0), _mm256_set1_ps(MIN_LENGTH));
         let base = phase.as_ptr() as *const f32;
         for bl in blocks {
+            // Neighbour k (lanes 0–3: particle 2m's springs) and k + 4 (2m + 1's) share a
+            // 256-bit register: x half, then v half, loaded 128 bits at a time (the upper
+            // half by a load-and-insert, which needs no shuffle port); then two in-lane 4×4
+            // transposes give one vector per component, lanes in block order.
+            let o = &bl.other;
             // SAFETY: indices below phase.len() (caller); a Phase is 8 consecutive f32.
-            let r: [__m256; 8] =
-                std::array::from_fn(|l| unsafe { _mm256_loadu_ps(base.add(8 * bl.other[l] as usize)) });
-            // 8×8 transpose: rows (x, y, z, w, vx, vy, vz, 0) of the 8 neighbours → one
-            // vector per component.
-            let t0 = _mm256_unpacklo_ps(r[0], r[1]);
-            let t1 = _mm256_unpackhi_ps(r[0], r[1]);
-            let t2 = _mm256_unpacklo_ps(r[2], r[3]);
-            let t3 = _mm256_unpackhi_ps(r[2], r[3]);
-            let t4 = _mm256_unpacklo_ps(r[4], r[5]);
-            let t5 = _mm256_unpackhi_ps(r[4], r[5]);
-            let t6 = _mm256_unpacklo_ps(r[6], r[7]);
-            let t7 = _mm256_unpackhi_ps(r[6], r[7]);
-            let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-            let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-            let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-            let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-            let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-            let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-            let (qx, qy, qz) = (
-                _mm256_permute2f128_ps::<0x20>(s0, s4),
-                _mm256_permute2f128_ps::<0x20>(s1, s5),
-                _mm256_permute2f128_ps::<0x20>(s2, s6),
-            );
-            let (qvx, qvy, qvz) = (
-                _mm256_permute2f128_ps::<0x31>(s0, s4),
-                _mm256_permute2f128_ps::<0x31>(s1, s5),
-                _mm256_permute2f128_ps::<0x31>(s2, s6),
-            );
+            let halves = |k: usize, off: usize| unsafe {
+                let lo = _mm_loadu_ps(base.add(8 * o[k] as usize + off));
+                let hi = _mm_loadu_ps(base.add(8 * o[k + 4] as usize + off));
+                _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(lo), hi)
+            };
+            let xyz = |off: usize| {
+                let (a0, a1, a2, a3) = (halves(0, off), halves(1, off), halves(2, off), halves(3, off));
+                let (t0, t1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
+                let (t2, t3) = (_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
+                (
+                    _mm256_shuffle_ps::<0x44>(t0, t2),
+                    _mm256_shuffle_ps::<0xEE>(t0, t2),
+                    _mm256_shuffle_ps::<0x44>(t1, t3),
+                )
+            };
+            let (qx, qy, qz) = xyz(0);
+            let (qvx, qvy, qvz) = xyz(4);
             // SAFETY: index below params.len() (caller).
             let c = unsafe { params.get_unchecked(bl.params as usize) };
             let ld = |a: &[f32; 8]| unsafe { _mm256_loadu_ps(a.as_ptr()) };
@@ -293,7 +289,7 @@ mod avx2 {
                 _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
             let len = _mm256_sqrt_ps(len2);
             let valid = _mm256_cmp_ps::<_CMP_GE_OQ>(len, min_len);
-            let inv = _mm256_and_ps(valid, _mm256_div_ps(one, len));
+            let inv = _mm256_and_ps(valid, _mm256_mul_ps(len, _mm256_div_ps(one, len2)));
             let stretched = _mm256_cmp_ps::<_CMP_GE_OQ>(len, rest);
             let k = _mm256_blendv_ps(ld(&c.k_compression), ld(&c.k_stretch), stretched);
             let dot =
