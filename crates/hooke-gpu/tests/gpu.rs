@@ -11,41 +11,11 @@ use hooke::{
     XpbdSolver,
 };
 use hooke_gpu::{GpuContext, GpuSettings, GpuXpbdSolver, shaders};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
-/// One device per test binary, shared by the tests (libtest runs them on several threads).
-fn gpu() -> Option<Arc<GpuContext>> {
-    static GPU: OnceLock<Option<Arc<GpuContext>>> = OnceLock::new();
-    GPU.get_or_init(|| {
-        let _ = env_logger::builder().is_test(true).try_init();
-        match GpuContext::new() {
-            Ok(ctx) => {
-                eprintln!("adapter: {}", ctx.describe());
-                Some(ctx)
-            }
-            Err(e) if std::env::var("HOOKE_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!(
-                "HOOKE_REQUIRE_GPU=1 but {e}\nInstall a software Vulkan driver: \
-                 `apt-get install -y mesa-vulkan-drivers libvulkan1` and run with \
-                 VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json WGPU_BACKEND=vulkan"
-            ),
-            Err(e) => {
-                eprintln!("skipped: no adapter ({e})");
-                None
-            }
-        }
-    })
-    .clone()
-}
-
-macro_rules! gpu_or_skip {
-    () => {
-        match gpu() {
-            Some(g) => g,
-            None => return,
-        }
-    };
-}
+#[macro_use]
+mod common;
 
 fn settings() -> XpbdSettings {
     XpbdSettings { parallel: false, ..XpbdSettings::default() }

@@ -1,0 +1,85 @@
+//! XPBD's stiffness does not depend on the iteration or substep count on the GPU either;
+//! PBD's does (article §3.3; the CPU version is `crates/hooke/tests/xpbd_independence.rs`).
+//!
+//! Scene: a vertical rope, 1 m long, 16 particles, linear density μ = 0.1 kg/m, axial
+//! stiffness EA = 20 N, hanging from its top particle with air damping. At rest each segment
+//! carries the weight below it, so the bottom end sits lower than the rope's rest length by
+//! the static elongation μ g L² / (2 EA) ≈ 2.45 cm (lumped masses: −3 % for 16 particles).
+//! A rope keeps the test fast on lavapipe: two colours per iteration.
+
+#[macro_use]
+mod common;
+
+use glam::Vec3;
+use hooke::{Control, Method, Model, ModelBuilder, Rope, RopeMaterial, Solver, XpbdSettings};
+use hooke_gpu::GpuXpbdSolver;
+use std::sync::Arc;
+
+const PARTICLES: usize = 16;
+const LENGTH: f32 = 1.0;
+const DENSITY: f32 = 0.1;
+const EA: f32 = 20.0;
+
+fn rope() -> (Arc<Model>, Control) {
+    let mut b = ModelBuilder::new();
+    b.add_rope(&Rope {
+        name: "rope".into(),
+        points: vec![Vec3::ZERO, Vec3::new(0.0, -LENGTH, 0.0)],
+        particles: PARTICLES,
+        material: RopeMaterial {
+            linear_density: DENSITY,
+            stretch_stiffness: EA,
+            compression_stiffness: EA,
+            bend_stiffness: 1.0, // unused: no bending springs
+            damping: 0.0,
+            radius: 0.005,
+        },
+        bending: false,
+        particle_mass: None,
+    })
+    .unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let mut control = Control::new();
+    control.pin(0);
+    (model, control)
+}
+
+/// How far (m) the bottom end hangs below its rest position after 2 s.
+fn drop(substeps: u32, iterations: u32, method: Method) -> f32 {
+    let ctx = common::gpu().expect("checked by the caller");
+    let (model, control) = rope();
+    let s = XpbdSettings { substeps, iterations, method, air_damping: 4.0, parallel: false, ..XpbdSettings::default() };
+    let mut gpu = GpuXpbdSolver::new(ctx, model.clone(), s).unwrap();
+    for _ in 0..120 {
+        gpu.step(&control, 1.0 / 60.0).unwrap();
+    }
+    let mut x = Vec::new();
+    gpu.read_positions(&mut x);
+    model.particle_position()[PARTICLES - 1].y - x[PARTICLES - 1].y
+}
+
+fn change(a: f32, b: f32) -> f32 {
+    (a - b).abs() / a.abs().max(b.abs())
+}
+
+#[test]
+fn xpbd_drop_is_independent_of_iterations_and_substeps_on_the_gpu() {
+    let _ = gpu_or_skip!();
+    let analytic = DENSITY * 9.81 * LENGTH * LENGTH / (2.0 * EA);
+    let (it5, it50) = (drop(10, 5, Method::Xpbd), drop(10, 50, Method::Xpbd));
+    let sub40 = drop(40, 5, Method::Xpbd);
+    println!("GPU XPBD drop: 5 it {it5:.5} m, 50 it {it50:.5} m, 40 substeps {sub40:.5} m; analytic {analytic:.5} m");
+    assert!(change(it50, analytic) < 0.08, "drop {it50} m against μgL²/2EA = {analytic} m");
+    assert!(change(it5, it50) < 0.05, "iterations change the drop by {:.1}%", 100.0 * change(it5, it50));
+    assert!(change(it5, sub40) < 0.05, "substeps change the drop by {:.1}%", 100.0 * change(it5, sub40));
+}
+
+#[test]
+fn pbd_drop_depends_on_iterations_and_substeps_on_the_gpu() {
+    let _ = gpu_or_skip!();
+    let pbd = Method::Pbd { stiffness: 0.05 };
+    let (it5, it50, sub40) = (drop(10, 5, pbd), drop(10, 50, pbd), drop(40, 5, pbd));
+    println!("GPU PBD drop: 5 it {it5:.5} m, 50 it {it50:.5} m, 40 substeps {sub40:.5} m");
+    assert!(change(it5, it50) > 0.5, "iterations change the PBD drop by only {:.1}%", 100.0 * change(it5, it50));
+    assert!(change(it5, sub40) > 0.5, "substeps change the PBD drop by only {:.1}%", 100.0 * change(it5, sub40));
+}
