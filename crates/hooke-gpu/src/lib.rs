@@ -28,7 +28,9 @@
 //! 2. **predict**: v ← v e^{−c h} + h(g + w f), d ← h v; pinned particles (w = 0) follow their
 //!    targets;
 //! 3. **solve_distance**, `iterations` × (one dispatch per colour): the XPBD update
-//!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep;
+//!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep —
+//!    or, with [`GpuSolve::Jacobi`], `iterations` × one dispatch over particles (see
+//!    [`GpuSolve`]);
 //! 4. **collide**: projection out of planes, spheres, capsules and boxes, then clamped Coulomb
 //!    friction relative to the collider's motion;
 //! 5. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0.
@@ -85,6 +87,7 @@ mod context;
 mod distance;
 mod finish;
 mod health;
+mod jacobi;
 mod kernel;
 mod normals;
 mod predict;
@@ -92,4 +95,4 @@ pub mod shaders;
 mod solver;
 
 pub use context::{GpuContext, GpuError};
-pub use solver::{GpuSettings, GpuXpbdSolver};
+pub use solver::{GpuSettings, GpuSolve, GpuXpbdSolver};

@@ -9,6 +9,7 @@ use crate::context::{GpuContext, GpuError};
 use crate::distance::Distance;
 use crate::finish::Finish;
 use crate::health::Health;
+use crate::jacobi::Jacobi;
 use crate::kernel::SharedLayouts;
 use crate::normals::{self, Normals};
 use crate::predict::Predict;
@@ -34,12 +35,38 @@ pub struct GpuSettings {
     pub check_every_frame: bool,
     /// Recompute vertex normals at the end of every frame (article §6). On by default.
     pub normals: bool,
+    /// How each substep's distance constraints are solved. Colour Gauss–Seidel by default.
+    pub solve: GpuSolve,
 }
 
 impl Default for GpuSettings {
     fn default() -> Self {
-        GpuSettings { xpbd: XpbdSettings::default(), check_every_frame: true, normals: true }
+        GpuSettings {
+            xpbd: XpbdSettings::default(),
+            check_every_frame: true,
+            normals: true,
+            solve: GpuSolve::GaussSeidel,
+        }
     }
+}
+
+/// The iteration that solves the distance constraints of a substep on the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum GpuSolve {
+    /// Gauss–Seidel over colours: one dispatch per colour per iteration (12 for a cloth grid),
+    /// each colour seeing the corrections of the previous ones — the CPU solver's order, and
+    /// its result to f32 rounding.
+    #[default]
+    GaussSeidel,
+    /// Jacobi: one dispatch over particles per iteration, every constraint's Δλ computed from
+    /// the previous iterate and applied scaled by the relaxation ω (λ += ωΔλ, x += ω w∇C Δλ).
+    /// It converges more slowly per iteration than Gauss–Seidel (a softer look at equal
+    /// iterations) and ω = 1 may oscillate where many constraints share a particle; ω < 1
+    /// damps that. See the `jacobi` module of the source for the derivation.
+    Jacobi {
+        /// Relaxation ω, dimensionless, in (0, 2].
+        relaxation: f32,
+    },
 }
 
 impl From<XpbdSettings> for GpuSettings {
@@ -64,6 +91,8 @@ pub struct GpuXpbdSolver {
     predict: Predict,
     aerodynamics: Aerodynamics,
     distance: Distance,
+    /// The Jacobi solve, when [`GpuSettings::solve`] asks for it.
+    jacobi: Option<Jacobi>,
     collide: Collide,
     finish: Finish,
     normals: Normals,
@@ -93,7 +122,7 @@ impl GpuXpbdSolver {
     /// the device's limits, [`GpuError::Validation`] if wgpu rejects a pipeline.
     pub fn new(ctx: Arc<GpuContext>, model: Arc<Model>, settings: impl Into<GpuSettings>) -> Result<Self, GpuError> {
         let settings: GpuSettings = settings.into();
-        validate(&settings.xpbd)?;
+        validate(&settings)?;
         let device = ctx.device();
         let n = model.particle_count();
         let limits = device.limits();
@@ -101,9 +130,17 @@ impl GpuXpbdSolver {
             ("the particle positions", n as u64 * VEC4 * 2),
             ("the constraints", model.constraints().len() as u64 * size_of::<GpuConstraint>() as u64),
             ("the normal accumulator", n as u64 * 12),
+            (
+                "the Jacobi adjacency",
+                match settings.solve {
+                    GpuSolve::Jacobi { .. } => (n as u64 + 1 + 2 * model.constraints().len() as u64) * 4,
+                    GpuSolve::GaussSeidel => 0,
+                },
+            ),
         ];
         for (what, needed) in largest {
-            let limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+            // (u32 indices address at most 2³² words.)
+            let limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size).min(4 * u32::MAX as u64);
             if needed > limit {
                 return Err(GpuError::TooLarge { what, needed, limit });
             }
@@ -209,6 +246,10 @@ impl GpuXpbdSolver {
             predict: Predict::new(device, &shared, &b),
             aerodynamics: Aerodynamics::new(device, &shared, &b),
             distance: Distance::new(device, &shared, &b),
+            jacobi: match settings.solve {
+                GpuSolve::GaussSeidel => None,
+                GpuSolve::Jacobi { relaxation } => Some(Jacobi::new(device, &shared, &b, &model, relaxation)),
+            },
             collide: Collide::new(device, &shared, &b),
             finish: Finish::new(device, &shared, &b),
             normals: Normals::new(device, &shared, &b),
@@ -508,10 +549,15 @@ impl GpuXpbdSolver {
                 self.aerodynamics.record(&mut pass, slot(sub), n, triangles);
             }
             self.predict.substep(&mut pass, slot(sub), n, pins);
-            for it in 0..s.iterations {
-                for (c, &(_, count)) in self.colours.iter().enumerate() {
-                    let colour_slot = (2 * c as u32 + (it > 0) as u32) * UNIFORM_SLOT as u32;
-                    self.distance.record(&mut pass, slot(sub), (&self.colour_group, colour_slot), count);
+            match &self.jacobi {
+                Some(jacobi) => jacobi.record(&mut pass, slot(sub), n, s.iterations),
+                None => {
+                    for it in 0..s.iterations {
+                        for (c, &(_, count)) in self.colours.iter().enumerate() {
+                            let colour_slot = (2 * c as u32 + (it > 0) as u32) * UNIFORM_SLOT as u32;
+                            self.distance.record(&mut pass, slot(sub), (&self.colour_group, colour_slot), count);
+                        }
+                    }
                 }
             }
             if !model.colliders().is_empty() {
@@ -549,9 +595,16 @@ fn vec3s(bytes: &[u8]) -> impl Iterator<Item = Vec3> + '_ {
     })
 }
 
-/// The checks of `XpbdSettings::validate` (private in hooke).
-fn validate(s: &XpbdSettings) -> Result<(), SolverError> {
+/// The checks of `XpbdSettings::validate` (private in hooke), and the relaxation of
+/// [`GpuSolve::Jacobi`].
+fn validate(settings: &GpuSettings) -> Result<(), SolverError> {
     let bad = |setting, message: String| Err(SolverError::InvalidSettings { setting, message });
+    if let GpuSolve::Jacobi { relaxation } = settings.solve
+        && !(relaxation > 0.0 && relaxation <= 2.0)
+    {
+        return bad("relaxation", format!("the Jacobi relaxation ω must be in (0, 2], got {relaxation}"));
+    }
+    let s = &settings.xpbd;
     if s.substeps == 0 {
         return bad("substeps", "must be ≥ 1".into());
     }
@@ -610,9 +663,11 @@ fn gpu_collider(c: &hooke::collision::Collider) -> GpuCollider {
 
 impl Solver for GpuXpbdSolver {
     fn info(&self) -> SolverInfo {
-        let name = match self.settings.xpbd.method {
-            Method::Xpbd => "xpbd-gpu",
-            Method::Pbd { .. } => "pbd-gpu",
+        let name = match (self.settings.xpbd.method, self.settings.solve) {
+            (Method::Xpbd, GpuSolve::GaussSeidel) => "xpbd-gpu",
+            (Method::Pbd { .. }, GpuSolve::GaussSeidel) => "pbd-gpu",
+            (Method::Xpbd, GpuSolve::Jacobi { .. }) => "xpbd-jacobi-gpu",
+            (Method::Pbd { .. }, GpuSolve::Jacobi { .. }) => "pbd-jacobi-gpu",
         };
         SolverInfo {
             name: name.into(),
