@@ -31,6 +31,8 @@ pub struct BenchArgs {
     /// is a mean, not a median.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: crate::Backend,
+    #[command(flatten)]
+    gpu_solve: crate::GpuSolveArgs,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -49,7 +51,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
     let gpu = args.backend == crate::Backend::Gpu;
-    let (mut solver, device) = crate::make_solver(&scene, args.backend, !gpu)?;
+    let solve = args.gpu_solve.solve(args.backend)?;
+    let (mut solver, device) = crate::make_solver(&scene, args.backend, !gpu, solve)?;
     let dt = 1.0 / scene.fps;
     let mut state = hooke::State::from_model(&model);
     for _ in 0..args.warmup {
@@ -88,6 +91,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "device": device,
         "timing": if gpu { "mean over frames queued back to back, ending in one read-back" } else { "median of per-frame wall times" },
         "solver": solver.info().name,
+        "relaxation": match solve { hooke_gpu::GpuSolve::Jacobi { relaxation } => Some(relaxation), _ => None },
         "threads": threads,
         "particles": model.particle_count(),
         "constraints": model.constraints().len(),
@@ -108,8 +112,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         println!("{json}");
     } else {
         println!(
-            "{} on {}: {} particles, {} constraints ({} colours), {} substeps × {} iterations, {} thread(s)\n  median {:.3} ms/frame (min {:.3}) over {} frames; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4}",
+            "{} ({}) on {}: {} particles, {} constraints ({} colours), {} substeps × {} iterations, {} thread(s)\n  median {:.3} ms/frame (min {:.3}) over {} frames; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4}",
             scene.name,
+            solver.info().name,
             device,
             model.particle_count(),
             model.constraints().len(),
