@@ -154,15 +154,27 @@ pub fn make_solver(
     match backend {
         Backend::Cpu => Ok((scene.solver.build(scene.model.clone())?, "cpu".into())),
         Backend::Gpu => {
-            let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else {
-                anyhow::bail!("--backend gpu runs XPBD/PBD only; this scene uses a force-based integrator");
-            };
-            let ctx = hooke_gpu::GpuContext::new()?;
-            let device = ctx.describe();
-            let settings = hooke_gpu::GpuSettings { xpbd, check_every_frame, normals: true, solve };
-            Ok((Box::new(hooke_gpu::GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?), device))
+            let (solver, device) = make_gpu_solver(scene, check_every_frame, solve, false)?;
+            Ok((Box::new(solver), device))
         }
     }
+}
+
+/// The scene's solver on the GPU, as [`make_solver`] makes it; with `timestamps`, on a device
+/// with GPU timestamps where the adapter offers them (for `bench`).
+pub fn make_gpu_solver(
+    scene: &hooke_io::scene::Scene,
+    check_every_frame: bool,
+    solve: hooke_gpu::GpuSolve,
+    timestamps: bool,
+) -> Result<(hooke_gpu::GpuXpbdSolver, String)> {
+    let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else {
+        anyhow::bail!("--backend gpu runs XPBD/PBD only; this scene uses a force-based integrator");
+    };
+    let ctx = if timestamps { hooke_gpu::GpuContext::with_timestamps()? } else { hooke_gpu::GpuContext::new()? };
+    let device = ctx.describe();
+    let settings = hooke_gpu::GpuSettings { xpbd, check_every_frame, normals: true, solve };
+    Ok((hooke_gpu::GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?, device))
 }
 
 /// Configures the global rayon pool; returns the thread count in use. Every thread that

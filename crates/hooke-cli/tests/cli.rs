@@ -240,6 +240,12 @@ fn gpu_solve_and_relaxation_options() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["solver"], "xpbd-jacobi-gpu");
     assert_eq!(v["relaxation"], 0.3f32 as f64);
+    // GPU timestamps where the adapter has them (lavapipe does), reported beside the wall clock.
+    match v["gpu_ms_per_frame_mean"].as_f64() {
+        Some(ms) => assert!(ms > 0.0 && v["gpu_timestamps"] == "each frame's compute pass", "{v}"),
+        None => assert!(v["gpu_timestamps"].as_str().unwrap().starts_with("unavailable"), "{v}"),
+    }
+    assert!(v["ms_per_frame_median"].as_f64().unwrap() > 0.0);
     let o = hooke(&[&args[..], &["--gpu-solve", "jacobi", "--relaxation", "2.5"]].concat(), tmp.path());
     assert!(!o.status.success() && text(&o).contains("relaxation"), "{}", text(&o));
     let o = hooke(&[&args[..], &["--relaxation", "0.5"]].concat(), tmp.path());

@@ -58,7 +58,9 @@
 //!
 //! One `.wgsl` file beside each `.rs` file that dispatches it; the sources are in [`shaders`].
 //! No optional wgpu feature is used: fixed-point `atomic<i32>` instead of float atomics, no
-//! f64, no subgroups, no push constants.
+//! f64, no subgroups, no push constants. (Benchmarks may open a device with
+//! `TIMESTAMP_QUERY` through [`GpuContext::with_timestamps`] to time frames on the GPU with
+//! [`GpuXpbdSolver::time_frames`]; the kernels do not depend on it.)
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -93,6 +95,7 @@ mod normals;
 mod predict;
 pub mod shaders;
 mod solver;
+mod timing;
 
 pub use context::{GpuContext, GpuError};
 pub use solver::{GpuSettings, GpuSolve, GpuXpbdSolver};

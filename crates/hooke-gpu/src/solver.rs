@@ -13,6 +13,7 @@ use crate::jacobi::Jacobi;
 use crate::kernel::SharedLayouts;
 use crate::normals::{self, Normals};
 use crate::predict::Predict;
+use crate::timing::FrameTimer;
 use glam::{Mat3, Vec3};
 use hooke::collision::Shape;
 use hooke::{
@@ -109,6 +110,8 @@ pub struct GpuXpbdSolver {
     /// A blow-up found by a read while `check_every_frame` is off, returned by the next step.
     pending: Option<SolverError>,
     params_bytes: Vec<u8>,
+    /// GPU timestamps of frames, while [`GpuXpbdSolver::time_frames`] is collecting them.
+    timer: Option<FrameTimer>,
 }
 
 /// Bytes of one `vec4<f32>` record.
@@ -264,6 +267,7 @@ impl GpuXpbdSolver {
             pinned: Vec::new(),
             pending: None,
             params_bytes: vec![0u8; (substeps * UNIFORM_SLOT) as usize],
+            timer: None,
             b,
             settings,
             model,
@@ -308,6 +312,30 @@ impl GpuXpbdSolver {
     /// [`GpuXpbdSolver::position_buffer`].
     pub fn normal_buffer(&self) -> &wgpu::Buffer {
         &self.b.normal
+    }
+
+    /// Starts timing the next `frames` frames on the GPU: each frame's compute pass writes a
+    /// timestamp when it begins and when it ends, and [`GpuXpbdSolver::read_frame_times`]
+    /// returns their differences. Frames are still only queued, so timing adds no
+    /// synchronisation. Returns `false` (and times nothing) if the device was not created with
+    /// wgpu's `TIMESTAMP_QUERY` feature — see [`GpuContext::with_timestamps`]; restarts the
+    /// count if already timing. A frame's pass holds all of its work except a 4-byte clear
+    /// (and, with [`GpuSettings::check_every_frame`], the snapshot copies and the health
+    /// read-back).
+    pub fn time_frames(&mut self, frames: u32) -> bool {
+        if !self.ctx.has_timestamps() {
+            return false;
+        }
+        self.timer = Some(FrameTimer::new(self.ctx.device(), frames));
+        true
+    }
+
+    /// Waits for the frames timed since [`GpuXpbdSolver::time_frames`] (at most the number
+    /// asked for) and returns the GPU time of each in milliseconds, in order, from timestamps
+    /// × `Queue::get_timestamp_period`; stops timing. `None` if no timing was started.
+    pub fn read_frame_times(&mut self) -> Option<Vec<f64>> {
+        let timer = self.timer.take()?;
+        Some(timer.read(self.ctx.device(), self.ctx.queue()))
     }
 
     /// Copies the vertex normals to `out` (a read-back, for tests and caches).
@@ -540,8 +568,10 @@ impl GpuXpbdSolver {
         let model = &*self.model;
         let n = model.particle_count() as u32;
         let triangles = model.triangles().len() as u32;
-        let mut pass =
-            enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("hooke frame"), timestamp_writes: None });
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("hooke frame"),
+            timestamp_writes: self.timer.as_ref().and_then(FrameTimer::writes),
+        });
         let slot = |sub: u32| (&self.params_group, sub * UNIFORM_SLOT as u32);
         self.predict.begin_frame(&mut pass, slot(0), n, pins);
         for sub in 0..s.substeps {
@@ -704,6 +734,9 @@ impl Solver for GpuXpbdSolver {
         // The contact counter (third word of the health record) counts this frame only.
         enc.clear_buffer(&self.b.health, 8, Some(4));
         self.record_frame(&mut enc, pins);
+        if let Some(timer) = &mut self.timer {
+            timer.resolve(&mut enc);
+        }
         self.ctx.queue().submit([enc.finish()]);
         let s = self.settings.xpbd;
         let mut report = StepReport { substeps: s.substeps, iterations: s.iterations, ..StepReport::default() };
