@@ -1,6 +1,7 @@
 //! `hooke bench`: median ms per frame of a scene or preset.
 
 use anyhow::Result;
+use hooke::Solver;
 use std::time::Instant;
 
 /// Arguments of `hooke bench`.
@@ -31,6 +32,8 @@ pub struct BenchArgs {
     /// is a mean, not a median.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: crate::Backend,
+    #[command(flatten)]
+    gpu_solve: crate::GpuSolveArgs,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -49,23 +52,35 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
     let gpu = args.backend == crate::Backend::Gpu;
-    let (mut solver, device) = crate::make_solver(&scene, args.backend, !gpu)?;
+    let solve = args.gpu_solve.solve(args.backend)?;
     let dt = 1.0 / scene.fps;
     let mut state = hooke::State::from_model(&model);
-    for _ in 0..args.warmup {
-        solver.step(&scene.control_at(solver.time()), dt)?;
-    }
     let mut times = Vec::with_capacity(args.frames);
-    if gpu {
+    // GPU time per frame from timestamps: None on the CPU or where the device has none.
+    let mut gpu_times: Option<Vec<f64>> = None;
+    let (solver, device): (Box<dyn hooke::Solver>, String) = if gpu {
+        let (mut solver, device) = crate::make_gpu_solver(&scene, false, solve, true)?;
+        for _ in 0..args.warmup {
+            solver.step(&scene.control_at(solver.time()), dt)?;
+        }
         // Drain the warm-up, then queue all timed frames and wait once at the end.
         solver.read_state(&mut state);
+        let timed = solver.time_frames(u32::try_from(args.frames).unwrap_or(u32::MAX));
         let t = Instant::now();
         for _ in 0..args.frames {
             solver.step(&scene.control_at(solver.time()), dt)?;
         }
         solver.read_state(&mut state);
         times.push(t.elapsed().as_secs_f64() / args.frames as f64);
+        if timed {
+            gpu_times = solver.read_frame_times().filter(|t| !t.is_empty());
+        }
+        (Box::new(solver), device)
     } else {
+        let (mut solver, device) = crate::make_solver(&scene, args.backend, true, solve)?;
+        for _ in 0..args.warmup {
+            solver.step(&scene.control_at(solver.time()), dt)?;
+        }
         for _ in 0..args.frames {
             let control = scene.control_at(solver.time());
             let t = Instant::now();
@@ -73,7 +88,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             times.push(t.elapsed().as_secs_f64());
         }
         solver.read_state(&mut state);
-    }
+        (solver, device)
+    };
+    // (mean, median, min) of the GPU times, in ms.
+    let gpu_stats = gpu_times.map(|mut t| {
+        let mean = t.iter().sum::<f64>() / t.len() as f64;
+        t.sort_by(f64::total_cmp);
+        (mean, t[t.len() / 2], t[0])
+    });
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
     let d = hooke::Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, solver.time());
@@ -88,6 +110,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "device": device,
         "timing": if gpu { "mean over frames queued back to back, ending in one read-back" } else { "median of per-frame wall times" },
         "solver": solver.info().name,
+        "relaxation": match solve { hooke_gpu::GpuSolve::Jacobi { relaxation } => Some(relaxation), _ => None },
         "threads": threads,
         "particles": model.particle_count(),
         "constraints": model.constraints().len(),
@@ -98,6 +121,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "warmup": args.warmup,
         "ms_per_frame_median": median * 1e3,
         "ms_per_frame_min": times[0] * 1e3,
+        "gpu_timestamps": if !gpu { "n/a (cpu)" } else if gpu_stats.is_some() { "each frame's compute pass" } else { "unavailable (the adapter offers no TIMESTAMP_QUERY)" },
+        "gpu_ms_per_frame_mean": gpu_stats.map(|s| s.0),
+        "gpu_ms_per_frame_median": gpu_stats.map(|s| s.1),
+        "gpu_ms_per_frame_min": gpu_stats.map(|s| s.2),
         "particle_substeps_per_s": n * sub / median,
         "constraint_solves_per_s": c * sub * it / median,
         "ns_per_constraint_iteration": ns_per_ci,
@@ -107,9 +134,19 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     if args.json {
         println!("{json}");
     } else {
+        let timestamps = match gpu_stats {
+            _ if !gpu => String::new(),
+            Some((mean, median, min)) => format!(
+                "\n  GPU timestamps: mean {mean:.3} ms/frame (median {median:.3}, min {min:.3}) in the frames' compute passes"
+            ),
+            None => {
+                "\n  GPU timestamps: unavailable (the adapter offers no TIMESTAMP_QUERY); wall-clock figure only".into()
+            }
+        };
         println!(
-            "{} on {}: {} particles, {} constraints ({} colours), {} substeps × {} iterations, {} thread(s)\n  median {:.3} ms/frame (min {:.3}) over {} frames; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4}",
+            "{} ({}) on {}: {} particles, {} constraints ({} colours), {} substeps × {} iterations, {} thread(s)\n  median {:.3} ms/frame (min {:.3}) over {} frames; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4}{}",
             scene.name,
+            solver.info().name,
             device,
             model.particle_count(),
             model.constraints().len(),
@@ -122,7 +159,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             args.frames,
             n * sub / median,
             ns_per_ci,
-            d.max_stretch_strain
+            d.max_stretch_strain,
+            timestamps
         );
     }
     Ok(())

@@ -98,26 +98,83 @@ pub enum Backend {
     Gpu,
 }
 
+/// How the GPU solves each substep's distance constraints (`--gpu-solve`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GpuSolveKind {
+    /// Gauss–Seidel over colours: one dispatch per colour and iteration; the CPU's result.
+    GaussSeidel,
+    /// Jacobi: one dispatch per iteration, relaxed by ω (`--relaxation`); slower to converge.
+    Jacobi,
+}
+
+/// The GPU constraint-solve options shared by `run` and `bench`.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct GpuSolveArgs {
+    /// With --backend gpu: how each substep's constraints are solved, gauss-seidel (one
+    /// dispatch per colour) or jacobi (one dispatch per iteration; converges more slowly).
+    #[arg(long, value_enum, default_value = "gauss-seidel")]
+    gpu_solve: GpuSolveKind,
+    /// Jacobi relaxation ω in (0, 2] (default 0.3). A stiff cloth grid with shear and bending
+    /// diverges above ≈ 0.4; a soft material or a rope takes up to 1, which converges faster.
+    #[arg(long)]
+    relaxation: Option<f32>,
+}
+
+impl GpuSolveArgs {
+    /// The solve these options ask for on `backend`.
+    ///
+    /// # Errors
+    /// `--gpu-solve jacobi` or `--relaxation` on the CPU, `--relaxation` without
+    /// `--gpu-solve jacobi`.
+    pub fn solve(&self, backend: Backend) -> Result<hooke_gpu::GpuSolve> {
+        let jacobi = self.gpu_solve == GpuSolveKind::Jacobi;
+        if backend == Backend::Cpu && (jacobi || self.relaxation.is_some()) {
+            anyhow::bail!("--gpu-solve jacobi and --relaxation need --backend gpu (the CPU solves by Gauss–Seidel)");
+        }
+        if !jacobi && self.relaxation.is_some() {
+            anyhow::bail!("--relaxation applies to --gpu-solve jacobi only");
+        }
+        Ok(match self.gpu_solve {
+            GpuSolveKind::GaussSeidel => hooke_gpu::GpuSolve::GaussSeidel,
+            GpuSolveKind::Jacobi => hooke_gpu::GpuSolve::Jacobi { relaxation: self.relaxation.unwrap_or(0.3) },
+        })
+    }
+}
+
 /// Creates the scene's solver on `backend`. `check_every_frame` makes a GPU solver read its
 /// health record back after every frame (blow-ups are then reported by `step`, as on the CPU);
-/// benchmarks turn it off to queue frames without waiting.
+/// benchmarks turn it off to queue frames without waiting. `solve` is the GPU's constraint
+/// solve (ignored on the CPU).
 pub fn make_solver(
     scene: &hooke_io::scene::Scene,
     backend: Backend,
     check_every_frame: bool,
+    solve: hooke_gpu::GpuSolve,
 ) -> Result<(Box<dyn hooke::Solver>, String)> {
     match backend {
         Backend::Cpu => Ok((scene.solver.build(scene.model.clone())?, "cpu".into())),
         Backend::Gpu => {
-            let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else {
-                anyhow::bail!("--backend gpu runs XPBD/PBD only; this scene uses a force-based integrator");
-            };
-            let ctx = hooke_gpu::GpuContext::new()?;
-            let device = ctx.describe();
-            let settings = hooke_gpu::GpuSettings { xpbd, check_every_frame, normals: true };
-            Ok((Box::new(hooke_gpu::GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?), device))
+            let (solver, device) = make_gpu_solver(scene, check_every_frame, solve, false)?;
+            Ok((Box::new(solver), device))
         }
     }
+}
+
+/// The scene's solver on the GPU, as [`make_solver`] makes it; with `timestamps`, on a device
+/// with GPU timestamps where the adapter offers them (for `bench`).
+pub fn make_gpu_solver(
+    scene: &hooke_io::scene::Scene,
+    check_every_frame: bool,
+    solve: hooke_gpu::GpuSolve,
+    timestamps: bool,
+) -> Result<(hooke_gpu::GpuXpbdSolver, String)> {
+    let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else {
+        anyhow::bail!("--backend gpu runs XPBD/PBD only; this scene uses a force-based integrator");
+    };
+    let ctx = if timestamps { hooke_gpu::GpuContext::with_timestamps()? } else { hooke_gpu::GpuContext::new()? };
+    let device = ctx.describe();
+    let settings = hooke_gpu::GpuSettings { xpbd, check_every_frame, normals: true, solve };
+    Ok((hooke_gpu::GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?, device))
 }
 
 /// Configures the global rayon pool; returns the thread count in use. Every thread that

@@ -31,6 +31,8 @@ pub struct RunArgs {
     /// Where to simulate: cpu, or gpu (wgpu compute; XPBD/PBD scenes).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: crate::Backend,
+    #[command(flatten)]
+    gpu_solve: crate::GpuSolveArgs,
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -59,7 +61,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let threads = crate::set_threads(args.threads)?;
     scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
-    let (mut solver, device) = crate::make_solver(&scene, args.backend, true)?;
+    let (mut solver, device) = crate::make_solver(&scene, args.backend, true, args.gpu_solve.solve(args.backend)?)?;
     let dt = 1.0 / scene.fps;
 
     println!(

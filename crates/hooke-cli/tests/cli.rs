@@ -223,3 +223,33 @@ fn gpu_backend_runs_the_default_scene() {
     let prims = hooke_io::cache::read_usda_summary(tmp.path().join("gpu/cloth_on_sphere.usda")).unwrap();
     assert_eq!(prims[0].points_per_frame.len(), 61);
 }
+
+/// `--gpu-solve jacobi` selects the Jacobi solve (default ω = 0.3) in `bench`; `--relaxation`
+/// out of (0, 2], or without Jacobi, or Jacobi on the CPU, is an error that names the option.
+#[test]
+fn gpu_solve_and_relaxation_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["bench", "grid:8", "--json", "--frames", "2", "--warmup", "0", "--backend", "gpu"];
+    let o = hooke(&[&args[..], &["--gpu-solve", "jacobi"]].concat(), tmp.path());
+    let t = text(&o);
+    if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
+        println!("skipped: no GPU adapter ({})", t.lines().last().unwrap_or(""));
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["solver"], "xpbd-jacobi-gpu");
+    assert_eq!(v["relaxation"], 0.3f32 as f64);
+    // GPU timestamps where the adapter has them (lavapipe does), reported beside the wall clock.
+    match v["gpu_ms_per_frame_mean"].as_f64() {
+        Some(ms) => assert!(ms > 0.0 && v["gpu_timestamps"] == "each frame's compute pass", "{v}"),
+        None => assert!(v["gpu_timestamps"].as_str().unwrap().starts_with("unavailable"), "{v}"),
+    }
+    assert!(v["ms_per_frame_median"].as_f64().unwrap() > 0.0);
+    let o = hooke(&[&args[..], &["--gpu-solve", "jacobi", "--relaxation", "2.5"]].concat(), tmp.path());
+    assert!(!o.status.success() && text(&o).contains("relaxation"), "{}", text(&o));
+    let o = hooke(&[&args[..], &["--relaxation", "0.5"]].concat(), tmp.path());
+    assert!(!o.status.success() && text(&o).contains("--relaxation"), "{}", text(&o));
+    let o = hooke(&["bench", "grid:8", "--frames", "1", "--gpu-solve", "jacobi"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("--backend gpu"), "{}", text(&o));
+}

@@ -35,7 +35,8 @@ pub enum GpuError {
 /// the adapter without rebuilding: `WGPU_BACKEND` (e.g. `vulkan`, `gl`), `WGPU_ADAPTER_NAME`
 /// (a substring of the adapter name) and `WGPU_POWER_PREF` (`low`/`high`). The device is
 /// created with **no optional features** — no float atomics, no f64, no subgroups, no push
-/// constants — so what runs on a software adapter runs on any WebGPU-class GPU. Its limits are
+/// constants — so what runs on a software adapter runs on any WebGPU-class GPU (only
+/// [`GpuContext::with_timestamps`], for benchmarks, adds `TIMESTAMP_QUERY`). Its limits are
 /// the adapter's own, so that large models may use the large buffers a real GPU offers; the
 /// kernels themselves stay within WebGPU's default limits (at most 7 storage buffers per stage,
 /// 3 bind groups, 64-thread workgroups).
@@ -68,6 +69,29 @@ impl GpuContext {
     /// # Errors
     /// As [`GpuContext::new`].
     pub async fn new_async() -> Result<GpuContext, GpuError> {
+        Self::open(wgpu::Features::empty()).await
+    }
+
+    /// As [`GpuContext::new`], but with wgpu's `TIMESTAMP_QUERY` feature when the adapter
+    /// offers it, for benchmarks that time frames on the GPU
+    /// ([`GpuXpbdSolver::time_frames`](crate::GpuXpbdSolver::time_frames)); without it the
+    /// device is the same feature-free one as [`GpuContext::new`]'s. The solver's kernels use
+    /// no feature either way; [`GpuContext::has_timestamps`] says which one was made.
+    ///
+    /// # Errors
+    /// As [`GpuContext::new`].
+    pub fn with_timestamps() -> Result<Arc<GpuContext>, GpuError> {
+        pollster::block_on(Self::open(wgpu::Features::TIMESTAMP_QUERY)).map(Arc::new)
+    }
+
+    /// Whether the device can write GPU timestamps (`TIMESTAMP_QUERY`; see
+    /// [`GpuContext::with_timestamps`]).
+    pub fn has_timestamps(&self) -> bool {
+        self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
+    /// Opens a device with those of `wanted` that the adapter offers.
+    async fn open(wanted: wgpu::Features) -> Result<GpuContext, GpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = wgpu::util::initialize_adapter_from_env_or_default(&instance, None)
             .await
@@ -75,7 +99,7 @@ impl GpuContext {
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("hooke-gpu"),
-                required_features: wgpu::Features::empty(),
+                required_features: wanted & adapter.features(),
                 required_limits: adapter.limits(),
                 ..Default::default()
             })

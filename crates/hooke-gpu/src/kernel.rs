@@ -89,6 +89,7 @@ pub(crate) fn module(device: &wgpu::Device, name: &str, source: &str) -> wgpu::S
 /// The pipelines of one kernel file with its bound storage buffers.
 pub(crate) struct Stage {
     pipelines: Vec<(&'static str, wgpu::ComputePipeline)>,
+    group_layout: wgpu::BindGroupLayout,
     group: wgpu::BindGroup,
 }
 
@@ -121,16 +122,7 @@ impl Stage {
             .collect();
         let group_layout = device
             .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &layout_entries });
-        let group_entries: Vec<wgpu::BindGroupEntry> = bindings
-            .iter()
-            .enumerate()
-            .map(|(k, (_, b))| wgpu::BindGroupEntry { binding: k as u32, resource: b.as_entire_binding() })
-            .collect();
-        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(name),
-            layout: &group_layout,
-            entries: &group_entries,
-        });
+        let group = storage_group(device, name, &group_layout, bindings);
         let mut layouts = vec![Some(&group_layout), Some(&shared.params)];
         if with_colour {
             layouts.push(Some(&shared.colour));
@@ -155,7 +147,35 @@ impl Stage {
                 (entry, p)
             })
             .collect();
-        Stage { pipelines, group }
+        Stage { pipelines, group_layout, group }
+    }
+
+    /// Another `@group(0)` for the same pipelines, with `bindings` in place of the ones given
+    /// to [`Stage::new`] (same count and access): for kernels that swap an input and an output
+    /// buffer between dispatches (ping-pong), run with [`Stage::run_group`].
+    pub fn group(&self, device: &wgpu::Device, name: &str, bindings: &[(Access, &wgpu::Buffer)]) -> wgpu::BindGroup {
+        storage_group(device, name, &self.group_layout, bindings)
+    }
+
+    /// As [`Stage::run`] with `group` (from [`Stage::group`]) as `@group(0)` and a colour-style
+    /// slot bound to `@group(2)`.
+    pub fn run_group(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        entry: usize,
+        group: &wgpu::BindGroup,
+        params: (&wgpu::BindGroup, u32),
+        colour: (&wgpu::BindGroup, u32),
+        n: u32,
+    ) {
+        if n == 0 {
+            return;
+        }
+        pass.set_pipeline(&self.pipelines[entry].1);
+        pass.set_bind_group(0, group, &[]);
+        pass.set_bind_group(1, params.0, &[params.1]);
+        pass.set_bind_group(2, colour.0, &[colour.1]);
+        dispatch(pass, n);
     }
 
     /// Records entry point `entry` over `n` threads with the params slot at `params_offset`.
@@ -187,6 +207,21 @@ impl Stage {
         pass.set_bind_group(2, colour.0, &[colour.1]);
         dispatch(pass, n);
     }
+}
+
+/// A bind group of storage buffers, in binding order.
+fn storage_group(
+    device: &wgpu::Device,
+    name: &str,
+    layout: &wgpu::BindGroupLayout,
+    bindings: &[(Access, &wgpu::Buffer)],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = bindings
+        .iter()
+        .enumerate()
+        .map(|(k, (_, b))| wgpu::BindGroupEntry { binding: k as u32, resource: b.as_entire_binding() })
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(name), layout, entries: &entries })
 }
 
 /// Dispatches enough workgroups for `n` threads, spilling into y beyond 65 535 groups

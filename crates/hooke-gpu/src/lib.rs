@@ -28,7 +28,9 @@
 //! 2. **predict**: v ← v e^{−c h} + h(g + w f), d ← h v; pinned particles (w = 0) follow their
 //!    targets;
 //! 3. **solve_distance**, `iterations` × (one dispatch per colour): the XPBD update
-//!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep;
+//!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep —
+//!    or, with [`GpuSolve::Jacobi`], `iterations` × one dispatch over particles (see
+//!    [`GpuSolve`]);
 //! 4. **collide**: projection out of planes, spheres, capsules and boxes, then clamped Coulomb
 //!    friction relative to the collider's motion;
 //! 5. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0.
@@ -56,7 +58,9 @@
 //!
 //! One `.wgsl` file beside each `.rs` file that dispatches it; the sources are in [`shaders`].
 //! No optional wgpu feature is used: fixed-point `atomic<i32>` instead of float atomics, no
-//! f64, no subgroups, no push constants.
+//! f64, no subgroups, no push constants. (Benchmarks may open a device with
+//! `TIMESTAMP_QUERY` through [`GpuContext::with_timestamps`] to time frames on the GPU with
+//! [`GpuXpbdSolver::time_frames`]; the kernels do not depend on it.)
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -85,11 +89,13 @@ mod context;
 mod distance;
 mod finish;
 mod health;
+mod jacobi;
 mod kernel;
 mod normals;
 mod predict;
 pub mod shaders;
 mod solver;
+mod timing;
 
 pub use context::{GpuContext, GpuError};
-pub use solver::{GpuSettings, GpuXpbdSolver};
+pub use solver::{GpuSettings, GpuSolve, GpuXpbdSolver};

@@ -7,6 +7,8 @@ pub const PREDICT: &str = concat!(include_str!("common.wgsl"), include_str!("pre
 pub const AERODYNAMICS: &str = concat!(include_str!("common.wgsl"), include_str!("aerodynamics.wgsl"));
 /// `distance.wgsl`: the XPBD/PBD distance-constraint sweep of one colour.
 pub const DISTANCE: &str = concat!(include_str!("common.wgsl"), include_str!("distance.wgsl"));
+/// `jacobi.wgsl`: the Jacobi distance-constraint iteration, one thread per particle.
+pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jacobi.wgsl"));
 /// `collide.wgsl`: colliders and Coulomb friction.
 pub const COLLIDE: &str = concat!(include_str!("common.wgsl"), include_str!("collide.wgsl"));
 /// `finish.wgsl`: velocity and position at the end of a substep.
@@ -21,6 +23,7 @@ pub const ALL: &[(&str, &str, &[&str])] = &[
     ("predict.wgsl", PREDICT, &["reset_w", "pin_begin", "predict", "pin_predict"]),
     ("aerodynamics.wgsl", AERODYNAMICS, &["triangle_forces", "gather"]),
     ("distance.wgsl", DISTANCE, &["solve"]),
+    ("jacobi.wgsl", JACOBI, &["solve", "copy_back"]),
     ("collide.wgsl", COLLIDE, &["collide"]),
     ("finish.wgsl", FINISH, &["finish"]),
     ("normals.wgsl", NORMALS, &["accumulate", "normalise"]),

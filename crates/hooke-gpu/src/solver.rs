@@ -9,9 +9,11 @@ use crate::context::{GpuContext, GpuError};
 use crate::distance::Distance;
 use crate::finish::Finish;
 use crate::health::Health;
+use crate::jacobi::Jacobi;
 use crate::kernel::SharedLayouts;
 use crate::normals::{self, Normals};
 use crate::predict::Predict;
+use crate::timing::FrameTimer;
 use glam::{Mat3, Vec3};
 use hooke::collision::Shape;
 use hooke::{
@@ -34,12 +36,38 @@ pub struct GpuSettings {
     pub check_every_frame: bool,
     /// Recompute vertex normals at the end of every frame (article §6). On by default.
     pub normals: bool,
+    /// How each substep's distance constraints are solved. Colour Gauss–Seidel by default.
+    pub solve: GpuSolve,
 }
 
 impl Default for GpuSettings {
     fn default() -> Self {
-        GpuSettings { xpbd: XpbdSettings::default(), check_every_frame: true, normals: true }
+        GpuSettings {
+            xpbd: XpbdSettings::default(),
+            check_every_frame: true,
+            normals: true,
+            solve: GpuSolve::GaussSeidel,
+        }
     }
+}
+
+/// The iteration that solves the distance constraints of a substep on the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum GpuSolve {
+    /// Gauss–Seidel over colours: one dispatch per colour per iteration (12 for a cloth grid),
+    /// each colour seeing the corrections of the previous ones — the CPU solver's order, and
+    /// its result to f32 rounding.
+    #[default]
+    GaussSeidel,
+    /// Jacobi: one dispatch over particles per iteration, every constraint's Δλ computed from
+    /// the previous iterate and applied scaled by the relaxation ω (λ += ωΔλ, x += ω w∇C Δλ).
+    /// It converges more slowly per iteration than Gauss–Seidel (a softer look at equal
+    /// iterations) and ω = 1 may oscillate where many constraints share a particle; ω < 1
+    /// damps that. See the `jacobi` module of the source for the derivation.
+    Jacobi {
+        /// Relaxation ω, dimensionless, in (0, 2].
+        relaxation: f32,
+    },
 }
 
 impl From<XpbdSettings> for GpuSettings {
@@ -64,6 +92,8 @@ pub struct GpuXpbdSolver {
     predict: Predict,
     aerodynamics: Aerodynamics,
     distance: Distance,
+    /// The Jacobi solve, when [`GpuSettings::solve`] asks for it.
+    jacobi: Option<Jacobi>,
     collide: Collide,
     finish: Finish,
     normals: Normals,
@@ -80,6 +110,8 @@ pub struct GpuXpbdSolver {
     /// A blow-up found by a read while `check_every_frame` is off, returned by the next step.
     pending: Option<SolverError>,
     params_bytes: Vec<u8>,
+    /// GPU timestamps of frames, while [`GpuXpbdSolver::time_frames`] is collecting them.
+    timer: Option<FrameTimer>,
 }
 
 /// Bytes of one `vec4<f32>` record.
@@ -93,7 +125,7 @@ impl GpuXpbdSolver {
     /// the device's limits, [`GpuError::Validation`] if wgpu rejects a pipeline.
     pub fn new(ctx: Arc<GpuContext>, model: Arc<Model>, settings: impl Into<GpuSettings>) -> Result<Self, GpuError> {
         let settings: GpuSettings = settings.into();
-        validate(&settings.xpbd)?;
+        validate(&settings)?;
         let device = ctx.device();
         let n = model.particle_count();
         let limits = device.limits();
@@ -101,9 +133,17 @@ impl GpuXpbdSolver {
             ("the particle positions", n as u64 * VEC4 * 2),
             ("the constraints", model.constraints().len() as u64 * size_of::<GpuConstraint>() as u64),
             ("the normal accumulator", n as u64 * 12),
+            (
+                "the Jacobi adjacency",
+                match settings.solve {
+                    GpuSolve::Jacobi { .. } => (n as u64 + 1 + 2 * model.constraints().len() as u64) * 4,
+                    GpuSolve::GaussSeidel => 0,
+                },
+            ),
         ];
         for (what, needed) in largest {
-            let limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+            // (u32 indices address at most 2³² words.)
+            let limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size).min(4 * u32::MAX as u64);
             if needed > limit {
                 return Err(GpuError::TooLarge { what, needed, limit });
             }
@@ -209,6 +249,10 @@ impl GpuXpbdSolver {
             predict: Predict::new(device, &shared, &b),
             aerodynamics: Aerodynamics::new(device, &shared, &b),
             distance: Distance::new(device, &shared, &b),
+            jacobi: match settings.solve {
+                GpuSolve::GaussSeidel => None,
+                GpuSolve::Jacobi { relaxation } => Some(Jacobi::new(device, &shared, &b, &model, relaxation)),
+            },
             collide: Collide::new(device, &shared, &b),
             finish: Finish::new(device, &shared, &b),
             normals: Normals::new(device, &shared, &b),
@@ -223,6 +267,7 @@ impl GpuXpbdSolver {
             pinned: Vec::new(),
             pending: None,
             params_bytes: vec![0u8; (substeps * UNIFORM_SLOT) as usize],
+            timer: None,
             b,
             settings,
             model,
@@ -267,6 +312,30 @@ impl GpuXpbdSolver {
     /// [`GpuXpbdSolver::position_buffer`].
     pub fn normal_buffer(&self) -> &wgpu::Buffer {
         &self.b.normal
+    }
+
+    /// Starts timing the next `frames` frames on the GPU: each frame's compute pass writes a
+    /// timestamp when it begins and when it ends, and [`GpuXpbdSolver::read_frame_times`]
+    /// returns their differences. Frames are still only queued, so timing adds no
+    /// synchronisation. Returns `false` (and times nothing) if the device was not created with
+    /// wgpu's `TIMESTAMP_QUERY` feature — see [`GpuContext::with_timestamps`]; restarts the
+    /// count if already timing. A frame's pass holds all of its work except a 4-byte clear
+    /// (and, with [`GpuSettings::check_every_frame`], the snapshot copies and the health
+    /// read-back).
+    pub fn time_frames(&mut self, frames: u32) -> bool {
+        if !self.ctx.has_timestamps() {
+            return false;
+        }
+        self.timer = Some(FrameTimer::new(self.ctx.device(), frames));
+        true
+    }
+
+    /// Waits for the frames timed since [`GpuXpbdSolver::time_frames`] (at most the number
+    /// asked for) and returns the GPU time of each in milliseconds, in order, from timestamps
+    /// × `Queue::get_timestamp_period`; stops timing. `None` if no timing was started.
+    pub fn read_frame_times(&mut self) -> Option<Vec<f64>> {
+        let timer = self.timer.take()?;
+        Some(timer.read(self.ctx.device(), self.ctx.queue()))
     }
 
     /// Copies the vertex normals to `out` (a read-back, for tests and caches).
@@ -499,8 +568,10 @@ impl GpuXpbdSolver {
         let model = &*self.model;
         let n = model.particle_count() as u32;
         let triangles = model.triangles().len() as u32;
-        let mut pass =
-            enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("hooke frame"), timestamp_writes: None });
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("hooke frame"),
+            timestamp_writes: self.timer.as_ref().and_then(FrameTimer::writes),
+        });
         let slot = |sub: u32| (&self.params_group, sub * UNIFORM_SLOT as u32);
         self.predict.begin_frame(&mut pass, slot(0), n, pins);
         for sub in 0..s.substeps {
@@ -508,10 +579,15 @@ impl GpuXpbdSolver {
                 self.aerodynamics.record(&mut pass, slot(sub), n, triangles);
             }
             self.predict.substep(&mut pass, slot(sub), n, pins);
-            for it in 0..s.iterations {
-                for (c, &(_, count)) in self.colours.iter().enumerate() {
-                    let colour_slot = (2 * c as u32 + (it > 0) as u32) * UNIFORM_SLOT as u32;
-                    self.distance.record(&mut pass, slot(sub), (&self.colour_group, colour_slot), count);
+            match &self.jacobi {
+                Some(jacobi) => jacobi.record(&mut pass, slot(sub), n, s.iterations),
+                None => {
+                    for it in 0..s.iterations {
+                        for (c, &(_, count)) in self.colours.iter().enumerate() {
+                            let colour_slot = (2 * c as u32 + (it > 0) as u32) * UNIFORM_SLOT as u32;
+                            self.distance.record(&mut pass, slot(sub), (&self.colour_group, colour_slot), count);
+                        }
+                    }
                 }
             }
             if !model.colliders().is_empty() {
@@ -549,9 +625,16 @@ fn vec3s(bytes: &[u8]) -> impl Iterator<Item = Vec3> + '_ {
     })
 }
 
-/// The checks of `XpbdSettings::validate` (private in hooke).
-fn validate(s: &XpbdSettings) -> Result<(), SolverError> {
+/// The checks of `XpbdSettings::validate` (private in hooke), and the relaxation of
+/// [`GpuSolve::Jacobi`].
+fn validate(settings: &GpuSettings) -> Result<(), SolverError> {
     let bad = |setting, message: String| Err(SolverError::InvalidSettings { setting, message });
+    if let GpuSolve::Jacobi { relaxation } = settings.solve
+        && !(relaxation > 0.0 && relaxation <= 2.0)
+    {
+        return bad("relaxation", format!("the Jacobi relaxation ω must be in (0, 2], got {relaxation}"));
+    }
+    let s = &settings.xpbd;
     if s.substeps == 0 {
         return bad("substeps", "must be ≥ 1".into());
     }
@@ -610,9 +693,11 @@ fn gpu_collider(c: &hooke::collision::Collider) -> GpuCollider {
 
 impl Solver for GpuXpbdSolver {
     fn info(&self) -> SolverInfo {
-        let name = match self.settings.xpbd.method {
-            Method::Xpbd => "xpbd-gpu",
-            Method::Pbd { .. } => "pbd-gpu",
+        let name = match (self.settings.xpbd.method, self.settings.solve) {
+            (Method::Xpbd, GpuSolve::GaussSeidel) => "xpbd-gpu",
+            (Method::Pbd { .. }, GpuSolve::GaussSeidel) => "pbd-gpu",
+            (Method::Xpbd, GpuSolve::Jacobi { .. }) => "xpbd-jacobi-gpu",
+            (Method::Pbd { .. }, GpuSolve::Jacobi { .. }) => "pbd-jacobi-gpu",
         };
         SolverInfo {
             name: name.into(),
@@ -649,6 +734,9 @@ impl Solver for GpuXpbdSolver {
         // The contact counter (third word of the health record) counts this frame only.
         enc.clear_buffer(&self.b.health, 8, Some(4));
         self.record_frame(&mut enc, pins);
+        if let Some(timer) = &mut self.timer {
+            timer.resolve(&mut enc);
+        }
         self.ctx.queue().submit([enc.finish()]);
         let s = self.settings.xpbd;
         let mut report = StepReport { substeps: s.substeps, iterations: s.iterations, ..StepReport::default() };
