@@ -80,6 +80,7 @@ use crate::{Control, Model, Solver, State};
 use glam::{Vec3, Vec4};
 use rayon::prelude::*;
 use std::fmt;
+use std::ops::Range;
 use std::ops::{Add, Mul};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -416,13 +417,12 @@ impl ForceSolver {
             phase: &self.phase[0],
             aero: aero.then_some(&self.triangle_force[..]),
         };
-        let f = |(m, f): (usize, &mut [Vec3])| {
-            let pair = forces.pair(m);
-            f.iter_mut().zip(pair).for_each(|(f, g)| *f = g.truncate());
+        let fill = |start: usize, out: &mut [Vec3]| {
+            forces.for_each(start..start + out.len(), |p, f| out[p - start] = f.truncate())
         };
         match particle_chunk(self.force.len(), parallel) {
-            Some(c) => self.force.par_chunks_mut(2).enumerate().with_min_len(c / 2).for_each(f),
-            None => self.force.chunks_mut(2).enumerate().for_each(f),
+            Some(c) => self.force.par_chunks_mut(c).enumerate().for_each(|(k, out)| fill(k * c, out)),
+            None => fill(0, &mut self.force),
         }
     }
 
@@ -734,18 +734,28 @@ struct Forces<'a> {
 }
 
 impl Forces<'_> {
-    /// Spring and aerodynamic forces on particles 2m and 2m + 1 (N in xyz, w = 0; the second
-    /// is zero if 2m + 1 is past the last particle).
+    /// Calls `f(p, force)` for every particle p in `range` (which starts at an even index), in
+    /// order, with its spring and aerodynamic force (N in xyz, w = 0).
     #[inline(always)]
-    fn pair(&self, m: usize) -> [Vec4; 2] {
-        let mut f = self.gather.pair_forces(m, self.phase);
-        if let Some(tf) = self.aero {
-            for (h, f) in f.iter_mut().enumerate().take(self.phase.len() - 2 * m) {
-                *f +=
-                    self.model.particle_triangles(2 * m + h).iter().map(|&t| tf[t as usize]).sum::<Vec3>().extend(0.0);
+    fn for_each(&self, range: Range<usize>, mut f: impl FnMut(usize, Vec4)) {
+        let pairs = range.start / 2..range.end.div_ceil(2);
+        self.gather.for_each_pair(pairs, self.phase, |m, pair| {
+            for (h, force) in pair.into_iter().enumerate() {
+                let p = 2 * m + h;
+                if p < range.end {
+                    f(p, force + self.aero(p));
+                }
             }
+        });
+    }
+
+    /// The aerodynamic force on particle `p` (N in xyz, w = 0): its triangles' shares.
+    #[inline(always)]
+    fn aero(&self, p: usize) -> Vec4 {
+        match self.aero {
+            Some(tf) => self.model.particle_triangles(p).iter().map(|&t| tf[t as usize]).sum::<Vec3>().extend(0.0),
+            None => Vec4::ZERO,
         }
-        f
     }
 }
 
@@ -771,13 +781,9 @@ impl ExplicitPass<'_> {
     fn run(&self, start: usize, new: &mut [Phase], d: &mut [Vec3]) -> u32 {
         debug_assert!(start.is_multiple_of(2));
         let mut touching = 0;
-        for (k, (new, d)) in new.chunks_mut(2).zip(d.chunks_mut(2)).enumerate() {
-            let m = start / 2 + k;
-            let f = self.forces.pair(m);
-            for (h, (new, d)) in new.iter_mut().zip(d).enumerate() {
-                touching += self.advance(2 * m + h, f[h], new, d);
-            }
-        }
+        self.forces.for_each(start..start + new.len(), |p, f| {
+            touching += self.advance(p, f, &mut new[p - start], &mut d[p - start]);
+        });
         touching
     }
 

@@ -43,6 +43,7 @@ use crate::forces::spring::{MIN_LENGTH, Spring};
 use crate::model::DistanceConstraint;
 use glam::{Mat4, Vec4};
 use std::collections::HashMap;
+use std::ops::Range;
 
 /// Position and velocity of one particle, as the gather loop reads them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -153,31 +154,44 @@ impl SpringGather {
         self.offsets.len() - 1
     }
 
-    /// Sums of the spring forces (N, in xyz; w = 0) on particles 2m and 2m + 1 (the second is
-    /// zero when 2m + 1 = n), from the positions and velocities in `phase`.
+    /// Calls `f(m, [f₂ₘ, f₂ₘ₊₁])` for every particle pair m in `pairs`, in order, with the sums
+    /// of the spring forces (N in xyz, w = 0) on particles 2m and 2m + 1 (the second is zero
+    /// when 2m + 1 = n), from the positions and velocities in `phase`. The loop runs inside
+    /// the SIMD kernel, so `f` (the integrator's per-particle update) is compiled into it.
     ///
     /// # Panics
-    /// If `phase` does not hold exactly one record per particle, or `m` ≥ [`pairs`](Self::pairs).
+    /// If `phase` does not hold exactly one record per particle, or `pairs` reaches past
+    /// ⌈n/2⌉.
     #[inline]
-    pub fn pair_forces(&self, m: usize, phase: &[Phase]) -> [Vec4; 2] {
+    pub fn for_each_pair<F: FnMut(usize, [Vec4; 2])>(&self, pairs: Range<usize>, phase: &[Phase], mut f: F) {
         assert_eq!(phase.len(), self.n, "one phase record per particle");
-        let blocks = &self.blocks[self.offsets[m] as usize..self.offsets[m + 1] as usize];
-        let own = [phase[2 * m], phase[(2 * m + 1).min(self.n - 1)]];
+        assert!(pairs.end < self.offsets.len(), "pairs {pairs:?} of {}", self.offsets.len() - 1);
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
             // SAFETY: AVX2 was detected at run time; every `other` index is below n (built from
-            // constraints whose indices the model validated) and `phase` has n records.
-            return unsafe { avx2::pair_forces(blocks, &self.params, own, phase) };
+            // constraints whose indices the model validated), every `params` index below
+            // params.len(), and `phase` has n records.
+            unsafe { avx2::for_each_pair(self, pairs, phase, f) };
+            return;
         }
-        let half = |h: usize| portable_forces(blocks, &self.params, h, own[h], phase);
-        [half(0), half(1)]
+        for m in pairs {
+            let (blocks, own) = self.pair(m, phase);
+            f(m, [0, 1].map(|h| portable_forces(blocks, &self.params, h, own[h], phase)));
+        }
+    }
+
+    /// The blocks and the two phase records of pair `m` (the second particle's is the first's
+    /// when 2m + 1 = n).
+    #[inline(always)]
+    fn pair<'a>(&'a self, m: usize, phase: &[Phase]) -> (&'a [PairBlock], [Phase; 2]) {
+        let blocks = &self.blocks[self.offsets[m] as usize..self.offsets[m + 1] as usize];
+        (blocks, [phase[2 * m], phase[(2 * m + 1).min(self.n - 1)]])
     }
 
     /// Forces on particle pair `m` from the portable 4-lane path, whatever the CPU (tests).
     #[cfg(test)]
     fn pair_forces_portable(&self, m: usize, phase: &[Phase]) -> [Vec4; 2] {
-        let blocks = &self.blocks[self.offsets[m] as usize..self.offsets[m + 1] as usize];
-        let own = [phase[2 * m], phase[(2 * m + 1).min(self.n - 1)]];
+        let (blocks, own) = self.pair(m, phase);
         [0, 1].map(|h| portable_forces(blocks, &self.params, h, own[h], phase))
     }
 }
@@ -234,20 +248,36 @@ fn portable_forces(blocks: &[PairBlock], params: &[PairParams], h: usize, me: Ph
 mod avx2 {
     //! The 8-lane kernel: [`super::portable_forces`] for both particles of a pair at once,
     //! operation for operation.
-    use super::{MIN_LENGTH, PairBlock, PairParams, Phase};
+    use super::{MIN_LENGTH, PairBlock, PairParams, Phase, SpringGather};
     use glam::Vec4;
     use std::arch::x86_64::*;
+    use std::ops::Range;
+
+    /// [`SpringGather::for_each_pair`] on the 8-lane kernel.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; the indices of `g` must be valid for `phase` and its parameter
+    /// table (true for a `SpringGather` built from a validated model, with n records).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn for_each_pair<F: FnMut(usize, [Vec4; 2])>(
+        g: &SpringGather,
+        pairs: Range<usize>,
+        phase: &[Phase],
+        mut f: F,
+    ) {
+        for m in pairs {
+            let (blocks, own) = g.pair(m, phase);
+            // SAFETY: forwarded from the caller.
+            f(m, unsafe { pair_forces(blocks, &g.params, own, phase) });
+        }
+    }
 
     /// # Safety
     /// The CPU must have AVX2, every `other` index of `blocks` must be below `phase.len()` and
     /// every `params` index below `params.len()`.
+    #[inline]
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn pair_forces(
-        blocks: &[PairBlock],
-        params: &[PairParams],
-        own: [Phase; 2],
-        phase: &[Phase],
-    ) -> [Vec4; 2] {
+    unsafe fn pair_forces(blocks: &[PairBlock], params: &[PairParams], own: [Phase; 2], phase: &[Phase]) -> [Vec4; 2] {
         let pair = |a: f32, b: f32| _mm256_setr_m128(_mm_set1_ps(a), _mm_set1_ps(b));
         let (a, b) = (own[0], own[1]);
         let (px, py, pz) = (pair(a.x.x, b.x.x), pair(a.x.y, b.x.y), pair(a.x.z, b.x.z));
@@ -365,9 +395,12 @@ mod tests {
             want[i] += f;
             want[j] -= f;
         }
-        let forces: Vec<Vec3> = (0..g.pairs()).flat_map(|m| g.pair_forces(m, &phase)).map(Vec4::truncate).collect();
-        let portable: Vec<Vec3> =
+        let mut forces = Vec::new();
+        g.for_each_pair(0..g.pairs(), &phase, |_, f| forces.extend(f.map(Vec4::truncate)));
+        forces.truncate(x.len());
+        let mut portable: Vec<Vec3> =
             (0..g.pairs()).flat_map(|m| g.pair_forces_portable(m, &phase)).map(Vec4::truncate).collect();
+        portable.truncate(x.len());
         // The 8-lane and the 4-lane paths do the same IEEE operations in the same order.
         assert_eq!(forces, portable);
         for p in 0..x.len() {
