@@ -44,7 +44,8 @@ pub(crate) struct Params {
     pub zero: u32,
     pub max_strain: f32,
     pub structural_count: u32,
-    pub _pad: [u32; 2],
+    pub tangent_scale: f32,
+    pub tangent_clamp: f32,
 }
 
 /// One colour of the constraint sweep; `Colour` in `distance.wgsl`.
@@ -150,6 +151,12 @@ pub(crate) struct Buffers {
     pub normal_accumulator: wgpu::Buffer,
     /// Unit vertex normals (`vec4<f32>`, w = 0).
     pub normal: wgpu::Buffer,
+    /// UV per particle (`vec2<f32>`; (0, 0) where the model has none); 16 bytes without UVs.
+    pub uv: wgpu::Buffer,
+    /// Fixed-point tangent sums, three `i32` per particle; 16 bytes without UVs.
+    pub tangent_accumulator: wgpu::Buffer,
+    /// Unit vertex tangents (`vec4<f32>`, w = 0); 16 bytes without UVs.
+    pub tangent: wgpu::Buffer,
     /// The blow-up record.
     pub health: wgpu::Buffer,
     /// Per-substep [`Params`], [`UNIFORM_SLOT`] apart.

@@ -34,8 +34,8 @@ struct Params {
     zero: u32,
     max_strain: f32,
     structural_count: u32,
-    _pad0: u32,
-    _pad1: u32,
+    tangent_scale: f32,
+    tangent_clamp: f32,
 }
 
 @group(1) @binding(0) var<uniform> P: Params;

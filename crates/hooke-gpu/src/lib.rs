@@ -35,7 +35,8 @@
 //!    friction relative to the collider's motion;
 //! 5. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0.
 //!
-//! After the last substep, **normals** (§6) and the **health** check run. A whole frame —
+//! After the last substep, **normals** (§6), **tangents** (for models with UVs) and the
+//! **health** check run. A whole frame —
 //! substeps × iterations × colours dispatches — is recorded into one compute pass and sent in
 //! one submission; per-dispatch constants (substep, colour) come from uniform slots selected by
 //! dynamic offsets. Nothing is read back unless asked for: [`GpuXpbdSolver::position_buffer`]
@@ -95,6 +96,7 @@ mod normals;
 mod predict;
 pub mod shaders;
 mod solver;
+mod tangents;
 mod timing;
 
 pub use context::{GpuContext, GpuError};

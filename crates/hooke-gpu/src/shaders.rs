@@ -15,6 +15,8 @@ pub const COLLIDE: &str = concat!(include_str!("common.wgsl"), include_str!("col
 pub const FINISH: &str = concat!(include_str!("common.wgsl"), include_str!("finish.wgsl"));
 /// `normals.wgsl`: fixed-point atomic normal accumulation, then normalisation.
 pub const NORMALS: &str = concat!(include_str!("common.wgsl"), include_str!("normals.wgsl"));
+/// `tangents.wgsl`: fixed-point atomic UV-tangent accumulation, then Gram–Schmidt.
+pub const TANGENTS: &str = concat!(include_str!("common.wgsl"), include_str!("tangents.wgsl"));
 /// `health.wgsl`: non-finite and speed checks.
 pub const HEALTH: &str = concat!(include_str!("common.wgsl"), include_str!("health.wgsl"));
 
@@ -27,5 +29,6 @@ pub const ALL: &[(&str, &str, &[&str])] = &[
     ("collide.wgsl", COLLIDE, &["collide"]),
     ("finish.wgsl", FINISH, &["finish"]),
     ("normals.wgsl", NORMALS, &["accumulate", "normalise"]),
+    ("tangents.wgsl", TANGENTS, &["accumulate", "finish"]),
     ("health.wgsl", HEALTH, &["check", "check_strain"]),
 ];

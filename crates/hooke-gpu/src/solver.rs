@@ -13,6 +13,7 @@ use crate::jacobi::Jacobi;
 use crate::kernel::SharedLayouts;
 use crate::normals::{self, Normals};
 use crate::predict::Predict;
+use crate::tangents::{self, Tangents};
 use crate::timing::FrameTimer;
 use glam::{Mat3, Vec3};
 use hooke::collision::Shape;
@@ -34,7 +35,8 @@ pub struct GpuSettings {
     /// reported by the next read ([`GpuXpbdSolver::try_read_state`]) or, after any read, by
     /// the next step; the state is then not restored. On by default.
     pub check_every_frame: bool,
-    /// Recompute vertex normals at the end of every frame (article §6). On by default.
+    /// Recompute vertex normals at the end of every frame (article §6), and the tangents of a
+    /// model with UVs ([`GpuXpbdSolver::tangent_buffer`]). On by default.
     pub normals: bool,
     /// How each substep's distance constraints are solved. Colour Gauss–Seidel by default.
     pub solve: GpuSolve,
@@ -97,6 +99,8 @@ pub struct GpuXpbdSolver {
     collide: Collide,
     finish: Finish,
     normals: Normals,
+    /// The tangent kernels, for a model with UVs and triangles.
+    tangents: Option<Tangents>,
     health: Health,
     /// (start, count) of each colour.
     colours: Vec<(u32, u32)>,
@@ -104,6 +108,7 @@ pub struct GpuXpbdSolver {
     /// Number of structural constraints (checked for runaway strain).
     structural: u32,
     normal_scale: (f32, f32),
+    tangent_scale: (f32, f32),
     time: f64,
     /// Particles pinned in the last frame (to name the free end of an overstrained constraint).
     pinned: Vec<u32>,
@@ -178,6 +183,8 @@ impl GpuXpbdSolver {
             around.extend_from_slice(model.particle_triangles(p));
             offsets.push(around.len() as u32);
         }
+        // UVs of a model with triangles to take tangents of; empty otherwise.
+        let uv = model.particle_uv().filter(|_| !model.triangles().is_empty()).unwrap_or(&[]);
         let substeps = settings.xpbd.substeps as u64;
         let colour_count = model.colour_count() as u64;
         let v4 = |count: usize| count as u64 * VEC4;
@@ -221,6 +228,14 @@ impl GpuXpbdSolver {
             particle_triangles: buffers::storage(device, "hooke particle triangles", &around),
             normal_accumulator: buffers::zeroed(device, "hooke normal accumulator", 12 * n as u64),
             normal: buffers::storage_with(device, "hooke normal", &vec![[0.0f32; 4]; n], wgpu::BufferUsages::VERTEX),
+            uv: buffers::storage(device, "hooke uv", &tangents::device_uvs(uv)),
+            tangent_accumulator: buffers::zeroed(device, "hooke tangent accumulator", 12 * uv.len() as u64),
+            tangent: buffers::storage_with(
+                device,
+                "hooke tangent",
+                &vec![[0.0f32; 4]; uv.len()],
+                wgpu::BufferUsages::VERTEX,
+            ),
             health: buffers::zeroed(device, "hooke health", size_of::<HealthRecord>() as u64),
             params: uniform("hooke params", substeps * UNIFORM_SLOT),
             colours: uniform("hooke colours", 2 * colour_count * UNIFORM_SLOT),
@@ -256,8 +271,10 @@ impl GpuXpbdSolver {
             collide: Collide::new(device, &shared, &b),
             finish: Finish::new(device, &shared, &b),
             normals: Normals::new(device, &shared, &b),
+            tangents: (!uv.is_empty()).then(|| Tangents::new(device, &shared, &b)),
             health: Health::new(device, &shared, &b),
             normal_scale: normals::fixed_point_scale(&model),
+            tangent_scale: tangents::fixed_point_scale(&model),
             params_group,
             colour_group,
             colours,
@@ -336,6 +353,27 @@ impl GpuXpbdSolver {
     pub fn read_frame_times(&mut self) -> Option<Vec<f64>> {
         let timer = self.timer.take()?;
         Some(timer.read(self.ctx.device(), self.ctx.queue()))
+    }
+
+    /// Unit vertex tangents on the device — the direction of increasing texture coordinate u,
+    /// orthogonal to the normal (see [`hooke::surface::vertex_tangents`]) — one `vec4<f32>`
+    /// per particle (w = 0; the zero vector for particles without UVs, such as rope
+    /// particles), updated with the normals ([`GpuSettings::normals`]); `VERTEX` and
+    /// `STORAGE` usage like [`GpuXpbdSolver::normal_buffer`]. `None` if the model has no UVs
+    /// ([`hooke::Model::particle_uv`]) or no triangles.
+    pub fn tangent_buffer(&self) -> Option<&wgpu::Buffer> {
+        self.tangents.as_ref().map(|_| &self.b.tangent)
+    }
+
+    /// Copies the vertex tangents to `out` (a read-back); `out` is left empty if the model
+    /// has none (see [`GpuXpbdSolver::tangent_buffer`]).
+    pub fn read_tangents(&mut self, out: &mut Vec<Vec3>) {
+        out.clear();
+        if self.tangents.is_some() {
+            let n = self.model.particle_count();
+            let bytes = self.read_back(&[(&self.b.tangent, n as u64 * VEC4)]);
+            out.extend(vec3s(&bytes));
+        }
     }
 
     /// Copies the vertex normals to `out` (a read-back, for tests and caches).
@@ -491,7 +529,8 @@ impl GpuXpbdSolver {
                 zero: 0,
                 max_strain: s.max_strain,
                 structural_count: self.structural,
-                _pad: [0; 2],
+                tangent_scale: self.tangent_scale.0,
+                tangent_clamp: self.tangent_scale.1,
             };
             let at = sub as usize * UNIFORM_SLOT as usize;
             self.params_bytes[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&p));
@@ -522,7 +561,11 @@ impl GpuXpbdSolver {
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
             let n = self.model.particle_count() as u32;
-            self.normals.record(&mut pass, (&self.params_group, 0), n, self.model.triangles().len() as u32);
+            let triangles = self.model.triangles().len() as u32;
+            self.normals.record(&mut pass, (&self.params_group, 0), n, triangles);
+            if let Some(t) = &self.tangents {
+                t.record(&mut pass, (&self.params_group, 0), n, triangles);
+            }
         }
         self.ctx.queue().submit([enc.finish()]);
     }
@@ -597,6 +640,9 @@ impl GpuXpbdSolver {
         }
         if self.settings.normals && triangles > 0 {
             self.normals.record(&mut pass, slot(0), n, triangles);
+            if let Some(t) = &self.tangents {
+                t.record(&mut pass, slot(0), n, triangles);
+            }
         }
         self.health.record(&mut pass, slot(0), n, self.structural);
     }

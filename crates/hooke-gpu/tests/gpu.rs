@@ -812,3 +812,57 @@ fn frame_timestamps() {
     assert!(times.iter().sum::<f64>() <= wall, "{times:?} vs {wall} ms");
     assert!(gpu.read_frame_times().is_none(), "timing stops after a read");
 }
+
+/// UV tangents: on the flat, undeformed grid (rotated, before any step) every tangent is the
+/// grid's u (column) direction; on the cloth deformed over the sphere they are unit length,
+/// orthogonal to the GPU normals (|t·n| < 10⁻³) and equal to the CPU reference
+/// (`hooke::surface::vertex_tangents` of the same positions) within 10⁻³. A rope has none.
+#[test]
+fn tangents_match_the_cpu_reference() {
+    let ctx = gpu_or_skip!();
+    // Flat and rotated: u is the grid's local x.
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("cloth", 9, 7, 0.05);
+    g.rotation = Quat::from_rotation_y(0.6) * Quat::from_rotation_x(0.4);
+    b.add_cloth_grid(&g).unwrap();
+    let flat = Arc::new(b.finalize().unwrap());
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), flat.clone(), settings()).unwrap();
+    let mut t = Vec::new();
+    gpu.read_tangents(&mut t);
+    let u = g.rotation * Vec3::X;
+    let worst = t.iter().map(|t| (*t - u).length()).fold(0.0, f32::max);
+    eprintln!("flat grid: max |t − u| = {worst:.3e}");
+    assert_eq!(t.len(), flat.particle_count());
+    assert!(worst < 1e-5, "{worst}");
+    // Deformed.
+    let (model, control, _) = sphere_scene();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings()).unwrap();
+    for _ in 0..40 {
+        gpu.step(&control, 1.0 / 60.0).unwrap();
+    }
+    let (mut x, mut n) = (Vec::new(), Vec::new());
+    gpu.read_positions(&mut x);
+    gpu.read_normals(&mut n);
+    gpu.read_tangents(&mut t);
+    let expected = hooke::surface::vertex_tangents(&model, &x, &hooke::surface::vertex_normals(&model, &x));
+    let unit = t.iter().map(|v| (v.length() - 1.0).abs()).fold(0.0, f32::max);
+    let ortho = t.iter().zip(&n).map(|(t, n)| t.dot(*n).abs()).fold(0.0, f32::max);
+    let worst = t.iter().zip(&expected).map(|(a, b)| (*a - *b).length()).fold(0.0, f32::max);
+    // How far the tangents turned from the flat grid's u = x direction: the test means
+    // something only if they did.
+    let turned = expected.iter().map(|v| v.dot(Vec3::X)).fold(1.0, f32::min);
+    eprintln!(
+        "deformed: max |t_gpu − t_cpu| = {worst:.3e}, max |‖t‖ − 1| = {unit:.3e}, max |t·n| = {ortho:.3e}, min t·x = {turned:.3}"
+    );
+    assert!(turned < 0.9, "the mesh is not deformed enough to test tangents");
+    assert!(unit < 1e-5, "{unit}");
+    assert!(ortho < 1e-3, "{ortho}");
+    assert!(worst < 1e-3, "{worst}");
+    // A rope has no UVs, so no tangents.
+    let mut b = ModelBuilder::new();
+    b.add_rope(&Rope::straight("rope", Vec3::ZERO, Vec3::X, 8)).unwrap();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), Arc::new(b.finalize().unwrap()), settings()).unwrap();
+    assert!(gpu.tangent_buffer().is_none());
+    gpu.read_tangents(&mut t);
+    assert!(t.is_empty());
+}

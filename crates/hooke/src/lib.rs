@@ -49,6 +49,7 @@ pub mod forces;
 pub mod model;
 pub mod solver;
 pub mod state;
+pub mod surface;
 
 pub use control::{Control, Gust, Pin};
 pub use diagnostics::Diagnostics;

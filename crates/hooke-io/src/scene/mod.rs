@@ -332,8 +332,9 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
                 ));
             }
             let path = base_dir.map_or_else(|| PathBuf::from(mesh), |d| d.join(mesh));
-            let (positions, triangles) = crate::mesh::load_obj(&path).map_err(|e| format!("{key}: mesh: {e}"))?;
-            let mut cm = ClothMesh::new(name.clone(), positions, triangles);
+            let obj = crate::mesh::load_obj(&path).map_err(|e| format!("{key}: mesh: {e}"))?;
+            let mut cm = ClothMesh::new(name.clone(), obj.positions, obj.triangles);
+            cm.uvs = obj.uvs;
             cm.scale = c.scale.unwrap_or(1.0);
             cm.rotation = rot;
             cm.translation = center;

@@ -5,7 +5,7 @@ use super::constraint::{ConstraintFamily, DistanceConstraint};
 use super::{Air, Body, BodyKind, ClothGrid, ClothMesh, Model, Rope};
 use crate::collision::{Collider, Shape};
 use crate::error::{self, ModelError};
-use glam::Vec3;
+use glam::{Vec2, Vec3};
 
 /// Default memory limit of a builder: 16 GiB.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 16 << 30;
@@ -31,6 +31,8 @@ pub(crate) struct Parts {
     /// Colour of each constraint (a pattern for grids and ropes, greedy for meshes).
     pub colours: Vec<u32>,
     pub triangles: Vec<[u32; 3]>,
+    /// Texture coordinates (u, v) per particle, if the body has them.
+    pub uvs: Option<Vec<Vec2>>,
 }
 
 impl Parts {
@@ -44,6 +46,7 @@ impl Parts {
             families: Vec::with_capacity(constraints),
             colours: Vec::with_capacity(constraints),
             triangles: Vec::with_capacity(triangles),
+            uvs: None,
         }
     }
 }
@@ -71,6 +74,10 @@ pub struct ModelBuilder {
     families: Vec<ConstraintFamily>,
     colours: Vec<u32>,
     triangles: Vec<[u32; 3]>,
+    /// UV per particle (NaN for particles of bodies without UVs).
+    uvs: Vec<Vec2>,
+    /// Whether any body has UVs.
+    any_uv: bool,
     bodies: Vec<Body>,
     colliders: Vec<Collider>,
     gravity: Vec3,
@@ -96,6 +103,8 @@ impl ModelBuilder {
             families: Vec::new(),
             colours: Vec::new(),
             triangles: Vec::new(),
+            uvs: Vec::new(),
+            any_uv: false,
             bodies: Vec::new(),
             colliders: Vec::new(),
             gravity: Vec3::new(0.0, -9.81, 0.0),
@@ -285,6 +294,13 @@ impl ModelBuilder {
         // Bodies share no particles, so colour k of every body can go in global colour k.
         self.colours.extend(compact(&parts.colours));
         self.triangles.extend(parts.triangles.iter().map(|t| t.map(|v| v + p0)));
+        match &parts.uvs {
+            Some(uv) => {
+                self.uvs.extend_from_slice(uv);
+                self.any_uv = true;
+            }
+            None => self.uvs.resize(self.positions.len(), Vec2::NAN),
+        }
         self.bodies.push(Body {
             name: name.to_string(),
             kind,
@@ -383,6 +399,7 @@ impl ModelBuilder {
             constraint_family: families,
             colour_ranges,
             triangles: self.triangles,
+            particle_uv: if self.any_uv { self.uvs } else { Vec::new() },
             particle_triangles_offsets: offsets,
             particle_triangles: adjacency,
             bodies: self.bodies,

@@ -126,6 +126,14 @@ impl ClothGrid {
                 p.masses.push(self.particle_mass.unwrap_or(cell_mass * corners as f32 * 0.25));
             }
         }
+        // u along the columns (the grid's local x), v along the rows (local z), both in [0, 1].
+        p.uvs = Some(
+            (0..rows)
+                .flat_map(|r| {
+                    (0..cols).map(move |c| glam::Vec2::new(c as f32 / (cols - 1) as f32, r as f32 / (rows - 1) as f32))
+                })
+                .collect(),
+        );
         p.velocities = vec![self.velocity; n];
         p.radii = vec![m.thickness * 0.5; n];
         let id = |r: usize, c: usize| (r * cols + c) as u32;

@@ -6,7 +6,7 @@ use super::constraint::{ConstraintFamily, DistanceConstraint, compliance_from_st
 use super::grid::validate_cloth_material;
 use super::material::{ClothMaterial, membrane_spring_stiffness};
 use crate::error::{self, ModelError};
-use glam::{Quat, Vec3};
+use glam::{Quat, Vec2, Vec3};
 use std::collections::HashMap;
 
 /// Parameters of [`ModelBuilder::add_cloth_mesh`](super::ModelBuilder::add_cloth_mesh).
@@ -22,6 +22,9 @@ pub struct ClothMesh {
     pub positions: Vec<Vec3>,
     /// Triangles as vertex indices, counter-clockwise seen from the front.
     pub triangles: Vec<[u32; 3]>,
+    /// Texture coordinates (u, v), one per vertex (dimensionless; finite), or `None`. They give
+    /// the tangents of [`surface::vertex_tangents`](crate::surface::vertex_tangents).
+    pub uvs: Option<Vec<Vec2>>,
     /// Uniform scale applied first.
     pub scale: f32,
     /// Rotation applied second.
@@ -43,6 +46,7 @@ impl ClothMesh {
             name: name.into(),
             positions,
             triangles,
+            uvs: None,
             scale: 1.0,
             rotation: Quat::IDENTITY,
             translation: Vec3::ZERO,
@@ -65,6 +69,17 @@ impl ClothMesh {
         }
         for (k, p) in self.positions.iter().enumerate() {
             error::finite_vec(&ctx, &format!("vertex {k}"), *p)?;
+        }
+        if let Some(uvs) = &self.uvs {
+            if uvs.len() != self.positions.len() {
+                return Err(ModelError::invalid(
+                    format!("{ctx}: uvs"),
+                    format!("{} UVs for {} vertices (one per vertex)", uvs.len(), self.positions.len()),
+                ));
+            }
+            if let Some(k) = uvs.iter().position(|uv| !uv.is_finite()) {
+                return Err(ModelError::invalid(format!("{ctx}: uv {k}"), format!("{} is not finite", uvs[k])));
+            }
         }
         let n = self.positions.len();
         let mut used = vec![false; n];
@@ -166,6 +181,7 @@ impl ClothMesh {
         let pairs: Vec<[u32; 2]> = p.constraints.iter().map(|c| [c.i, c.j]).collect();
         p.colours = super::colouring::greedy(n, &pairs);
         p.triangles = self.triangles.clone();
+        p.uvs = self.uvs.clone();
         p
     }
 }

@@ -23,7 +23,7 @@ pub use mesh::ClothMesh;
 pub use rope::Rope;
 
 use crate::collision::Collider;
-use glam::Vec3;
+use glam::{Vec2, Vec3};
 use std::ops::Range;
 
 /// What kind of body a [`Body`] is, with its topology.
@@ -115,6 +115,7 @@ pub struct Model {
     pub(crate) constraint_family: Vec<ConstraintFamily>,
     pub(crate) colour_ranges: Vec<Range<u32>>,
     pub(crate) triangles: Vec<[u32; 3]>,
+    pub(crate) particle_uv: Vec<Vec2>,
     pub(crate) particle_triangles_offsets: Vec<u32>,
     pub(crate) particle_triangles: Vec<u32>,
     pub(crate) bodies: Vec<Body>,
@@ -194,6 +195,15 @@ impl Model {
     /// Air parameters for aerodynamic forces.
     pub fn air(&self) -> Air {
         self.air
+    }
+    /// Texture coordinates (u, v) per particle (dimensionless, one per particle, indexed like
+    /// the particles), or `None` if no body has any. Grid cloths have u = column/(columns − 1)
+    /// and v = row/(rows − 1) in [0, 1]; mesh cloths have the UVs they were given (see
+    /// [`ClothMesh::uvs`]); particles of bodies without UVs (ropes, meshes without them) hold
+    /// `Vec2::NAN`, so that the triangles that use them are skipped by
+    /// [`surface::vertex_tangents`](crate::surface::vertex_tangents).
+    pub fn particle_uv(&self) -> Option<&[Vec2]> {
+        (!self.particle_uv.is_empty()).then_some(&self.particle_uv[..])
     }
     /// Total mass (kg).
     pub fn total_mass(&self) -> f64 {
