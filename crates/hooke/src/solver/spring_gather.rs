@@ -58,16 +58,72 @@ pub(crate) struct Phase {
 /// Four springs of particle 2m (lanes 0–3) and four of 2m + 1 (lanes 4–7).
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
-pub(crate) struct PairBlock {
-    /// The particle at the other end of each spring (the lane's own particle in a padding lane).
-    other: [u32; 8],
+pub(crate) struct PairBlock<I> {
+    /// The particle at the other end of each spring (the lane's own particle in a padding lane),
+    /// as a [`LaneIndex`].
+    other: [I; 8],
     /// Index of the lanes' spring parameters in [`SpringGather::params`].
     params: u32,
 }
 
+/// How a [`PairBlock`] names the particle at the other end of a lane's spring.
+pub(crate) trait LaneIndex: Copy + std::fmt::Debug {
+    /// Whether the index is relative to the pair's first record (else to the array's start).
+    const RELATIVE: bool;
+    /// The index of particle `q` in a block of pair `m`, if representable.
+    fn encode(q: u32, m: usize) -> Option<Self>;
+    /// Where particle q's record starts, in `f32`s from the pair's first record (relative) or
+    /// from the array's start.
+    fn floats(self) -> isize;
+    /// The particle index q in a block of pair `m`.
+    fn particle(self, m: usize) -> usize;
+}
+
+/// Relative index: (q − 2m) in 8-byte units, so that a grid up to ~4 000 columns wide (its
+/// springs reach 2 rows) fits 16 bits and the address is one scaled-index load.
+impl LaneIndex for i16 {
+    const RELATIVE: bool = true;
+    fn encode(q: u32, m: usize) -> Option<i16> {
+        i16::try_from(4 * (q as i64 - 2 * m as i64)).ok()
+    }
+    #[inline(always)]
+    fn floats(self) -> isize {
+        2 * self as isize
+    }
+    #[inline(always)]
+    fn particle(self, m: usize) -> usize {
+        (2 * m as isize + self as isize / 4) as usize
+    }
+}
+
+/// Absolute particle index, for models whose springs reach further in index.
+impl LaneIndex for u32 {
+    const RELATIVE: bool = false;
+    fn encode(q: u32, _m: usize) -> Option<u32> {
+        Some(q)
+    }
+    #[inline(always)]
+    fn floats(self) -> isize {
+        8 * self as isize
+    }
+    #[inline(always)]
+    fn particle(self, _m: usize) -> usize {
+        self as usize
+    }
+}
+
+/// The blocks of every pair, with relative indices where every spring allows it.
+#[derive(Clone, Debug)]
+enum Blocks {
+    /// 20 bytes per block.
+    Near(Vec<PairBlock<i16>>),
+    /// 36 bytes per block.
+    Far(Vec<PairBlock<u32>>),
+}
+
 /// The spring parameters of the eight lanes of a [`PairBlock`]. Blocks with the same
 /// parameters share one record (on a regular grid, nearly all blocks do), so the stream per
-/// block is 36 bytes instead of 164.
+/// block is 20 bytes (36 with absolute indices) instead of 148.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(32))]
 pub(crate) struct PairParams {
@@ -83,12 +139,12 @@ pub(crate) struct PairParams {
 
 /// Every particle pair's springs as [`PairBlock`]s: pair m's are
 /// `blocks[offsets[m]..offsets[m + 1]]`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct SpringGather {
     /// Number of particles.
     n: usize,
     offsets: Vec<u32>,
-    blocks: Vec<PairBlock>,
+    blocks: Blocks,
     /// Distinct lane parameters, indexed by [`PairBlock::params`].
     params: Vec<PairParams>,
     /// Whether the 8-lane AVX2 kernel runs.
@@ -145,6 +201,21 @@ impl SpringGather {
             }
             offsets.push(blocks.len() as u32);
         }
+        let near: Option<Vec<PairBlock<i16>>> = blocks
+            .iter()
+            .zip(block_pair(&offsets))
+            .map(|(b, m)| {
+                let other = b.other.map(|q| i16::encode(q, m));
+                other
+                    .iter()
+                    .all(Option::is_some)
+                    .then(|| PairBlock { other: other.map(Option::unwrap), params: b.params })
+            })
+            .collect();
+        let blocks = match near {
+            Some(near) => Blocks::Near(near),
+            None => Blocks::Far(blocks),
+        };
         SpringGather { n, offsets, blocks, params, avx2: avx2_available() }
     }
 
@@ -163,37 +234,68 @@ impl SpringGather {
     /// If `phase` does not hold exactly one record per particle, or `pairs` reaches past
     /// ⌈n/2⌉.
     #[inline]
-    pub fn for_each_pair<F: FnMut(usize, [Vec4; 2])>(&self, pairs: Range<usize>, phase: &[Phase], mut f: F) {
+    pub fn for_each_pair<F: FnMut(usize, [Vec4; 2])>(&self, pairs: Range<usize>, phase: &[Phase], f: F) {
         assert_eq!(phase.len(), self.n, "one phase record per particle");
         assert!(pairs.end < self.offsets.len(), "pairs {pairs:?} of {}", self.offsets.len() - 1);
+        match &self.blocks {
+            Blocks::Near(blocks) => self.each_pair(blocks, pairs, phase, f),
+            Blocks::Far(blocks) => self.each_pair(blocks, pairs, phase, f),
+        }
+    }
+
+    #[inline(always)]
+    fn each_pair<I: LaneIndex, F: FnMut(usize, [Vec4; 2])>(
+        &self,
+        blocks: &[PairBlock<I>],
+        pairs: Range<usize>,
+        phase: &[Phase],
+        mut f: F,
+    ) {
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
-            // SAFETY: AVX2 was detected at run time; every `other` index is below n (built from
-            // constraints whose indices the model validated), every `params` index below
-            // params.len(), and `phase` has n records.
-            unsafe { avx2::for_each_pair(self, pairs, phase, f) };
+            // SAFETY: AVX2 was detected at run time; every `other` index names a particle below
+            // n (built from constraints whose indices the model validated), every `params`
+            // index is below params.len(), and `phase` has n records.
+            unsafe { avx2::for_each_pair(self, blocks, pairs, phase, f) };
             return;
         }
         for m in pairs {
-            let (blocks, own) = self.pair(m, phase);
-            f(m, [0, 1].map(|h| portable_forces(blocks, &self.params, h, own[h], phase)));
+            let (blocks, own) = self.pair(blocks, m, phase);
+            f(m, [0, 1].map(|h| portable_forces(blocks, m, &self.params, h, own[h], phase)));
         }
     }
 
     /// The blocks and the two phase records of pair `m` (the second particle's is the first's
     /// when 2m + 1 = n).
     #[inline(always)]
-    fn pair<'a>(&'a self, m: usize, phase: &[Phase]) -> (&'a [PairBlock], [Phase; 2]) {
-        let blocks = &self.blocks[self.offsets[m] as usize..self.offsets[m + 1] as usize];
+    fn pair<'a, I>(&self, blocks: &'a [PairBlock<I>], m: usize, phase: &[Phase]) -> (&'a [PairBlock<I>], [Phase; 2]) {
+        let blocks = &blocks[self.offsets[m] as usize..self.offsets[m + 1] as usize];
         (blocks, [phase[2 * m], phase[(2 * m + 1).min(self.n - 1)]])
     }
 
     /// Forces on particle pair `m` from the portable 4-lane path, whatever the CPU (tests).
     #[cfg(test)]
     fn pair_forces_portable(&self, m: usize, phase: &[Phase]) -> [Vec4; 2] {
-        let (blocks, own) = self.pair(m, phase);
-        [0, 1].map(|h| portable_forces(blocks, &self.params, h, own[h], phase))
+        fn run<I: LaneIndex>(g: &SpringGather, b: &[PairBlock<I>], m: usize, phase: &[Phase]) -> [Vec4; 2] {
+            let (blocks, own) = g.pair(b, m, phase);
+            [0, 1].map(|h| portable_forces(blocks, m, &g.params, h, own[h], phase))
+        }
+        match &self.blocks {
+            Blocks::Near(b) => run(self, b, m, phase),
+            Blocks::Far(b) => run(self, b, m, phase),
+        }
     }
+
+    /// Whether the blocks use 16-bit relative indices (tests).
+    #[cfg(test)]
+    fn is_near(&self) -> bool {
+        matches!(self.blocks, Blocks::Near(_))
+    }
+}
+
+/// The pair each block belongs to, block by block, from the pairs' block offsets.
+fn block_pair(offsets: &[u32]) -> impl Iterator<Item = usize> + '_ {
+    offsets.windows(2).enumerate().flat_map(|(m, w)| std::iter::repeat_n(m, (w[1] - w[0]) as usize))
 }
 
 /// Whether this CPU runs the AVX2 kernel.
@@ -216,13 +318,20 @@ fn lane_sum(l: [f32; 4]) -> f32 {
 
 /// The force on the particle of lanes 4h..4h + 4 of `blocks`, with 4-lane vectors.
 #[inline]
-fn portable_forces(blocks: &[PairBlock], params: &[PairParams], h: usize, me: Phase, phase: &[Phase]) -> Vec4 {
+fn portable_forces<I: LaneIndex>(
+    blocks: &[PairBlock<I>],
+    m: usize,
+    params: &[PairParams],
+    h: usize,
+    me: Phase,
+    phase: &[Phase],
+) -> Vec4 {
     let lanes = |a: &[f32; 8]| Vec4::from_slice(&a[4 * h..4 * h + 4]);
     let (px, py, pz) = (Vec4::splat(me.x.x), Vec4::splat(me.x.y), Vec4::splat(me.x.z));
     let (pvx, pvy, pvz) = (Vec4::splat(me.v.x), Vec4::splat(me.v.y), Vec4::splat(me.v.z));
     let (mut fx, mut fy, mut fz) = (Vec4::ZERO, Vec4::ZERO, Vec4::ZERO);
     for b in blocks {
-        let q: [Phase; 4] = std::array::from_fn(|l| phase[b.other[4 * h + l] as usize]);
+        let q: [Phase; 4] = std::array::from_fn(|l| phase[b.other[4 * h + l].particle(m)]);
         let c = &params[b.params as usize];
         let xq = Mat4::from_cols(q[0].x, q[1].x, q[2].x, q[3].x).transpose();
         let vq = Mat4::from_cols(q[0].v, q[1].v, q[2].v, q[3].v).transpose();
@@ -248,7 +357,7 @@ fn portable_forces(blocks: &[PairBlock], params: &[PairParams], h: usize, me: Ph
 mod avx2 {
     //! The 8-lane kernel: [`super::portable_forces`] for both particles of a pair at once,
     //! operation for operation.
-    use super::{MIN_LENGTH, PairBlock, PairParams, Phase, SpringGather};
+    use super::{LaneIndex, MIN_LENGTH, PairBlock, PairParams, Phase, SpringGather};
     use glam::Vec4;
     use std::arch::x86_64::*;
     use std::ops::Range;
@@ -259,16 +368,17 @@ mod avx2 {
     /// The CPU must have AVX2; the indices of `g` must be valid for `phase` and its parameter
     /// table (true for a `SpringGather` built from a validated model, with n records).
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn for_each_pair<F: FnMut(usize, [Vec4; 2])>(
+    pub(super) unsafe fn for_each_pair<I: LaneIndex, F: FnMut(usize, [Vec4; 2])>(
         g: &SpringGather,
+        blocks: &[PairBlock<I>],
         pairs: Range<usize>,
         phase: &[Phase],
         mut f: F,
     ) {
         for m in pairs {
-            let (blocks, own) = g.pair(m, phase);
+            let (blocks, own) = g.pair(blocks, m, phase);
             // SAFETY: forwarded from the caller.
-            f(m, unsafe { pair_forces(blocks, &g.params, own, phase) });
+            f(m, unsafe { pair_forces(blocks, m, &g.params, own, phase) });
         }
     }
 
@@ -277,14 +387,21 @@ mod avx2 {
     /// every `params` index below `params.len()`.
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn pair_forces(blocks: &[PairBlock], params: &[PairParams], own: [Phase; 2], phase: &[Phase]) -> [Vec4; 2] {
+    unsafe fn pair_forces<I: LaneIndex>(
+        blocks: &[PairBlock<I>],
+        m: usize,
+        params: &[PairParams],
+        own: [Phase; 2],
+        phase: &[Phase],
+    ) -> [Vec4; 2] {
         let pair = |a: f32, b: f32| _mm256_setr_m128(_mm_set1_ps(a), _mm_set1_ps(b));
         let (a, b) = (own[0], own[1]);
         let (px, py, pz) = (pair(a.x.x, b.x.x), pair(a.x.y, b.x.y), pair(a.x.z, b.x.z));
         let (pvx, pvy, pvz) = (pair(a.v.x, b.v.x), pair(a.v.y, b.v.y), pair(a.v.z, b.v.z));
         let (mut fx, mut fy, mut fz) = (_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
         let (zero, one, min_len) = (_mm256_setzero_ps(), _mm256_set1_ps(1.0), _mm256_set1_ps(MIN_LENGTH));
-        let base = phase.as_ptr() as *const f32;
+        // Where the lanes' indices count from: the pair's first record, or the array's start.
+        let base = if I::RELATIVE { unsafe { phase.as_ptr().add(2 * m) } } else { phase.as_ptr() } as *const f32;
         for bl in blocks {
             // Neighbour k (lanes 0–3: particle 2m's springs) and k + 4 (2m + 1's) share a
             // 256-bit register: x half, then v half, loaded 128 bits at a time (the upper
@@ -292,12 +409,12 @@ mod avx2 {
             // transposes give one vector per component, lanes in block order.
             let o = &bl.other;
             // SAFETY: indices below phase.len() (caller); a Phase is 8 consecutive f32.
-            let halves = |k: usize, off: usize| unsafe {
-                let lo = _mm_loadu_ps(base.add(8 * o[k] as usize + off));
-                let hi = _mm_loadu_ps(base.add(8 * o[k + 4] as usize + off));
+            let halves = |k: usize, off: isize| unsafe {
+                let lo = _mm_loadu_ps(base.offset(o[k].floats() + off));
+                let hi = _mm_loadu_ps(base.offset(o[k + 4].floats() + off));
                 _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(lo), hi)
             };
-            let xyz = |off: usize| {
+            let xyz = |off: isize| {
                 let (a0, a1, a2, a3) = (halves(0, off), halves(1, off), halves(2, off), halves(3, off));
                 let (t0, t1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
                 let (t2, t3) = (_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
@@ -360,10 +477,11 @@ mod tests {
     }
 
     /// The gathered forces equal the scattered sum of [`Spring::force`] (to f32 rounding),
-    /// on a star of 6 springs (two blocks, one padded) plus coincident particles.
-    #[test]
-    fn gather_equals_scatter() {
-        let x = [
+    /// on a star of 6 springs (two blocks, one padded) plus coincident particles; with
+    /// `far` particles appended after them, the last one tied to particle 1, so that the
+    /// blocks need absolute indices.
+    fn check_gather_equals_scatter(far: usize) {
+        let mut x = vec![
             Vec3::ZERO,
             Vec3::new(1.0, 0.1, 0.0),
             Vec3::new(-0.7, 0.4, 0.2),
@@ -373,10 +491,14 @@ mod tests {
             Vec3::new(-0.3, -0.3, -0.8),
             Vec3::new(-0.3, -0.3, -0.8),
         ];
+        x.extend((0..far).map(|k| Vec3::new(0.3, 0.001 * k as f32, 2.0)));
         let v: Vec<Vec3> = (0..x.len()).map(|k| Vec3::new(k as f32 * 0.1, -0.2, 0.05 * k as f32)).collect();
         let mut cons: Vec<DistanceConstraint> = (1..7).map(|j| constraint(0, j, 0.8 + 0.05 * j as f32)).collect();
         cons.push(constraint(6, 7, 0.1));
         cons.push(constraint(1, 2, 2.0));
+        if far > 0 {
+            cons.push(constraint(1, x.len() as u32 - 1, 1.5));
+        }
         let springs: Vec<Spring> = cons
             .iter()
             .map(|c| Spring {
@@ -387,6 +509,7 @@ mod tests {
             })
             .collect();
         let g = SpringGather::new(x.len(), &cons, &springs);
+        assert_eq!(g.is_near(), far == 0);
         let phase: Vec<Phase> = x.iter().zip(&v).map(|(x, v)| Phase { x: x.extend(1.0), v: v.extend(0.0) }).collect();
         let mut want = vec![Vec3::ZERO; x.len()];
         for (c, s) in cons.iter().zip(&springs) {
@@ -409,8 +532,20 @@ mod tests {
         }
         // Coincident particles 6 and 7: the spring between them has no direction, no force.
         assert!(want[7].length() == 0.0 && forces[7] == Vec3::ZERO);
-        // Newton's third law, summed: the total internal force vanishes.
+        // Newton's third law, summed: the total internal force vanishes (to f32 rounding).
         let total: Vec3 = forces.iter().sum();
-        assert!(total.length() < 1e-4, "{total}");
+        let scale: f32 = forces.iter().map(|f| f.length()).sum();
+        assert!(total.length() < 1e-6 * scale, "{total} of {scale}");
+    }
+
+    #[test]
+    fn gather_equals_scatter_with_relative_indices() {
+        check_gather_equals_scatter(0);
+    }
+
+    /// A spring 10 000 particles long in index does not fit 16-bit relative indices.
+    #[test]
+    fn gather_equals_scatter_with_absolute_indices() {
+        check_gather_equals_scatter(10_000);
     }
 }
