@@ -70,7 +70,7 @@
 use super::health;
 use super::implicit_euler::{ImplicitScratch, ImplicitStep};
 use super::pcg::PcgSettings;
-use super::spring_gather::{Phase, SpringGather};
+use super::spring_gather::{PairVisitor, Phase, SpringGather};
 use super::{SolverError, SolverInfo, StepReport, check_state, explicit_euler, symplectic_euler, verlet};
 use crate::collision::{self, ColliderStep};
 use crate::forces::aerodynamics;
@@ -418,7 +418,7 @@ impl ForceSolver {
             aero: aero.then_some(&self.triangle_force[..]),
         };
         let fill = |start: usize, out: &mut [Vec3]| {
-            forces.for_each(start..start + out.len(), |p, f| out[p - start] = f.truncate())
+            forces.for_each(start..start + out.len(), &mut |p: usize, f: Vec4| out[p - start] = f.truncate())
         };
         match particle_chunk(self.force.len(), parallel) {
             Some(c) => self.force.par_chunks_mut(c).enumerate().for_each(|(k, out)| fill(k * c, out)),
@@ -734,19 +734,12 @@ struct Forces<'a> {
 }
 
 impl Forces<'_> {
-    /// Calls `f(p, force)` for every particle p in `range` (which starts at an even index), in
-    /// order, with its spring and aerodynamic force (N in xyz, w = 0).
+    /// Calls `f.visit(p, force)` for every particle p in `range` (which starts at an even
+    /// index), in order, with its spring and aerodynamic force (N in xyz, w = 0).
     #[inline(always)]
-    fn for_each(&self, range: Range<usize>, mut f: impl FnMut(usize, Vec4)) {
+    fn for_each<V: ParticleVisitor>(&self, range: Range<usize>, f: &mut V) {
         let pairs = range.start / 2..range.end.div_ceil(2);
-        self.gather.for_each_pair(pairs, self.phase, |m, pair| {
-            for (h, force) in pair.into_iter().enumerate() {
-                let p = 2 * m + h;
-                if p < range.end {
-                    f(p, force + self.aero(p));
-                }
-            }
-        });
+        self.gather.for_each_pair(pairs, self.phase, &mut PerParticle { forces: self, end: range.end, inner: f });
     }
 
     /// The aerodynamic force on particle `p` (N in xyz, w = 0): its triangles' shares.
@@ -756,6 +749,57 @@ impl Forces<'_> {
             Some(tf) => self.model.particle_triangles(p).iter().map(|&t| tf[t as usize]).sum::<Vec3>().extend(0.0),
             None => Vec4::ZERO,
         }
+    }
+}
+
+/// What [`Forces::for_each`] hands each particle's force to (`visit` is `#[inline(always)]` in
+/// every implementation, so that it is compiled into the SIMD loop).
+trait ParticleVisitor {
+    /// Receives the force on particle `p` (N in xyz, w = 0; gravity not included).
+    fn visit(&mut self, p: usize, force: Vec4);
+}
+
+impl<F: FnMut(usize, Vec4)> ParticleVisitor for F {
+    #[inline(always)]
+    fn visit(&mut self, p: usize, force: Vec4) {
+        self(p, force)
+    }
+}
+
+/// Splits a pair's spring forces into its particles and adds their aerodynamic forces.
+struct PerParticle<'a, 'f, V> {
+    forces: &'a Forces<'f>,
+    /// One past the last particle to visit.
+    end: usize,
+    inner: &'a mut V,
+}
+
+impl<V: ParticleVisitor> PairVisitor for PerParticle<'_, '_, V> {
+    #[inline(always)]
+    fn visit(&mut self, m: usize, pair: [Vec4; 2]) {
+        for (h, force) in pair.into_iter().enumerate() {
+            let p = 2 * m + h;
+            if p < self.end {
+                self.inner.visit(p, force + self.forces.aero(p));
+            }
+        }
+    }
+}
+
+/// The explicit step of particles `start..start + new.len()` (see [`ExplicitPass::run`]).
+struct Advance<'a, 'f> {
+    pass: &'a ExplicitPass<'f>,
+    start: usize,
+    new: &'a mut [Phase],
+    d: &'a mut [Vec3],
+    touching: u32,
+}
+
+impl ParticleVisitor for Advance<'_, '_> {
+    #[inline(always)]
+    fn visit(&mut self, p: usize, force: Vec4) {
+        let k = p - self.start;
+        self.touching += self.pass.advance(p, force, &mut self.new[k], &mut self.d[k]);
     }
 }
 
@@ -780,11 +824,10 @@ impl ExplicitPass<'_> {
     /// `start` must be even.
     fn run(&self, start: usize, new: &mut [Phase], d: &mut [Vec3]) -> u32 {
         debug_assert!(start.is_multiple_of(2));
-        let mut touching = 0;
-        self.forces.for_each(start..start + new.len(), |p, f| {
-            touching += self.advance(p, f, &mut new[p - start], &mut d[p - start]);
-        });
-        touching
+        let end = start + new.len();
+        let mut advance = Advance { pass: self, start, new, d, touching: 0 };
+        self.forces.for_each(start..end, &mut advance);
+        advance.touching
     }
 
     /// Advances particle `p` under the force `f` (N in xyz, w = 0; gravity not included);

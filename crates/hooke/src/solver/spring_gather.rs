@@ -234,7 +234,7 @@ impl SpringGather {
     /// If `phase` does not hold exactly one record per particle, or `pairs` reaches past
     /// ⌈n/2⌉.
     #[inline]
-    pub fn for_each_pair<F: FnMut(usize, [Vec4; 2])>(&self, pairs: Range<usize>, phase: &[Phase], f: F) {
+    pub fn for_each_pair<V: PairVisitor>(&self, pairs: Range<usize>, phase: &[Phase], f: &mut V) {
         assert_eq!(phase.len(), self.n, "one phase record per particle");
         assert!(pairs.end < self.offsets.len(), "pairs {pairs:?} of {}", self.offsets.len() - 1);
         match &self.blocks {
@@ -244,12 +244,12 @@ impl SpringGather {
     }
 
     #[inline(always)]
-    fn each_pair<I: LaneIndex, F: FnMut(usize, [Vec4; 2])>(
+    fn each_pair<I: LaneIndex, V: PairVisitor>(
         &self,
         blocks: &[PairBlock<I>],
         pairs: Range<usize>,
         phase: &[Phase],
-        mut f: F,
+        f: &mut V,
     ) {
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
@@ -261,7 +261,7 @@ impl SpringGather {
         }
         for m in pairs {
             let (blocks, own) = self.pair(blocks, m, phase);
-            f(m, [0, 1].map(|h| portable_forces(blocks, m, &self.params, h, own[h], phase)));
+            f.visit(m, [0, 1].map(|h| portable_forces(blocks, m, &self.params, h, own[h], phase)));
         }
     }
 
@@ -296,6 +296,21 @@ impl SpringGather {
 /// The pair each block belongs to, block by block, from the pairs' block offsets.
 fn block_pair(offsets: &[u32]) -> impl Iterator<Item = usize> + '_ {
     offsets.windows(2).enumerate().flat_map(|(m, w)| std::iter::repeat_n(m, (w[1] - w[0]) as usize))
+}
+
+/// What [`SpringGather::for_each_pair`] hands each pair's forces to. Implementations mark
+/// `visit` `#[inline(always)]`, so that it is compiled into the SIMD loop (a closure may be
+/// left out of line, costing a call and register spills per pair).
+pub(crate) trait PairVisitor {
+    /// Receives the forces on particles 2m and 2m + 1 (N in xyz, w = 0).
+    fn visit(&mut self, m: usize, forces: [Vec4; 2]);
+}
+
+impl<F: FnMut(usize, [Vec4; 2])> PairVisitor for F {
+    #[inline(always)]
+    fn visit(&mut self, m: usize, forces: [Vec4; 2]) {
+        self(m, forces)
+    }
 }
 
 /// Whether this CPU runs the AVX2 kernel.
@@ -357,7 +372,7 @@ fn portable_forces<I: LaneIndex>(
 mod avx2 {
     //! The 8-lane kernel: [`super::portable_forces`] for both particles of a pair at once,
     //! operation for operation.
-    use super::{LaneIndex, MIN_LENGTH, PairBlock, PairParams, Phase, SpringGather};
+    use super::{LaneIndex, MIN_LENGTH, PairBlock, PairParams, PairVisitor, Phase, SpringGather};
     use glam::Vec4;
     use std::arch::x86_64::*;
     use std::ops::Range;
@@ -368,17 +383,17 @@ mod avx2 {
     /// The CPU must have AVX2; the indices of `g` must be valid for `phase` and its parameter
     /// table (true for a `SpringGather` built from a validated model, with n records).
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn for_each_pair<I: LaneIndex, F: FnMut(usize, [Vec4; 2])>(
+    pub(super) unsafe fn for_each_pair<I: LaneIndex, V: PairVisitor>(
         g: &SpringGather,
         blocks: &[PairBlock<I>],
         pairs: Range<usize>,
         phase: &[Phase],
-        mut f: F,
+        f: &mut V,
     ) {
         for m in pairs {
             let (blocks, own) = g.pair(blocks, m, phase);
             // SAFETY: forwarded from the caller.
-            f(m, unsafe { pair_forces(blocks, m, &g.params, own, phase) });
+            f.visit(m, unsafe { pair_forces(blocks, m, &g.params, own, phase) });
         }
     }
 
@@ -519,7 +534,7 @@ mod tests {
             want[j] -= f;
         }
         let mut forces = Vec::new();
-        g.for_each_pair(0..g.pairs(), &phase, |_, f| forces.extend(f.map(Vec4::truncate)));
+        g.for_each_pair(0..g.pairs(), &phase, &mut |_, f: [Vec4; 2]| forces.extend(f.map(Vec4::truncate)));
         forces.truncate(x.len());
         let mut portable: Vec<Vec3> =
             (0..g.pairs()).flat_map(|m| g.pair_forces_portable(m, &phase)).map(Vec4::truncate).collect();
