@@ -6,14 +6,18 @@ Warp's exact scene) on one thread and on all cores, then Warp's `warp_cpu` integ
 same scene via scripts/peers/warp_cloth.py (Warp's CPU kernels run on one thread). Prints a
 Markdown table of ms per frame and the ratios.
 
+Each configuration runs --rounds times (default 3), alternating hooke and Warp, and each figure
+is the median over the rounds of the per-run median frame time (the shared machine is noisy).
+
 Usage: cargo build --release && pip install warp-lang usd-core &&
-       python3 scripts/bench_warp_cpu.py [--sizes 32 64 128 256 512]
+       python3 scripts/bench_warp_cpu.py [--sizes 32 64 128 256 512] [--rounds 3]
 """
 import argparse, json, subprocess, sys
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--sizes", type=int, nargs="+", default=[32, 64, 128, 256, 512])
 ap.add_argument("--hooke", default="target/release/hooke")
+ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; each figure is the median over rounds")
 a = ap.parse_args()
 
 def hooke(n, *extra):
@@ -21,12 +25,23 @@ def hooke(n, *extra):
     out = subprocess.run([a.hooke, "bench", f"warp-cloth:{n}", "--json", *frames, *extra], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
+def warp_cpu(n):
+    out = subprocess.run([sys.executable, "scripts/peers/warp_cloth.py", "--sizes", str(n), "--no-hooke"], check=True, capture_output=True, text=True)
+    return next(json.loads(l) for l in out.stdout.splitlines() if '"peer"' in l)
+
+def median_of(runs, key):
+    """The run whose `key` is the median over rounds (this shared machine is noisy)."""
+    return sorted(runs, key=lambda r: r[key])[len(runs) // 2]
+
 rows = []
 for n in a.sizes:
-    seq = hooke(n, "--threads", "1")
-    par = hooke(n)
-    out = subprocess.run([sys.executable, "scripts/peers/warp_cloth.py", "--sizes", str(n), "--no-hooke"], check=True, capture_output=True, text=True)
-    warp = next(json.loads(l) for l in out.stdout.splitlines() if '"peer"' in l)
+    seqs, pars, warps = [], [], []
+    for _ in range(a.rounds):
+        seqs.append(hooke(n, "--threads", "1"))
+        pars.append(hooke(n))
+        warps.append(warp_cpu(n))
+    seq, par = median_of(seqs, "ms_per_frame_median"), median_of(pars, "ms_per_frame_median")
+    warp = median_of(warps, "ms_median")
     assert warp["particles"] == seq["particles"] and warp["springs"] == seq["constraints"], (warp, seq)
     rows.append((n, seq, par, warp))
 
