@@ -91,3 +91,45 @@ struct Health {
     contacts: atomic<u32>,
     overstrained: atomic<u32>,
 }
+
+// One distance-constraint projection from the current iterate (article §3.3; hooke's CPU
+// kernel `project_one` in solver/distance.rs, operation for operation, so that both round
+// alike): x = xᵢ − xⱼ rebuilt as (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ), and t = Δλ/‖x‖, the step along x.
+// `moves` is false when both ends are fixed or the particles coincide (then t = 0).
+struct DistanceStep {
+    x: vec3<f32>,
+    len: f32,
+    t: f32,
+    moves: bool,
+}
+
+fn distance_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj: vec3<f32>, lam: f32) -> DistanceStep {
+    let wsum = pi.w + pj.w;
+    // xᵢ − xⱼ = (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ): the precision note of the CPU solver.
+    let x = (pi.xyz - pj.xyz) + (di - dj);
+    let len2 = x.x * x.x + x.y * x.y + x.z * x.z;
+    if wsum == 0.0 || len2 < 1e-18 {
+        return DistanceStep(x, 0.0, 0.0, false);
+    }
+    let len = sqrt(len2);
+    let cval = len - c.rest_length;
+    if P.method == 1u {
+        // PBD: Δλ = −s C/(wᵢ + wⱼ), written as t = Δλ/‖x‖.
+        return DistanceStep(x, len, -(P.pbd_stiffness * cval) / (wsum * len), true);
+    }
+    // XPBD with damping γ = τ/h: t = (−(C + α̃λ)‖x‖ − γ x·Δ) / (((1+γ)(wᵢ+wⱼ) + α̃)‖x‖²).
+    var alpha = c.compliance_compression;
+    if cval >= 0.0 {
+        alpha = c.compliance_stretch;
+    }
+    alpha = alpha * P.inv_h2;
+    var gamma = 0.0;
+    if alpha > 0.0 {
+        gamma = c.damping * P.inv_h;
+    }
+    let delta = di - dj;
+    let xd = x.x * delta.x + x.y * delta.y + x.z * delta.z;
+    let numer = -(cval + alpha * lam) * len - gamma * xd;
+    let denom = ((1.0 + gamma) * wsum + alpha) * len2;
+    return DistanceStep(x, len, numer / denom, true);
+}

@@ -33,42 +33,16 @@ fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     let pj = position[c.j];
     let di = displacement[c.i].xyz;
     let dj = displacement[c.j].xyz;
-    let wi = pi.w;
-    let wj = pj.w;
-    let wsum = wi + wj;
-    // xᵢ − xⱼ = (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ): the precision note of the CPU solver.
-    let x = (pi.xyz - pj.xyz) + (di - dj);
-    let len2 = x.x * x.x + x.y * x.y + x.z * x.z;
-    if wsum == 0.0 || len2 < 1e-18 {
+    let step = distance_step(c, pi, pj, di, dj, lam);
+    if !step.moves {
         lambda[ci] = lam;
         return;
     }
-    let len = sqrt(len2);
-    let cval = len - c.rest_length;
-    var t: f32;
-    if P.method == 1u {
-        // PBD: Δλ = −s C/(wᵢ + wⱼ), written as t = Δλ/‖x‖.
-        t = -(P.pbd_stiffness * cval) / (wsum * len);
-    } else {
-        // XPBD with damping γ = τ/h: t = (−(C + α̃λ)‖x‖ − γ x·Δ) / (((1+γ)(wᵢ+wⱼ) + α̃)‖x‖²).
-        var alpha = c.compliance_compression;
-        if cval >= 0.0 {
-            alpha = c.compliance_stretch;
-        }
-        alpha = alpha * P.inv_h2;
-        var gamma = 0.0;
-        if alpha > 0.0 {
-            gamma = c.damping * P.inv_h;
-        }
-        let delta = di - dj;
-        let xd = x.x * delta.x + x.y * delta.y + x.z * delta.z;
-        let numer = -(cval + alpha * lam) * len - gamma * xd;
-        let denom = ((1.0 + gamma) * wsum + alpha) * len2;
-        t = numer / denom;
-        lam = lam + t * len;
+    if P.method != 1u {
+        lam = lam + step.t * step.len;
     }
     lambda[ci] = lam;
-    let corr = x * t;
-    displacement[c.i] = vec4<f32>(di + corr * wi, 0.0);
-    displacement[c.j] = vec4<f32>(dj - corr * wj, 0.0);
+    let corr = step.x * step.t;
+    displacement[c.i] = vec4<f32>(di + corr * pi.w, 0.0);
+    displacement[c.j] = vec4<f32>(dj - corr * pj.w, 0.0);
 }

@@ -49,48 +49,21 @@ fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         }
         let pi = position[c.i];
         let pj = position[c.j];
-        let di = d_in[c.i].xyz;
-        let dj = d_in[c.j].xyz;
-        let wi = pi.w;
-        let wj = pj.w;
-        let wsum = wi + wj;
-        let x = (pi.xyz - pj.xyz) + (di - dj);
-        let len2 = x.x * x.x + x.y * x.y + x.z * x.z;
-        if wsum == 0.0 || len2 < 1e-18 {
+        let step = distance_step(c, pi, pj, d_in[c.i].xyz, d_in[c.j].xyz, lam);
+        if !step.moves {
             if owner {
                 lambda_out[ci] = lam;
             }
             continue;
         }
-        let len = sqrt(len2);
-        let cval = len - c.rest_length;
-        var t: f32;
-        if P.method == 1u {
-            t = -(P.pbd_stiffness * cval) / (wsum * len);
-        } else {
-            var alpha = c.compliance_compression;
-            if cval >= 0.0 {
-                alpha = c.compliance_stretch;
-            }
-            alpha = alpha * P.inv_h2;
-            var gamma = 0.0;
-            if alpha > 0.0 {
-                gamma = c.damping * P.inv_h;
-            }
-            let delta = di - dj;
-            let xd = x.x * delta.x + x.y * delta.y + x.z * delta.z;
-            let numer = -(cval + alpha * lam) * len - gamma * xd;
-            let denom = ((1.0 + gamma) * wsum + alpha) * len2;
-            t = numer / denom;
-        }
         // ωΔλ/‖x‖: the relaxed step, applied to λ and to both endpoints alike.
-        let tr = sweep.relaxation * t;
-        let corr = x * tr;
+        let tr = sweep.relaxation * step.t;
+        let corr = step.x * tr;
         if owner {
-            lambda_out[ci] = lam + tr * len;
-            acc += corr * wi;
+            lambda_out[ci] = lam + tr * step.len;
+            acc += corr * pi.w;
         } else {
-            acc -= corr * wj;
+            acc -= corr * pj.w;
         }
     }
     d_out[p] = vec4<f32>(dp + acc, 0.0);
