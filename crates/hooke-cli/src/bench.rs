@@ -63,14 +63,16 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         for _ in 0..args.warmup {
             solver.step(&scene.control_at(solver.time()), dt)?;
         }
-        // Drain the warm-up, then queue all timed frames and wait once at the end.
-        solver.read_state(&mut state);
+        // Drain the warm-up, then queue all timed frames and wait once at the end. Frames are
+        // not checked one by one (that would wait for each); the device records a blow-up and
+        // `try_read_state` reports it, as the CPU's step would.
+        solver.try_read_state(&mut state)?;
         let timed = solver.time_frames(u32::try_from(args.frames).unwrap_or(u32::MAX));
         let t = Instant::now();
         for _ in 0..args.frames {
             solver.step(&scene.control_at(solver.time()), dt)?;
         }
-        solver.read_state(&mut state);
+        solver.try_read_state(&mut state)?;
         times.push(t.elapsed().as_secs_f64() / args.frames as f64);
         if timed {
             gpu_times = solver.read_frame_times().filter(|t| !t.is_empty());
@@ -99,6 +101,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
     let d = hooke::Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, solver.time());
+    anyhow::ensure!(
+        d.nan_count == 0,
+        "simulation blew up: {} of {} particles are not finite after the timed frames",
+        d.nan_count,
+        model.particle_count()
+    );
     let n = model.particle_count() as f64;
     let c = model.constraints().len() as f64;
     let sub = scene.solver.substeps() as f64;

@@ -58,6 +58,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         .clone()
         .or_else(|| scene.output.dir.as_ref().map(PathBuf::from))
         .unwrap_or_else(|| Path::new("out").join(&scene.name));
+    // Checked before simulating, so a typo costs no simulation time.
+    anyhow::ensure!(
+        !dir.exists() || dir.is_dir(),
+        "output directory {} (--out or [output] dir) exists and is not a directory",
+        dir.display()
+    );
     let threads = crate::set_threads(args.threads)?;
     scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
@@ -190,8 +196,16 @@ impl CsvWriter {
     fn create(path: &Path) -> Result<CsvWriter> {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let tmp = dir.join(format!(".diagnostics.csv.tmp-{}", std::process::id()));
-        let f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        // The naming of hooke-io's temporary files (`.<name>.tmp-<pid>-<seq>`), so that a killed
+        // run's leftover is swept like theirs; created exclusively, never through a planted link.
+        // A leftover under this very name can only be from a dead process that had our pid.
+        let tmp = dir.join(format!(".diagnostics.csv.tmp-{}-0", std::process::id()));
+        let open = || std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp);
+        let f = match open() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::remove_file(&tmp).and_then(|()| open()),
+            other => other,
+        }
+        .with_context(|| format!("creating {}", tmp.display()))?;
         let mut out = std::io::BufWriter::new(f);
         writeln!(
             out,

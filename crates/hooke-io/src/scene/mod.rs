@@ -498,9 +498,11 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
         return Err(format!("name: {name:?} cannot be used as a folder and file name"));
     }
     let model = Arc::new(model);
-    // Force-based integrators need finite stiffness everywhere: check now, not at run time.
-    if let SolverChoice::Force(_) = solver {
-        solver.build(model.clone()).map_err(|e| e.to_string())?;
+    // Force-based integrators need finite stiffness everywhere, and symplectic Euler and Verlet
+    // a step under their stability limit: check now, not at run time.
+    if let SolverChoice::Force(settings) = solver {
+        let force = ForceSolver::new(model.clone(), settings).map_err(|e| e.to_string())?;
+        force.check_step(1.0 / s.fps).map_err(|e| e.to_string())?;
     }
     Ok(Scene { name, model, solver, fps: s.fps, frames, wind, gust, pins, output: f.output.clone() })
 }

@@ -343,17 +343,41 @@ impl ModelBuilder {
                 ));
             }
         }
-        for (k, c) in self.constraints.iter().enumerate() {
-            let ok =
-                c.rest_length.is_normal() && c.compliance_stretch.is_finite() && c.compliance_compression.is_finite();
-            if !ok {
+        for (k, (c, family)) in self.constraints.iter().zip(&self.families).enumerate() {
+            let what = || {
+                format!("body {} {} constraint {k} (particles {}–{})", body_of(c.i as usize), family.name(), c.i, c.j)
+            };
+            if !c.rest_length.is_normal() {
                 return Err(ModelError::invalid(
-                    format!("body {} constraint {k}", body_of(c.i as usize)),
-                    format!(
-                        "rest length {} m or compliance is degenerate (particles too close or too far apart)",
-                        c.rest_length
-                    ),
+                    what(),
+                    format!("rest length {:e} m is degenerate (particles too close or too far apart)", c.rest_length),
                 ));
+            }
+            for (alpha, mode) in [(c.compliance_stretch, "stretch"), (c.compliance_compression, "compression")] {
+                // α = 1/k per element: ∞ when the stiffness underflowed, subnormal when it is
+                // beyond f32 (and read as 0, rigid, by CPUs that flush subnormals).
+                let problem = if !alpha.is_finite() {
+                    Some("is too small for f32 (its compliance 1/k overflows)")
+                } else if alpha != 0.0 && !alpha.is_normal() {
+                    Some("is too large for f32 (above 8.5e37 N/m per element); use inf for a rigid constraint")
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
+                    let key = match (family, mode) {
+                        (ConstraintFamily::Structural, "stretch") => "stretch_stiffness",
+                        (ConstraintFamily::Structural, _) => "compression_stiffness",
+                        (ConstraintFamily::Shear, _) => "shear_stiffness",
+                        (ConstraintFamily::Bending, _) => "bend_stiffness",
+                    };
+                    return Err(ModelError::invalid(
+                        what(),
+                        format!(
+                            "its stiffness in {mode}, 1/α = {:.3e} N/m (from the material's {key}), {problem}",
+                            1.0 / alpha as f64
+                        ),
+                    ));
+                }
             }
         }
         let pairs: Vec<[u32; 2]> = self.constraints.iter().map(|c| [c.i, c.j]).collect();

@@ -77,7 +77,7 @@ use crate::forces::aerodynamics;
 use crate::forces::spring::Spring;
 use crate::model::DistanceConstraint;
 use crate::{Control, Model, Solver, State};
-use glam::{Vec3, Vec4};
+use glam::{DVec3, Vec3, Vec4};
 use rayon::prelude::*;
 use std::fmt;
 use std::ops::Range;
@@ -194,11 +194,16 @@ pub struct ForceSettings {
     /// A structural strain (‖Δx‖ − L₀)/L₀ larger than this (dimensionless) is reported as a
     /// blow-up; > 0.
     pub max_strain: f32,
+    /// Refuse a step beyond the stability limit of symplectic Euler and Verlet, h ω_max < 2
+    /// (see [`ForceSolver::stable_step`]), with [`SolverError::InvalidSettings`] instead of
+    /// running away. Off only to demonstrate the instability.
+    pub check_stability: bool,
 }
 
 impl Default for ForceSettings {
     /// Symplectic Euler with 16 substeps, no air damping, CG to 1e-6 in at most 200
-    /// iterations, compression clamped, parallel, blow-up at 500 m/s or 1 000 % strain.
+    /// iterations, compression clamped, parallel, blow-up at 500 m/s or 1 000 % strain,
+    /// steps beyond the stability limit refused.
     fn default() -> Self {
         ForceSettings {
             integrator: Integrator::SymplecticEuler,
@@ -210,6 +215,7 @@ impl Default for ForceSettings {
             parallel: true,
             max_speed: 500.0,
             max_strain: 10.0,
+            check_stability: true,
         }
     }
 }
@@ -296,6 +302,8 @@ pub struct ForceSolver {
     implicit: Option<Box<ImplicitScratch>>,
     time: f64,
     snapshot: Option<Snapshot>,
+    /// 2/ω_max (s): see [`ForceSolver::stable_step`].
+    stable_step: f64,
 }
 
 impl ForceSolver {
@@ -309,6 +317,7 @@ impl ForceSolver {
     pub fn new(model: Arc<Model>, settings: ForceSettings) -> Result<ForceSolver, SolverError> {
         settings.validate()?;
         let springs = springs_of(&model)?;
+        let limit = stable_step(&model, &springs);
         let n = model.particle_count();
         let (incidence_offsets, incidence) = incidence_of(n, model.constraints());
         let implicit = (settings.integrator == Integrator::ImplicitEuler)
@@ -330,8 +339,53 @@ impl ForceSolver {
             implicit,
             time: 0.0,
             snapshot: None,
+            stable_step: limit,
             settings,
             model,
+        })
+    }
+
+    /// The stability limit 2/ω_max (s) of symplectic Euler and Verlet on this model: the
+    /// largest step h at which the stiffest vibration still oscillates instead of growing
+    /// (article §2.1–2.3; for the undamped oscillator the step matrix has eigenvalues on the
+    /// unit circle only while hω < 2). ω_max² is the largest eigenvalue of M⁻¹K, with K the
+    /// stiffness matrix Σ k n nᵀ of the springs at the model's initial positions (the stiffer
+    /// of stretch and compression), estimated by 40 steps of power iteration on the symmetric
+    /// W^½ K W^½ (W = M⁻¹): the estimate approaches ω_max from below, so the limit it gives is
+    /// never too strict. Damping and the transverse stiffness of stretched springs are left
+    /// out. `f64::INFINITY` for a model without springs between free particles.
+    pub fn stable_step(&self) -> f64 {
+        self.stable_step
+    }
+
+    /// Checks a frame of `frame_dt` seconds against [`stable_step`](Self::stable_step) when the
+    /// integrator is symplectic Euler or Verlet and `check_stability` is on; a step up to 10 %
+    /// over the estimate passes (pins can lower ω_max a little below the estimate).
+    ///
+    /// # Errors
+    /// [`SolverError::InvalidSettings`] (setting `substeps`) naming the step, the limit and the
+    /// substeps needed.
+    pub fn check_step(&self, frame_dt: f32) -> Result<(), SolverError> {
+        let s = &self.settings;
+        if !s.check_stability || !matches!(s.integrator, Integrator::SymplecticEuler | Integrator::Verlet) {
+            return Ok(());
+        }
+        let h = frame_dt as f64 / s.substeps as f64;
+        if h <= 1.1 * self.stable_step {
+            return Ok(());
+        }
+        let needed = (frame_dt as f64 / self.stable_step).ceil();
+        Err(SolverError::InvalidSettings {
+            setting: "substeps",
+            message: format!(
+                "{} is unstable at this step: h = {h:.3e} s ({} substeps of a {frame_dt} s frame) exceeds \
+                 2/ω_max = {:.3e} s for the model's stiffest vibration (ω_max ≈ {:.3e} rad/s); use at least \
+                 {needed} substeps, implicit Euler or XPBD",
+                s.integrator,
+                s.substeps,
+                self.stable_step,
+                2.0 / self.stable_step
+            ),
         })
     }
 
@@ -662,6 +716,57 @@ impl ForceSolver {
     }
 }
 
+/// 2/ω_max (s), ω_max² estimated as the largest eigenvalue of W^½ K W^½ by power iteration:
+/// see [`ForceSolver::stable_step`].
+fn stable_step(model: &Model, springs: &[Spring]) -> f64 {
+    let x = model.particle_position();
+    let sqrt_w: Vec<f64> = model.particle_inv_mass().iter().map(|&w| (w as f64).sqrt()).collect();
+    // (i, j, k, n) of every spring between particles that can move.
+    let terms: Vec<(usize, usize, f64, DVec3)> = model
+        .constraints()
+        .iter()
+        .zip(springs)
+        .filter_map(|(c, s)| {
+            let (i, j) = (c.i as usize, c.j as usize);
+            let n = (x[i] - x[j]).as_dvec3().try_normalize()?;
+            let k = s.stiffness_stretch.max(s.stiffness_compression) as f64;
+            (sqrt_w[i] > 0.0 || sqrt_w[j] > 0.0).then_some((i, j, k, n))
+        })
+        .collect();
+    if terms.is_empty() {
+        return f64::INFINITY;
+    }
+    // Start from a deterministic pseudo-random vector (it must not be orthogonal to the top
+    // mode); the highest modes of a cloth alternate from particle to particle.
+    let mut v: Vec<DVec3> = (0..x.len())
+        .map(|p| {
+            let r = |s: u64| {
+                ((p as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(s as u32) % 1000) as f64 / 1000.0
+            };
+            let sign = if p % 2 == 0 { 1.0 } else { -1.0 };
+            DVec3::new(sign * (0.5 + r(7)), -sign * (0.5 + r(19)), sign * (0.5 + r(31))) * sqrt_w[p]
+        })
+        .collect();
+    let mut lambda = 0.0;
+    for _ in 0..40 {
+        let norm = v.iter().map(|a| a.length_squared()).sum::<f64>().sqrt();
+        if norm == 0.0 {
+            return f64::INFINITY;
+        }
+        v.iter_mut().for_each(|a| *a /= norm);
+        let mut y = vec![DVec3::ZERO; x.len()];
+        for &(i, j, k, n) in &terms {
+            let f = n * (k * n.dot(v[i] * sqrt_w[i] - v[j] * sqrt_w[j]));
+            y[i] += f * sqrt_w[i];
+            y[j] -= f * sqrt_w[j];
+        }
+        // Rayleigh quotient vᵀAv (v is a unit vector): a lower bound of λ_max.
+        lambda = v.iter().zip(&y).map(|(a, b)| a.dot(*b)).sum::<f64>();
+        v = y;
+    }
+    if lambda > 0.0 { 2.0 / lambda.sqrt() } else { f64::INFINITY }
+}
+
 /// The springs of a model's constraints: k = 1/α in stretch and compression, τ = damping.
 fn springs_of(model: &Model) -> Result<Vec<Spring>, SolverError> {
     let stiffness = |alpha: f32| if alpha > 0.0 { Some(1.0 / alpha).filter(|k: &f32| k.is_finite()) } else { None };
@@ -901,6 +1006,7 @@ impl Solver for ForceSolver {
 
     fn step(&mut self, control: &Control, frame_dt: f32) -> Result<StepReport, SolverError> {
         super::check_step_inputs(control, frame_dt)?;
+        self.check_step(frame_dt)?;
         self.apply_pins(control)?;
         let snap = self.save();
         let report = self.frame(control, frame_dt, false)?;
