@@ -60,6 +60,11 @@
 //!
 //! # Failure
 //!
+//! Symplectic Euler and Verlet are stable only while hω_max < 2 for the stiffest vibration of
+//! the model; [`ForceSolver::stable_step`] estimates 2/ω_max and a step beyond it is refused
+//! ([`ForceSolver::check_step`]) before anything moves, unless
+//! [`ForceSettings::check_stability`] is off.
+//!
 //! After every frame the state is checked for non-finite values, speeds above
 //! [`ForceSettings::max_speed`] and structural strains above [`ForceSettings::max_strain`]. On
 //! failure the frame is replayed sequentially from a snapshot with checks after each stage
