@@ -30,7 +30,7 @@ enum Command {
         /// Scene file (TOML).
         scene: PathBuf,
     },
-    /// Time a scene or a preset (`default`, `grid:N`, `warp-cloth:N`) and print ms/frame.
+    /// Time a scene or a preset (`default`, `grid:N`, `warp-cloth:N`, `newton-hanging:WxH`) and print ms/frame.
     Bench(bench::BenchArgs),
     /// Compare solvers: `hooke compare integrators` writes CSV and PNG plots.
     Compare(compare::CompareArgs),
@@ -57,7 +57,7 @@ fn validate(path: &std::path::Path) -> Result<()> {
     let scene = hooke_io::scene::load(path, memory_limit())?;
     let m = &scene.model;
     println!(
-        "{}: ok — scene {:?}: {} bodies, {} particles, {} constraints in {} colours, {} colliders, {} pins; {} frames at {} fps, {} solver, {} substeps × {} iterations",
+        "{}: ok — scene {:?}: {} bodies, {} particles, {} constraints in {} colours, {} colliders, {} pins; {} frames at {} fps, {} solver, {} substeps × {} iteration(s)",
         path.display(),
         scene.name,
         m.bodies().len(),

@@ -41,6 +41,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         None => crate::presets::default_scene()?,
     };
     if let Some(f) = args.frames {
+        anyhow::ensure!(f >= 1, "--frames must be ≥ 1, got {f}");
         scene.frames = f;
     }
     if let Some(fps) = args.fps {
@@ -50,7 +51,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         scene.fps = fps;
     }
     let format: Format = match args.format.as_deref().or(scene.output.format.as_deref()) {
-        Some(f) => f.parse().map_err(|e| anyhow::anyhow!("format: {e}"))?,
+        Some(f) => f.parse().map_err(|e| anyhow::anyhow!("--format (or [output] format): {e}"))?,
         None => Format::default(),
     };
     let dir = args
@@ -71,7 +72,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let dt = 1.0 / scene.fps;
 
     println!(
-        "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {} on {}, {} substeps × {} iterations, {} thread(s)",
+        "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {} on {}, {} substeps × {} iteration(s), {} thread(s)",
         scene.name,
         model.particle_count(),
         model.constraints().len(),

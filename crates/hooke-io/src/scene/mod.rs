@@ -250,6 +250,9 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
         ));
     }
     let frames = count(s.frames, "solver.frames")?;
+    if frames == 0 {
+        return Err("solver.frames: must be ≥ 1, got 0".into());
+    }
 
     let mut b = ModelBuilder::new();
     b.set_memory_limit(memory_limit);
