@@ -72,6 +72,9 @@ pub fn parse_obj(text: &str) -> Result<ObjMesh, String> {
                 if c.len() != 3 {
                     return Err(format!("line {}: a vertex needs x, y and z", ln + 1));
                 }
+                if !c.iter().all(|x| x.is_finite()) {
+                    return Err(format!("line {}: vertex {c:?} is not finite in f32", ln + 1));
+                }
                 positions.push(Vec3::new(c[0], c[1], c[2]));
             }
             Some("vt") => {
@@ -80,6 +83,9 @@ pub fn parse_obj(text: &str) -> Result<ObjMesh, String> {
                     .map(|t| t.parse::<f32>())
                     .collect::<Result<_, _>>()
                     .map_err(|e| format!("line {}: {e}", ln + 1))?;
+                if !c.iter().all(|x| x.is_finite()) {
+                    return Err(format!("line {}: texture coordinate {c:?} is not finite in f32", ln + 1));
+                }
                 match c[..] {
                     [u] => texcoords.push(Vec2::new(u, 0.0)),
                     [u, v] => texcoords.push(Vec2::new(u, v)),
@@ -93,6 +99,15 @@ pub fn parse_obj(text: &str) -> Result<ObjMesh, String> {
                 let idx = it
                     .map(|t| {
                         let mut parts = t.split('/');
+                        // v, v/vt, v//vn or v/vt/vn; the normal index, unused, must still be one.
+                        let fields: Vec<&str> = t.split('/').collect();
+                        let vn_ok = fields.get(2).is_none_or(|vn| vn.is_empty() || vn.parse::<i64>().is_ok());
+                        if fields.len() > 3 || !vn_ok {
+                            return Err(format!(
+                                "line {}: bad face vertex {t:?} (expected v, v/vt, v//vn or v/vt/vn)",
+                                ln + 1
+                            ));
+                        }
                         let v: i64 = parts
                             .next()
                             .unwrap_or("")
@@ -167,5 +182,23 @@ mod tests {
         assert!(e.contains("line 6"), "{e}");
         let e = parse_obj(&format!("{QUAD}vt\nf 1 2 3\n")).unwrap_err();
         assert!(e.contains("line 5"), "{e}");
+    }
+
+    /// Non-finite coordinates (NaN, inf, or beyond f32) and malformed face vertices are errors
+    /// naming the line; `v//vn` and `v/vt/vn` are accepted.
+    #[test]
+    fn non_finite_values_and_bad_face_vertices_name_the_line() {
+        for (text, line) in [
+            (format!("{QUAD}vt nan 0\nf 1 2 3\n"), "line 5"),
+            (format!("{QUAD}vt 1e39 0\nf 1 2 3\n"), "line 5"),
+            ("v 0 0 0\nv inf 0 0\nv 0 1 0\nf 1 2 3\n".to_string(), "line 2"),
+            (format!("{QUAD}vt 0 0\nf 1/1/1/1 2 3\n"), "line 6"),
+            (format!("{QUAD}f 1//x 2 3\n"), "line 5"),
+        ] {
+            let e = parse_obj(&text).unwrap_err();
+            assert!(e.contains(line), "{text:?}: {e}");
+        }
+        let ok = parse_obj(&format!("{QUAD}vt 0 0\nvn 0 0 1\nf 1/1/1 2//1 3\n")).unwrap();
+        assert_eq!(ok.triangles, vec![[0, 1, 2]]);
     }
 }
