@@ -43,7 +43,9 @@ print("| cloth | particles | constraints | GPU ms/frame (timestamps) | wall ms/f
       "| constraint solves/s | bytes/s (of 4.3 TB/s) | CPU backend ms/frame |")
 print("|---|---|---|---|---|---|---|---|---|")
 for n in a.sizes:
-    frames = ["--frames", "30" if n >= 2048 else "100", "--warmup", "10"]
+    # At 2048² one Gauss–Seidel iteration per substep leaves the 4 M-particle cloth so far from
+    # converged that its top row passes the 1000 % strain limit after 0.67 s: time 0.42 s.
+    frames = ["--frames", "20", "--warmup", "5"] if n >= 2048 else ["--frames", "100", "--warmup", "10"]
     g = bench(f"grid:{n}", "--backend", "gpu", *frames)
     device = g["device"]
     ms = gpu_ms(g)
