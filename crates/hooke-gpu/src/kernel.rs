@@ -198,14 +198,7 @@ impl Stage {
         colour: (&wgpu::BindGroup, u32),
         n: u32,
     ) {
-        if n == 0 {
-            return;
-        }
-        pass.set_pipeline(&self.pipelines[entry].1);
-        pass.set_bind_group(0, &self.group, &[]);
-        pass.set_bind_group(1, params.0, &[params.1]);
-        pass.set_bind_group(2, colour.0, &[colour.1]);
-        dispatch(pass, n);
+        self.run_group(pass, entry, &self.group, params, colour, n);
     }
 }
 
