@@ -125,7 +125,7 @@ impl GpuSolveArgs {
     ///
     /// # Errors
     /// `--gpu-solve jacobi` or `--relaxation` on the CPU, `--relaxation` without
-    /// `--gpu-solve jacobi`.
+    /// `--gpu-solve jacobi` or outside (0, 2].
     pub fn solve(&self, backend: Backend) -> Result<hooke_gpu::GpuSolve> {
         let jacobi = self.gpu_solve == GpuSolveKind::Jacobi;
         if backend == Backend::Cpu && (jacobi || self.relaxation.is_some()) {
@@ -133,6 +133,11 @@ impl GpuSolveArgs {
         }
         if !jacobi && self.relaxation.is_some() {
             anyhow::bail!("--relaxation applies to --gpu-solve jacobi only");
+        }
+        if let Some(w) = self.relaxation
+            && !(w > 0.0 && w <= 2.0)
+        {
+            anyhow::bail!("--relaxation: the Jacobi relaxation ω must be in (0, 2], got {w}");
         }
         Ok(match self.gpu_solve {
             GpuSolveKind::GaussSeidel => hooke_gpu::GpuSolve::GaussSeidel,
