@@ -88,7 +88,8 @@ pub enum SolverError {
     /// the start of the failed frame.
     #[error("simulation blew up at t = {time:.4} s: {detail}")]
     BlowUp {
-        /// Time at the start of the failed frame (s).
+        /// Time (s) at the start of the failed frame, or of the substep in which the CPU
+        /// solvers' traced replay of the frame found the problem.
         time: f64,
         /// The particle where it was first seen.
         particle: u32,
