@@ -77,6 +77,15 @@ fn out_of_range_values_name_their_key() {
         ),
         ("[[rope]]\nstart = [0.0, 0.0, 0.0]\nend = [0.0, 0.0, 0.0]\nparticles = 10\n".to_string(), "too short"),
         (String::new(), "no cloth or rope"),
+        (format!("{GRID}pin_box = {{ min = [1.0, 0.0, 0.0], max = [0.0, 1.0, 1.0] }}\n"), "pin_box.min"),
+        (format!("[solver]\nframes = 0\n{GRID}"), "solver.frames"),
+        (
+            format!(
+                "[solver]\nmethod = \"symplectic-euler\"\nsubsteps = 1\n[materials.m]\nstretch_stiffness = 1e5\n{GRID}material = \"m\"\n"
+            ),
+            "substeps",
+        ),
+        (format!("[materials.m]\nbend_stiffness = 3e38\n{GRID}material = \"m\"\n"), "bend_stiffness"),
     ];
     for (text, needle) in &cases {
         let e = err(text);

@@ -222,7 +222,7 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
                 Some(n) => u32::try_from(n)
                     .ok()
                     .filter(|&n| n >= 1)
-                    .ok_or(format!("solver.cg_max_iterations: must be ≥ 1, got {n}"))?,
+                    .ok_or(format!("solver.cg_max_iterations: must be between 1 and {}, got {n}", u32::MAX))?,
                 None => d.cg_max_iterations,
             };
             SolverChoice::Force(ForceSettings {
@@ -395,6 +395,9 @@ fn build(f: &SceneFile, default_name: &str, base_dir: Option<&Path>, memory_limi
         if let Some(bx) = c.pin_box {
             let (lo, hi) =
                 (vec3(bx.min, &format!("{key}: pin_box.min"))?, vec3(bx.max, &format!("{key}: pin_box.max"))?);
+            if lo.cmpgt(hi).any() {
+                return Err(format!("{key}: pin_box.min {lo} must not exceed pin_box.max {hi} on any axis"));
+            }
             // Positions are final only after finalize(); recompute the body's start positions.
             global.extend(pin_box_candidates(&b, &body, lo, hi));
             if global.is_empty() {
