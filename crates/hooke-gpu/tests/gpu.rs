@@ -16,6 +16,9 @@ use std::time::Instant;
 
 #[macro_use]
 mod common;
+// The engine's own test scenes (hanging cloth, …), shared rather than copied.
+#[path = "../../hooke/tests/common/mod.rs"]
+mod scenes;
 
 fn settings() -> XpbdSettings {
     XpbdSettings { parallel: false, ..XpbdSettings::default() }
@@ -611,23 +614,6 @@ fn friction_on_an_incline_on_the_gpu() {
     assert!((a - expected).abs() < 0.05 * expected, "a = {a}, expected {expected}");
 }
 
-/// A square cloth of side `size` (m), `n × n` particles, hanging in the x–y plane from its
-/// whole top edge (row 0, at y = 0).
-fn hanging_cloth(n: usize, size: f32, material: ClothMaterial) -> (Arc<Model>, Control) {
-    let mut b = ModelBuilder::new();
-    let mut g = ClothGrid::new("cloth", n, n, size / (n - 1) as f32);
-    g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
-    g.center = Vec3::new(0.0, -size / 2.0, 0.0);
-    g.material = material;
-    let id = b.add_cloth_grid(&g).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let mut control = Control::new();
-    for c in 0..n {
-        control.pin(model.bodies()[id.0].grid_index(0, c).unwrap());
-    }
-    (model, control)
-}
-
 /// Jacobi relaxation used by the tests: below 2/ρ ≈ 0.4, ρ ≈ 5 the spectral radius of the
 /// Jacobi iteration matrix D⁻¹JWJᵀ of a stiff cloth grid with structural, shear and bending
 /// constraints (see the `jacobi` module), and far enough from 1 that a relaxation applied to
@@ -662,7 +648,7 @@ fn jacobi_and_gauss_seidel_give_the_same_drape() {
         thickness: 0.0,
         ..ClothMaterial::default()
     };
-    let (model, control) = hanging_cloth(n, 1.0, material);
+    let (model, control) = scenes::hanging_cloth(n, 1.0, material);
     let drape = |solve, iterations| {
         let xpbd = XpbdSettings { substeps: 10, iterations, air_damping: 3.0, ..settings() };
         let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), gpu_settings(xpbd, solve)).unwrap();
