@@ -1,0 +1,159 @@
+//! Golden trajectories: positions and velocities after a fixed number of frames of example
+//! scenes, hashed bit for bit. The hashes were recorded on commit 788a7c7, before the solver
+//! pipeline was rewritten into shared stages; the rewrite must change no result.
+
+#[path = "../../hooke-gpu/tests/common/mod.rs"]
+#[macro_use]
+mod common;
+
+use hooke::{Solver, State};
+use hooke_io::scene::{self, Scene};
+use std::path::Path;
+
+/// FNV-1a over the bits of every position and velocity component.
+fn hash(state: &State) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for v in state.particle_position.iter().chain(&state.particle_velocity) {
+        for c in v.to_array() {
+            for b in c.to_bits().to_le_bytes() {
+                h ^= b as u64;
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+    }
+    h
+}
+
+/// A small cloth for the explicit integrators: soft springs, wind with a gust, air drag, a
+/// sphere with friction and a keyframed box.
+const EXPLICIT: &str = r#"
+wind = [2.0, 0.0, 1.0]
+gust = { amplitude = [1.0, 0.0, 1.0], period = 0.7 }
+[solver]
+method = "xpbd"
+substeps = 40
+air_damping = 0.1
+[air]
+drag_coefficient = 1.0
+[materials.soft]
+density = 0.2
+damping = 1e-4
+thickness = 0.01
+[[cloth]]
+material = "soft"
+rows = 16
+columns = 16
+spacing = 0.05
+center = [0.0, 1.0, 0.0]
+spring_stiffness = 200.0
+pin_cells = [[0, 0]]
+[[collider]]
+shape = "sphere"
+center = [0.1, 0.6, 0.0]
+radius = 0.2
+static_friction = 0.5
+kinetic_friction = 0.3
+[[collider]]
+shape = "box"
+center = [-0.2, 0.3, 0.1]
+half_extents = [0.2, 0.1, 0.2]
+rotation = [0.0, 30.0, 10.0]
+static_friction = 0.4
+keyframes = [{ time = 0.0, translation = [0.0, 0.0, 0.0] }, { time = 0.5, translation = [0.1, 0.2, 0.0] }]
+"#;
+
+fn load(file: &str, method: Option<&str>) -> Scene {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenes").join(file);
+    let mut text = if file == "explicit" { EXPLICIT.to_string() } else { std::fs::read_to_string(&path).unwrap() };
+    if let Some(m) = method {
+        text = text.replace("method = \"xpbd\"", &format!("method = \"{m}\""));
+        if !text.contains("method =") {
+            text = text.replace("[solver]", &format!("[solver]\nmethod = \"{m}\""));
+        }
+        text = text.replace("iterations = 2\n", "").replace("iterations = 4\n", "");
+        if m == "forward-euler" {
+            text = text.replace("substeps = 40", "substeps = 400");
+        }
+    }
+    scene::parse(&text, file, "golden", path.parent(), 1 << 30).unwrap()
+}
+
+fn run(solver: &mut dyn Solver, scene: &Scene, frames: usize) -> u64 {
+    let dt = 1.0 / scene.fps;
+    for _ in 0..frames {
+        let control = scene.control_at(solver.time());
+        solver.step(&control, dt).unwrap();
+    }
+    let mut s = State::from_model(&scene.model);
+    solver.read_state(&mut s);
+    hash(&s)
+}
+
+/// (scene file, solver method override, frames, hash on the CPU).
+const CPU: [(&str, Option<&str>, usize, u64); 12] = [
+    ("cloth_on_sphere.toml", None, 90, 0x6013434c1aba6f01),
+    ("rope_bridge.toml", None, 60, 0xc336c05cb7ee60f8),
+    ("flag.toml", None, 60, 0x919812898c6f9e77),
+    ("curtain_box.toml", None, 90, 0xe718e293f5393332),
+    ("flag.toml", Some("implicit-euler"), 30, 0xec3e895ffe96fec0),
+    ("rope_bridge.toml", Some("implicit-euler"), 30, 0x2dd8eba5d2225827),
+    ("cloth_on_sphere.toml", Some("pbd"), 60, 0x16e075fae2444a29),
+    ("curtain_box.toml", Some("implicit-euler"), 30, 0xdbde3e254572eda0),
+    ("explicit", Some("forward-euler"), 2, 0x1d1534552117f6c5),
+    ("explicit", Some("symplectic-euler"), 60, 0x2454dc773e35d34e),
+    ("explicit", Some("verlet"), 60, 0x3a3eca5fa5f7ed22),
+    ("explicit", Some("implicit-euler"), 60, 0xa29cfe41f56ee925),
+];
+
+/// (scene file, method override, frames, hash with Gauss–Seidel, hash with Jacobi ω = 0.3) on
+/// Mesa's lavapipe, which rounds as the CPU does: Gauss–Seidel gives the CPU's hash except
+/// where a box collider is involved (the GPU rotates by a matrix, the CPU by a quaternion).
+const GPU: [(&str, Option<&str>, usize, u64, u64); 5] = [
+    ("cloth_on_sphere.toml", None, 90, 0x6013434c1aba6f01, 0xb7ea3e3f7b8cb517),
+    ("rope_bridge.toml", None, 60, 0xc336c05cb7ee60f8, 0xda68c9c292179a80),
+    ("flag.toml", None, 60, 0x919812898c6f9e77, 0xc89a8fd99fd7479f),
+    ("curtain_box.toml", None, 90, 0x522341e28a4f5db4, 0x9afac0f1eaa11911),
+    ("cloth_on_sphere.toml", Some("pbd"), 60, 0x16e075fae2444a29, 0xe9bb7cd7200dbf2c),
+];
+
+#[test]
+fn golden_trajectories_on_the_cpu_are_unchanged() {
+    let mut wrong = Vec::new();
+    for (file, method, frames, expected) in CPU {
+        let scene = load(file, method);
+        let mut solver = scene.solver.build(scene.model.clone()).unwrap();
+        let h = run(&mut *solver, &scene, frames);
+        println!("cpu {file} {method:?} {frames}: {h:#018x}");
+        if h != expected {
+            wrong.push(format!("{file} {method:?}: {h:#018x}, expected {expected:#018x}"));
+        }
+    }
+    assert!(wrong.is_empty(), "changed trajectories:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn golden_trajectories_on_lavapipe_are_unchanged() {
+    let ctx = gpu_or_skip!();
+    if !ctx.describe().contains("llvmpipe") {
+        println!("skipped: the golden GPU hashes are those of Mesa's lavapipe, not of {}", ctx.describe());
+        return;
+    }
+    let mut wrong = Vec::new();
+    for (file, method, frames, gauss_seidel, jacobi) in GPU {
+        let scene = load(file, method);
+        let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else { unreachable!() };
+        for (solve, expected) in [
+            (hooke_gpu::GpuSolve::GaussSeidel, gauss_seidel),
+            (hooke_gpu::GpuSolve::Jacobi { relaxation: 0.3 }, jacobi),
+        ] {
+            let settings = hooke_gpu::GpuSettings { xpbd, solve, ..Default::default() };
+            let mut solver = hooke_gpu::GpuXpbdSolver::new(ctx.clone(), scene.model.clone(), settings).unwrap();
+            let h = run(&mut solver, &scene, frames);
+            println!("gpu {solve:?} {file} {method:?} {frames}: {h:#018x}");
+            if h != expected {
+                wrong.push(format!("{solve:?} {file} {method:?}: {h:#018x}, expected {expected:#018x}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "changed trajectories:\n{}", wrong.join("\n"));
+}
