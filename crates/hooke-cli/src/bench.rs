@@ -59,7 +59,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     // GPU time per frame from timestamps: None on the CPU or where the device has none.
     let mut gpu_times: Option<Vec<f64>> = None;
     let (solver, device): (Box<dyn hooke::Solver>, String) = if gpu {
-        let (mut solver, device) = crate::make_gpu_solver(&scene, false, solve, true)?;
+        let mut options = crate::solver_options(args.backend, solve);
+        options.health_interval = 0;
+        options.timestamps = true;
+        let mut solver = hooke_sim::make_gpu_solver(&scene, &options)?;
+        let device = solver.context().describe();
         for _ in 0..args.warmup {
             solver.step(&scene.control_at(solver.time()), dt)?;
         }
@@ -79,7 +83,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         }
         (Box::new(solver), device)
     } else {
-        let (mut solver, device) = crate::make_solver(&scene, args.backend, true, solve)?;
+        let hooke_sim::MadeSolver { mut solver, device } =
+            hooke_sim::make_solver(&scene, &crate::solver_options(args.backend, solve))?;
         for _ in 0..args.warmup {
             solver.step(&scene.control_at(solver.time()), dt)?;
         }
@@ -100,7 +105,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     });
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
-    let d = hooke::Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, solver.time());
+    let poses = scene.collider_poses_at(solver.time());
+    let d =
+        hooke::Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, solver.time(), &poses);
     anyhow::ensure!(
         d.nan_count == 0,
         "simulation blew up: {} of {} particles are not finite after the timed frames",
@@ -108,7 +115,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         model.particle_count()
     );
     let n = model.particle_count() as f64;
-    let c = model.constraints().len() as f64;
+    let c = model.distance().constraints().len() as f64;
     let sub = scene.solver.substeps() as f64;
     let it = scene.solver.iterations() as f64;
     let ns_per_ci = median * 1e9 / (c * sub * it);
@@ -121,8 +128,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "relaxation": match solve { hooke_gpu::GpuSolve::Jacobi { relaxation } => Some(relaxation), _ => None },
         "threads": threads,
         "particles": model.particle_count(),
-        "constraints": model.constraints().len(),
-        "colours": model.colour_count(),
+        "constraints": model.distance().constraints().len(),
+        "colours": model.distance().colour_count(),
         "substeps": scene.solver.substeps(),
         "iterations": scene.solver.iterations(),
         "frames": args.frames,
@@ -157,8 +164,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             solver.info().name,
             device,
             model.particle_count(),
-            model.constraints().len(),
-            model.colour_count(),
+            model.distance().constraints().len(),
+            model.distance().colour_count(),
             scene.solver.substeps(),
             scene.solver.iterations(),
             threads,

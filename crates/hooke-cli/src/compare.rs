@@ -101,7 +101,7 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     let mut b = ModelBuilder::new();
     const REST: f32 = 100.0;
     let mut rope = Rope::straight("oscillator", Vec3::ZERO, Vec3::X * REST, 2);
-    rope.bending = false;
+    rope.bend_springs = false;
     let ea = args.k * REST;
     rope.material =
         RopeMaterial { stretch_stiffness: ea, compression_stiffness: ea, damping: 0.0, ..RopeMaterial::default() };
@@ -173,7 +173,7 @@ pub fn compare(args: CompareArgs) -> Result<()> {
                 break;
             }
             s.read_state(&mut st);
-            let d = hooke::Diagnostics::measure(&cloth, &st.particle_position, &st.particle_velocity, s.time());
+            let d = hooke::Diagnostics::measure(&cloth, &st.particle_position, &st.particle_velocity, s.time(), &[]);
             let bottom = cloth.bodies()[id.0].grid_index(9, 5).unwrap() as usize;
             let sag = (cloth.particle_position()[bottom].y - st.particle_position[bottom].y) as f64;
             rows.push((s.time(), sag, d.kinetic_energy));

@@ -62,8 +62,8 @@ fn validate(path: &std::path::Path) -> Result<()> {
         scene.name,
         m.bodies().len(),
         m.particle_count(),
-        m.constraints().len(),
-        m.colour_count(),
+        m.distance().constraints().len(),
+        m.distance().colour_count(),
         m.colliders().len(),
         scene.pins.len(),
         scene.frames,
@@ -146,67 +146,22 @@ impl GpuSolveArgs {
     }
 }
 
-/// Creates the scene's solver on `backend`. `check_every_frame` makes a GPU solver read its
-/// health record back after every frame (blow-ups are then reported by `step`, as on the CPU);
-/// benchmarks turn it off to queue frames without waiting. `solve` is the GPU's constraint
-/// solve (ignored on the CPU).
-pub fn make_solver(
-    scene: &hooke_io::scene::Scene,
-    backend: Backend,
-    check_every_frame: bool,
-    solve: hooke_gpu::GpuSolve,
-) -> Result<(Box<dyn hooke::Solver>, String)> {
-    match backend {
-        Backend::Cpu => Ok((scene.solver.build(scene.model.clone())?, "cpu".into())),
-        Backend::Gpu => {
-            let (solver, device) = make_gpu_solver(scene, check_every_frame, solve, false)?;
-            Ok((Box::new(solver), device))
-        }
-    }
+/// The factory options for `backend` and the GPU solve asked for.
+pub fn solver_options(backend: Backend, gpu_solve: hooke_gpu::GpuSolve) -> hooke_sim::SolverOptions {
+    let mut options = hooke_sim::SolverOptions::new(match backend {
+        Backend::Cpu => hooke_sim::Backend::Cpu,
+        Backend::Gpu => hooke_sim::Backend::Gpu,
+    });
+    options.gpu_solve = gpu_solve;
+    options
 }
 
-/// The scene's solver on the GPU, as [`make_solver`] makes it; with `timestamps`, on a device
-/// with GPU timestamps where the adapter offers them (for `bench`).
-pub fn make_gpu_solver(
-    scene: &hooke_io::scene::Scene,
-    check_every_frame: bool,
-    solve: hooke_gpu::GpuSolve,
-    timestamps: bool,
-) -> Result<(hooke_gpu::GpuXpbdSolver, String)> {
-    let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else {
-        anyhow::bail!("--backend gpu runs XPBD/PBD only; this scene uses a force-based integrator");
-    };
-    let ctx = if timestamps { hooke_gpu::GpuContext::with_timestamps()? } else { hooke_gpu::GpuContext::new()? };
-    let device = ctx.describe();
-    let settings = hooke_gpu::GpuSettings { xpbd, check_every_frame, normals: true, solve };
-    Ok((hooke_gpu::GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?, device))
-}
-
-/// Configures the global rayon pool; returns the thread count in use. Every thread that
-/// simulates (this one and the pool's workers) flushes subnormal floats to zero: a disturbance
-/// spreading into cloth at rest otherwise produces subnormal forces, which x86 processors
-/// handle up to 100× slower (seen as frames three times slower than their neighbours).
+/// Builds the global rayon pool (`threads` workers, all cores by default), every thread that
+/// simulates flushing subnormal floats to zero (see `hooke::fp`); returns the thread count.
 pub fn set_threads(threads: Option<usize>) -> Result<usize> {
-    flush_subnormals();
-    let mut pool = rayon::ThreadPoolBuilder::new().start_handler(|_| flush_subnormals());
     if let Some(n) = threads {
         const MAX: usize = 1024;
         anyhow::ensure!((1..=MAX).contains(&n), "--threads must be between 1 and {MAX}, got {n}");
-        pool = pool.num_threads(n);
     }
-    pool.build_global()?;
-    Ok(rayon::current_num_threads())
-}
-
-/// Sets the flush-to-zero and denormals-are-zero bits of this thread's SSE control register
-/// (x86-64 only; elsewhere a no-op).
-fn flush_subnormals() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: only the FTZ (bit 15) and DAZ (bit 6) modes change; no memory is touched. The
-    // intrinsics are deprecated in favour of inline assembly but remain sound for this use.
-    #[allow(deprecated)]
-    unsafe {
-        use std::arch::x86_64::{_mm_getcsr, _mm_setcsr};
-        _mm_setcsr(_mm_getcsr() | 0x8040);
-    }
+    Ok(hooke::fp::thread_pool(threads, true)?)
 }

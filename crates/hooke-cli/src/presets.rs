@@ -26,6 +26,7 @@ fn preset(
         wind: Vec3::ZERO,
         gust: None,
         pins,
+        collider_motion: Vec::new(),
         output: Default::default(),
     }
 }

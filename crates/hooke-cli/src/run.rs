@@ -68,15 +68,16 @@ pub fn run(args: RunArgs) -> Result<()> {
     let threads = crate::set_threads(args.threads)?;
     scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
-    let (mut solver, device) = crate::make_solver(&scene, args.backend, true, args.gpu_solve.solve(args.backend)?)?;
+    let options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
+    let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
     let dt = 1.0 / scene.fps;
 
     println!(
         "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {} on {}, {} substeps × {} iteration(s), {} thread(s)",
         scene.name,
         model.particle_count(),
-        model.constraints().len(),
-        model.colour_count(),
+        model.distance().constraints().len(),
+        model.distance().colour_count(),
         model.colliders().len(),
         scene.frames,
         scene.fps,
@@ -92,7 +93,13 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut x = Vec::new();
     let mut state = hooke::State::from_model(&model);
     solver.read_state(&mut state);
-    let first = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, 0.0);
+    let first = Diagnostics::measure(
+        &model,
+        &state.particle_position,
+        &state.particle_velocity,
+        0.0,
+        &scene.collider_poses_at(0.0),
+    );
     writer.write_frame(0, &state.particle_position)?;
     csv.row(0, &first, 0)?;
 
@@ -125,7 +132,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         match solver.step(&control, dt) {
             Ok(report) => {
                 solver.read_state(&mut state);
-                let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, solver.time());
+                let t = solver.time();
+                let poses = scene.collider_poses_at(t);
+                let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, t, &poses);
                 worst.max_stretch_strain = worst.max_stretch_strain.max(d.max_stretch_strain);
                 worst.max_penetration = worst.max_penetration.max(d.max_penetration);
                 worst.nan_count = worst.nan_count.max(d.nan_count);

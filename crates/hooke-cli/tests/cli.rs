@@ -3,6 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+// The `.usda` summary reader and Pixar's reader (mandatory under HOOKE_REQUIRE_USD=1).
+#[path = "../../hooke-io/tests/support/mod.rs"]
+mod support;
+use support::read_usda_summary;
+
 fn hooke(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hooke")).args(args).current_dir(cwd).output().expect("hooke runs")
 }
@@ -49,7 +54,7 @@ fn default_scene_1000_frames_no_nan_no_penetration_and_usd_reads_back() {
     assert!(column(&csv, "contacts").iter().any(|&c| c > 0.0));
 
     let usd = dir.join("cloth_on_sphere.usda");
-    let prims = hooke_io::cache::read_usda_summary(&usd).unwrap();
+    let prims = read_usda_summary(&usd).unwrap();
     assert_eq!(prims.len(), 1);
     assert_eq!(prims[0].type_name, "Mesh");
     assert_eq!(prims[0].points_per_frame.len(), 1001);
@@ -58,17 +63,10 @@ fn default_scene_1000_frames_no_nan_no_penetration_and_usd_reads_back() {
     // No temporary files are left behind.
     assert!(files(&dir).iter().all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.')));
 
-    // Pixar's own reader, where usd-core is installed.
+    // Pixar's own reader (mandatory in CI: HOOKE_REQUIRE_USD=1).
     let py = "import sys\nfrom pxr import Usd, UsdGeom\ns = Usd.Stage.Open(sys.argv[1])\nm = UsdGeom.Mesh(s.GetPrimAtPath('/World/cloth'))\na = m.GetPointsAttr()\nts = a.GetTimeSamples()\nprint(len(ts), len(a.Get(ts[0])), len(a.Get(ts[-1])), s.GetEndTimeCode(), UsdGeom.GetStageUpAxis(s))\n";
-    match Command::new("python3").args(["-c", py, usd.to_str().unwrap()]).output() {
-        Ok(out) if out.status.success() => {
-            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1001 1600 1600 1000.0 Y");
-        }
-        Ok(out) => println!(
-            "skipped the pxr check (python3 has no usd-core): {}",
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
-        ),
-        Err(e) => println!("skipped the pxr check (no python3: {e})"),
+    if let Some(out) = support::pxr(py, &[usd.to_str().unwrap()]) {
+        assert_eq!(out.trim(), "1001 1600 1600 1000.0 Y");
     }
 }
 
@@ -144,7 +142,7 @@ fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     assert!(t.contains("blew up") && t.contains("m/s"), "{t}");
-    let prims = hooke_io::cache::read_usda_summary(tmp.path().join("out/boom.usda")).unwrap();
+    let prims = read_usda_summary(tmp.path().join("out/boom.usda")).unwrap();
     let frames = prims[0].points_per_frame.len();
     assert!((28..=32).contains(&frames), "{frames} frames written");
     let csv = std::fs::read_to_string(tmp.path().join("out/diagnostics.csv")).unwrap();
@@ -220,7 +218,7 @@ fn gpu_backend_runs_the_default_scene() {
     assert_eq!(column(&csv, "frame").len(), 61);
     assert!(column(&csv, "nan_count").iter().all(|&n| n == 0.0));
     assert!(column(&csv, "max_penetration_m").iter().all(|&p| p < 0.01 * 0.005));
-    let prims = hooke_io::cache::read_usda_summary(tmp.path().join("gpu/cloth_on_sphere.usda")).unwrap();
+    let prims = read_usda_summary(tmp.path().join("gpu/cloth_on_sphere.usda")).unwrap();
     assert_eq!(prims[0].points_per_frame.len(), 61);
 }
 

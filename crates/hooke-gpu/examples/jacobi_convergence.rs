@@ -25,7 +25,7 @@ use std::time::Instant;
 /// (max, RMS) of the structural stretch strains.
 fn stretch(model: &Model, x: &[Vec3]) -> (f64, f64) {
     let (mut max, mut sum, mut count) = (0.0f64, 0.0f64, 0usize);
-    for (c, f) in model.constraints().iter().zip(model.constraint_family()) {
+    for (c, f) in model.distance().constraints().iter().zip(model.distance().families()) {
         if *f == ConstraintFamily::Structural {
             let e = (((x[c.i as usize] - x[c.j as usize]).length() - c.rest_length) / c.rest_length).max(0.0) as f64;
             max = max.max(e);
@@ -82,8 +82,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{}: {n}×{n} cloth, {} particles, {} constraints ({} colours); one substep of 1/60 s from {}",
         ctx.describe(),
         model.particle_count(),
-        model.constraints().len(),
-        model.colour_count(),
+        model.distance().constraints().len(),
+        model.distance().colour_count(),
         match uniform {
             Some(s) => format!("a uniform stretch ×{s}"),
             None => "random displacements of ±2.5 % of the spacing".into(),
@@ -118,7 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     print!("{:>6}", "ms/it");
     for &(_, solve) in &modes {
         let xpbd = XpbdSettings { substeps: 20, iterations: 10, ..XpbdSettings::default() };
-        let settings = GpuSettings { xpbd, solve, normals: false, check_every_frame: false };
+        let settings = GpuSettings { xpbd, solve, normals: false, health_interval: 0 };
         let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings)?;
         gpu.step(&Control::new(), 1.0 / 60.0)?;
         gpu.try_read_positions(&mut x)?;

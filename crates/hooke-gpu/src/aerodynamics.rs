@@ -9,30 +9,33 @@
 //! same order as the CPU.
 
 use crate::buffers::Buffers;
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "aerodynamics.wgsl",
+    source: crate::shaders::AERODYNAMICS,
+    entries: &["triangle_forces", "gather"],
+    access: &[Read, Read, Read, ReadWrite, Read, Read, ReadWrite],
+    slot: false,
+};
 
 /// The aerodynamic kernels.
-pub(crate) struct Aerodynamics(Stage);
+pub(crate) struct Aerodynamics(Bound);
 
 impl Aerodynamics {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Aerodynamics {
-        use Access::*;
-        Aerodynamics(Stage::new(
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Aerodynamics {
+        Aerodynamics(kernels.get(&SPEC).bind(
             device,
-            "aerodynamics.wgsl",
-            crate::shaders::AERODYNAMICS,
-            &["triangle_forces", "gather"],
             &[
-                (Read, &b.position),
-                (Read, &b.velocity),
-                (Read, &b.triangles),
-                (ReadWrite, &b.triangle_force),
-                (Read, &b.particle_triangle_offsets),
-                (Read, &b.particle_triangles),
-                (ReadWrite, &b.force),
+                &b.position,
+                &b.velocity,
+                &b.triangles,
+                &b.triangle_force,
+                &b.particle_triangle_offsets,
+                &b.particle_triangles,
+                &b.force,
             ],
-            shared,
-            false,
         ))
     }
 

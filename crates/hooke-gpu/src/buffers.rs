@@ -7,6 +7,7 @@
 //! displacements d in a second buffer, velocities in a third, so that each kernel streams only
 //! what it needs, always as aligned 16-byte loads.
 
+use crate::context::GpuError;
 use bytemuck::{Pod, Zeroable};
 use wgpu::util::DeviceExt;
 
@@ -58,18 +59,6 @@ pub(crate) struct ColourSlot {
     pub _pad: u32,
 }
 
-/// A distance constraint, 24 bytes; `Constraint` in `distance.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-pub(crate) struct GpuConstraint {
-    pub i: u32,
-    pub j: u32,
-    pub rest_length: f32,
-    pub compliance_stretch: f32,
-    pub compliance_compression: f32,
-    pub damping: f32,
-}
-
 /// A pin; `Pin` in `predict.wgsl`. `start` is written on the device at the start of a frame.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -77,11 +66,13 @@ pub(crate) struct GpuPin {
     pub particle: u32,
     pub has_target: u32,
     pub _pad: [u32; 2],
-    pub target: [f32; 4],
+    /// Where the pin must be at the end of the frame (m); "target" is a reserved word in WGSL.
+    pub goal: [f32; 4],
     pub start: [f32; 4],
 }
 
-/// A collider shape with its friction; `Collider` in `collide.wgsl`.
+/// A collider shape with its friction; `Collider` in `collide.wgsl`. `origin` is the point
+/// it turns about ([`hooke::collision::Shape::origin`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(crate) struct GpuCollider {
@@ -92,14 +83,33 @@ pub(crate) struct GpuCollider {
     pub a: [f32; 4],
     pub b: [f32; 4],
     pub r: [[f32; 4]; 3],
+    pub origin: [f32; 4],
 }
 
-/// A collider's placement in one substep; `Placement` in `collide.wgsl`.
+/// A collider's placement in one substep ([`hooke::collision::ColliderPlacement`]);
+/// `Placement` in `collide.wgsl`. `translation_end[3]` is 1 when the collider is rotated
+/// (then the columns of its rotation matrices at the end and the start of the substep apply),
+/// else 0.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(crate) struct Placement {
-    pub offset_end: [f32; 4],
+    pub translation_end: [f32; 4],
     pub displacement: [f32; 4],
+    pub rotation_end: [[f32; 4]; 3],
+    pub rotation_start: [[f32; 4]; 3],
+}
+
+impl Placement {
+    pub fn new(p: &hooke::collision::ColliderPlacement) -> Placement {
+        let v = |x: glam::Vec3, w: f32| x.extend(w).to_array();
+        let m = |r: &glam::Mat3| [v(r.x_axis, 0.0), v(r.y_axis, 0.0), v(r.z_axis, 0.0)];
+        Placement {
+            translation_end: v(p.translation_end, if p.rotated { 1.0 } else { 0.0 }),
+            displacement: v(p.displacement, 0.0),
+            rotation_end: m(&p.rotation_end),
+            rotation_start: m(&p.rotation_start),
+        }
+    }
 }
 
 /// The blow-up record; `Health` in `health.wgsl` and `collide.wgsl`. Indices are stored as
@@ -127,7 +137,8 @@ pub(crate) struct Buffers {
     pub radius: wgpu::Buffer,
     /// External (aerodynamic) force per particle (`vec4<f32>`).
     pub force: wgpu::Buffer,
-    /// Constraints sorted by colour.
+    /// The model's distance constraints ([`hooke::DistanceConstraint`] records as they are),
+    /// sorted by colour.
     pub constraints: wgpu::Buffer,
     /// Indices of the structural constraints (for the strain check).
     pub structural: wgpu::Buffer,
@@ -139,7 +150,7 @@ pub(crate) struct Buffers {
     pub colliders: wgpu::Buffer,
     /// Collider placements, `substeps × colliders`, rewritten each frame.
     pub placements: wgpu::Buffer,
-    /// Triangles as three `u32` each.
+    /// Triangles as three `u32` each; `INDEX` usage too, for drawing.
     pub triangles: wgpu::Buffer,
     /// Force share per triangle (`vec4<f32>`).
     pub triangle_force: wgpu::Buffer,
@@ -159,14 +170,178 @@ pub(crate) struct Buffers {
     pub tangent: wgpu::Buffer,
     /// The blow-up record.
     pub health: wgpu::Buffer,
-    /// Per-substep [`Params`], [`UNIFORM_SLOT`] apart.
+    /// Per-substep [`Params`], [`UNIFORM_SLOT`] apart (capacity: the settings' substeps).
     pub params: wgpu::Buffer,
     /// Per-(colour, first iteration) [`ColourSlot`]s, [`UNIFORM_SLOT`] apart.
     pub colours: wgpu::Buffer,
-    /// Start-of-frame copies of positions and velocities (only with per-frame checks).
+    /// Start-of-frame copies of positions and velocities (only with a health check after
+    /// every frame, which restores them on a blow-up).
     pub snapshot: Option<(wgpu::Buffer, wgpu::Buffer)>,
     /// Host-visible buffer for read-back.
     pub staging: wgpu::Buffer,
+}
+
+/// Bytes of one `vec4<f32>` record.
+pub(crate) const VEC4: u64 = 16;
+
+impl Buffers {
+    /// Every buffer of a solver of `model` with `substeps` substeps: the model's data uploaded,
+    /// the state at the model's initial positions and velocities, scratch zeroed. With
+    /// `snapshot`, the start-of-frame copies for restoring after a blow-up.
+    ///
+    /// # Errors
+    /// [`GpuError::TooLarge`] if a buffer exceeds the device's limits.
+    pub fn new(
+        device: &wgpu::Device,
+        model: &hooke::Model,
+        substeps: u32,
+        snapshot: bool,
+        jacobi: bool,
+    ) -> Result<Buffers, GpuError> {
+        let n = model.particle_count();
+        let set = model.distance();
+        let limits = device.limits();
+        let largest = [
+            ("the particle positions", n as u64 * VEC4 * 2),
+            ("the constraints", set.len() as u64 * size_of::<hooke::DistanceConstraint>() as u64),
+            ("the normal accumulator", n as u64 * 12),
+            ("the Jacobi adjacency", if jacobi { (n as u64 + 1 + 2 * set.len() as u64) * 4 } else { 0 }),
+        ];
+        for (what, needed) in largest {
+            // (u32 indices address at most 2³² words.)
+            let limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size).min(4 * u32::MAX as u64);
+            if needed > limit {
+                return Err(GpuError::TooLarge { what, needed, limit });
+            }
+        }
+        let inv_mass = model.particle_inv_mass();
+        let position: Vec<[f32; 4]> =
+            model.particle_position().iter().zip(inv_mass).map(|(x, &w)| x.extend(w).to_array()).collect();
+        let velocity: Vec<[f32; 4]> = model.particle_velocity().iter().map(|v| v.extend(0.0).to_array()).collect();
+        let colliders: Vec<GpuCollider> = model.colliders().iter().map(gpu_collider).collect();
+        let structural = structural_constraints(model);
+        let triangles: Vec<u32> = model.triangles().iter().flatten().copied().collect();
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut around = Vec::new();
+        offsets.push(0u32);
+        for p in 0..n {
+            around.extend_from_slice(model.particle_triangles(p));
+            offsets.push(around.len() as u32);
+        }
+        // UVs of a model with triangles to take tangents of; empty otherwise.
+        let uv = model.particle_uv().filter(|_| !model.triangles().is_empty()).unwrap_or(&[]);
+        let v4 = |count: usize| count as u64 * VEC4;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("hooke staging"),
+            size: (2 * v4(n) + size_of::<HealthRecord>() as u64).max(16),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let uniform = |label: &str, size: u64| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: size.max(UNIFORM_SLOT),
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let snapshot =
+            snapshot.then(|| (zeroed(device, "hooke snapshot x", v4(n)), zeroed(device, "hooke snapshot v", v4(n))));
+        let substeps = substeps as u64;
+        let colour_count = set.colour_count() as u64;
+        Ok(Buffers {
+            position: storage_with(device, "hooke position", &position, wgpu::BufferUsages::VERTEX),
+            displacement: zeroed(device, "hooke displacement", v4(n)),
+            velocity: storage(device, "hooke velocity", &velocity),
+            inv_mass: storage(device, "hooke inv_mass", inv_mass),
+            radius: storage(device, "hooke radius", model.particle_radius()),
+            force: zeroed(device, "hooke force", v4(n)),
+            constraints: storage(device, "hooke constraints", set.constraints()),
+            structural: storage(device, "hooke structural", &structural),
+            lambda: zeroed(device, "hooke lambda", 4 * set.len() as u64),
+            pins: zeroed(device, "hooke pins", n as u64 * size_of::<GpuPin>() as u64),
+            colliders: storage(device, "hooke colliders", &colliders),
+            placements: zeroed(
+                device,
+                "hooke placements",
+                substeps * colliders.len().max(1) as u64 * size_of::<Placement>() as u64,
+            ),
+            triangles: storage_with(device, "hooke triangles", &triangles, wgpu::BufferUsages::INDEX),
+            triangle_force: zeroed(device, "hooke triangle force", v4(model.triangles().len())),
+            particle_triangle_offsets: storage(device, "hooke particle triangle offsets", &offsets),
+            particle_triangles: storage(device, "hooke particle triangles", &around),
+            normal_accumulator: zeroed(device, "hooke normal accumulator", 12 * n as u64),
+            normal: storage_with(device, "hooke normal", &vec![[0.0f32; 4]; n], wgpu::BufferUsages::VERTEX),
+            uv: storage(device, "hooke uv", &crate::tangents::device_uvs(uv)),
+            tangent_accumulator: zeroed(device, "hooke tangent accumulator", 12 * uv.len() as u64),
+            tangent: storage_with(device, "hooke tangent", &vec![[0.0f32; 4]; uv.len()], wgpu::BufferUsages::VERTEX),
+            health: zeroed(device, "hooke health", size_of::<HealthRecord>() as u64),
+            params: uniform("hooke params", substeps * UNIFORM_SLOT),
+            colours: uniform("hooke colours", 2 * colour_count * UNIFORM_SLOT),
+            snapshot,
+            staging,
+        })
+    }
+
+    /// Uploads the parameters a material change can alter — the constraints' compliances and
+    /// damping, inverse masses, radii, collider friction — for a model of the same topology
+    /// (through the queue: they apply from the next submission on).
+    pub fn update_parameters(&self, queue: &wgpu::Queue, model: &hooke::Model) {
+        let set = model.distance();
+        if !set.is_empty() {
+            queue.write_buffer(&self.constraints, 0, bytemuck::cast_slice(set.constraints()));
+        }
+        queue.write_buffer(&self.inv_mass, 0, bytemuck::cast_slice(model.particle_inv_mass()));
+        queue.write_buffer(&self.radius, 0, bytemuck::cast_slice(model.particle_radius()));
+        let colliders: Vec<GpuCollider> = model.colliders().iter().map(gpu_collider).collect();
+        if !colliders.is_empty() {
+            queue.write_buffer(&self.colliders, 0, bytemuck::cast_slice(&colliders));
+        }
+    }
+}
+
+/// Indices of the structural constraints (checked for runaway strain).
+pub(crate) fn structural_constraints(model: &hooke::Model) -> Vec<u32> {
+    let families = model.distance().families();
+    (0..families.len() as u32).filter(|&k| families[k as usize] == hooke::ConstraintFamily::Structural).collect()
+}
+
+/// The device record of a collider.
+fn gpu_collider(c: &hooke::collision::Collider) -> GpuCollider {
+    use hooke::collision::Shape;
+    let v = |x: glam::Vec3| x.extend(0.0).to_array();
+    let mut g = GpuCollider {
+        static_friction: c.friction.static_coefficient,
+        kinetic_friction: c.friction.kinetic_coefficient,
+        origin: v(c.shape.origin()),
+        ..GpuCollider::default()
+    };
+    match c.shape {
+        Shape::Plane { point, normal } => {
+            g.kind = 0;
+            g.a = v(point);
+            g.b = v(normal);
+        }
+        Shape::Sphere { center, radius } => {
+            g.kind = 1;
+            g.a = v(center);
+            g.radius = radius;
+        }
+        Shape::Capsule { a, b, radius } => {
+            g.kind = 2;
+            g.a = v(a);
+            g.b = v(b);
+            g.radius = radius;
+        }
+        Shape::Box { center, half_extents, rotation } => {
+            g.kind = 3;
+            g.a = v(center);
+            g.b = v(half_extents);
+            let m = glam::Mat3::from_quat(rotation);
+            g.r = [v(m.x_axis), v(m.y_axis), v(m.z_axis)];
+        }
+    }
+    g
 }
 
 /// Usage of every storage buffer: kernels read and write it, the host fills and reads it.
@@ -210,17 +385,89 @@ pub(crate) fn zeroed(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buf
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::mem::offset_of;
 
-    /// The host records have the sizes of their WGSL twins.
+    /// The members of struct `name` in the WGSL `source`, as (name, byte offset), and its size,
+    /// from naga's layout of the parsed module.
+    fn wgsl_layout(source: &str, name: &str) -> (Vec<(String, u32)>, u32) {
+        let module = naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(source)));
+        for (_, ty) in module.types.iter() {
+            if ty.name.as_deref() == Some(name)
+                && let naga::TypeInner::Struct { members, span } = &ty.inner
+            {
+                let m = members.iter().map(|m| (m.name.clone().unwrap_or_default(), m.offset)).collect();
+                return (m, *span);
+            }
+        }
+        panic!("no struct {name} in the source");
+    }
+
+    /// Checks a WGSL struct against its Rust twin: the same members at the same offsets, the
+    /// same size.
+    fn check(source: &str, name: &str, rust: &[(&str, usize)], size: usize) {
+        let (members, span) = wgsl_layout(source, name);
+        let expected: Vec<(String, u32)> = rust.iter().map(|&(n, o)| (n.to_string(), o as u32)).collect();
+        assert_eq!(members, expected, "{name}: members and offsets");
+        assert_eq!(span as usize, size, "{name}: size");
+    }
+
+    /// Every record the host uploads has the WGSL twin's member offsets and size (naga's own
+    /// layout of the kernel source, std430 for storage and uniform-compatible for `Params`).
     #[test]
     fn record_layouts_match_wgsl() {
-        assert_eq!(size_of::<Params>(), 128);
-        assert_eq!(size_of::<ColourSlot>(), 16);
-        assert_eq!(size_of::<GpuConstraint>(), 24);
-        assert_eq!(size_of::<GpuPin>(), 48);
-        assert_eq!(size_of::<GpuCollider>(), 96);
-        assert_eq!(size_of::<Placement>(), 32);
-        assert_eq!(size_of::<HealthRecord>(), 16);
+        use crate::shaders::{COLLIDE, DISTANCE, PREDICT};
+        macro_rules! fields {
+            ($t:ty; $($f:ident),*) => { &[$((stringify!($f), offset_of!($t, $f))),*] };
+        }
+        check(
+            PREDICT,
+            "Params",
+            fields!(Params; gravity, h, wind, inv_h, inv_h2, decay, frac, pbd_stiffness, particle_count, pin_count,
+                collider_count, substep, triangle_count, method, last_substep, max_speed2, air_density,
+                drag_coefficient, lift_coefficient, aero, normal_scale, normal_clamp, one_minus_frac, zero,
+                max_strain, structural_count, tangent_scale, tangent_clamp),
+            size_of::<Params>(),
+        );
+        check(DISTANCE, "Colour", fields!(ColourSlot; start, count, first, _pad), size_of::<ColourSlot>());
+        check(
+            DISTANCE,
+            "Constraint",
+            fields!(hooke::DistanceConstraint; i, j, rest_length, compliance_stretch, compliance_compression, damping),
+            size_of::<hooke::DistanceConstraint>(),
+        );
+        check(PREDICT, "Pin", fields!(GpuPin; particle, has_target, _pad, goal, start), size_of::<GpuPin>());
+        let r = offset_of!(GpuCollider, r);
+        let collider: &[(&str, usize)] = &[
+            ("kind", offset_of!(GpuCollider, kind)),
+            ("static_friction", offset_of!(GpuCollider, static_friction)),
+            ("kinetic_friction", offset_of!(GpuCollider, kinetic_friction)),
+            ("radius", offset_of!(GpuCollider, radius)),
+            ("a", offset_of!(GpuCollider, a)),
+            ("b", offset_of!(GpuCollider, b)),
+            ("r0", r),
+            ("r1", r + 16),
+            ("r2", r + 32),
+            ("origin", offset_of!(GpuCollider, origin)),
+        ];
+        check(COLLIDE, "Collider", collider, size_of::<GpuCollider>());
+        let (end, start) = (offset_of!(Placement, rotation_end), offset_of!(Placement, rotation_start));
+        let placement: &[(&str, usize)] = &[
+            ("translation_end", offset_of!(Placement, translation_end)),
+            ("displacement", offset_of!(Placement, displacement)),
+            ("rotation_end0", end),
+            ("rotation_end1", end + 16),
+            ("rotation_end2", end + 32),
+            ("rotation_start0", start),
+            ("rotation_start1", start + 16),
+            ("rotation_start2", start + 32),
+        ];
+        check(COLLIDE, "Placement", placement, size_of::<Placement>());
+        check(
+            COLLIDE,
+            "Health",
+            fields!(HealthRecord; nonfinite, too_fast, contacts, overstrained),
+            size_of::<HealthRecord>(),
+        );
         assert!(size_of::<Params>() as u64 <= UNIFORM_SLOT);
     }
 }

@@ -13,30 +13,27 @@
 //! where the CPU uses a quaternion, so box contacts agree with the CPU to rounding only.
 
 use crate::buffers::Buffers;
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "collide.wgsl",
+    source: crate::shaders::COLLIDE,
+    entries: &["collide"],
+    access: &[Read, ReadWrite, Read, Read, Read, ReadWrite],
+    slot: false,
+};
 
 /// The collision kernel.
-pub(crate) struct Collide(Stage);
+pub(crate) struct Collide(Bound);
 
 impl Collide {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Collide {
-        use Access::*;
-        Collide(Stage::new(
-            device,
-            "collide.wgsl",
-            crate::shaders::COLLIDE,
-            &["collide"],
-            &[
-                (Read, &b.position),
-                (ReadWrite, &b.displacement),
-                (Read, &b.radius),
-                (Read, &b.colliders),
-                (Read, &b.placements),
-                (ReadWrite, &b.health),
-            ],
-            shared,
-            false,
-        ))
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Collide {
+        Collide(
+            kernels
+                .get(&SPEC)
+                .bind(device, &[&b.position, &b.displacement, &b.radius, &b.colliders, &b.placements, &b.health]),
+        )
     }
 
     /// Records the collision pass of one substep.

@@ -4,6 +4,8 @@
 
 // kind: 0 plane (a = point, b = normal), 1 sphere (a = centre, radius), 2 capsule (a, b,
 // radius), 3 box (a = centre, b = half extents, r0..r2 = columns of its rotation matrix).
+// `origin` is the point the collider turns about (its centre; a plane's point, a capsule's
+// midpoint).
 struct Collider {
     kind: u32,
     static_friction: f32,
@@ -14,12 +16,21 @@ struct Collider {
     r0: vec4<f32>,
     r1: vec4<f32>,
     r2: vec4<f32>,
+    origin: vec4<f32>,
 }
 
-// Collider placement in one substep: translation at its end, and displacement over it.
+// Collider placement in one substep (hooke's `ColliderPlacement`): translation at its end
+// (w = 1 when the collider is rotated, else 0), displacement of the translation over it, and
+// the columns of the rotation matrices at the end and at the start.
 struct Placement {
-    offset_end: vec4<f32>,
+    translation_end: vec4<f32>,
     displacement: vec4<f32>,
+    rotation_end0: vec4<f32>,
+    rotation_end1: vec4<f32>,
+    rotation_end2: vec4<f32>,
+    rotation_start0: vec4<f32>,
+    rotation_start1: vec4<f32>,
+    rotation_start2: vec4<f32>,
 }
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
@@ -93,6 +104,18 @@ fn signed_distance(c: Collider, p: vec3<f32>) -> vec4<f32> {
     }
 }
 
+// The rest-shape point at x at the end of the substep: origin + Rᵀ((x − t) − origin)
+// (`ColliderPlacement::pull_back`, one dot product per column).
+fn pull_back(c: Collider, m: Placement, x: vec3<f32>) -> vec3<f32> {
+    let q = (x - m.translation_end.xyz) - c.origin.xyz;
+    return c.origin.xyz + vec3<f32>(dot3(m.rotation_end0.xyz, q), dot3(m.rotation_end1.xyz, q), dot3(m.rotation_end2.xyz, q));
+}
+
+// R v as c0·v.x + c1·v.y + c2·v.z, each product rounded on its own as glam does.
+fn rotate(c0: vec3<f32>, c1: vec3<f32>, c2: vec3<f32>, v: vec3<f32>) -> vec3<f32> {
+    return (opaque3(c0 * v.x) + opaque3(c1 * v.y)) + opaque3(c2 * v.z);
+}
+
 // Coulomb friction on the tangential displacement (static lock, clamped kinetic).
 fn friction(c: Collider, tangential: vec3<f32>, depth: f32) -> vec3<f32> {
     let len2 = dot3(tangential, tangential);
@@ -123,12 +146,28 @@ fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     for (var k = 0u; k < P.collider_count; k++) {
         let c = colliders[k];
         let m = placements[P.substep * P.collider_count + k];
-        let sd = signed_distance(c, (x0 + d) - m.offset_end.xyz);
+        let rotated = m.translation_end.w != 0.0;
+        var sd: vec4<f32>;
+        if rotated {
+            sd = signed_distance(c, pull_back(c, m, x0 + d));
+            sd = vec4<f32>(rotate(m.rotation_end0.xyz, m.rotation_end1.xyz, m.rotation_end2.xyz, sd.xyz), sd.w);
+        } else {
+            sd = signed_distance(c, (x0 + d) - m.translation_end.xyz);
+        }
         let n = sd.xyz;
         let depth = r - sd.w;
         if depth > 0.0 {
             d = d + n * depth;
-            let rel = d - m.displacement.xyz;
+            // The collider's surface under the particle moved by this much in the substep.
+            var surface = m.displacement.xyz;
+            if rotated {
+                let x = x0 + d;
+                let local = pull_back(c, m, x) - c.origin.xyz;
+                let turned = rotate(m.rotation_start0.xyz, m.rotation_start1.xyz, m.rotation_start2.xyz, local);
+                let start = ((m.translation_end.xyz - m.displacement.xyz) + c.origin.xyz) + turned;
+                surface = x - start;
+            }
+            let rel = d - surface;
             let tangential = rel - n * dot3(rel, n);
             d = d + friction(c, tangential, depth);
             deepest = max(deepest, depth);

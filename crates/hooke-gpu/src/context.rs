@@ -1,6 +1,8 @@
 //! The wgpu instance, adapter, device and queue that solvers run on.
 
-use std::sync::Arc;
+use crate::kernel::Kernels;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Errors of device creation and of building a GPU solver.
 #[derive(Debug, thiserror::Error)]
@@ -40,11 +42,18 @@ pub enum GpuError {
 /// the adapter's own, so that large models may use the large buffers a real GPU offers; the
 /// kernels themselves stay within WebGPU's default limits (at most 7 storage buffers per stage,
 /// 3 bind groups, 64-thread workgroups).
+///
+/// The context also owns what every solver on the device shares: the compiled kernels (made
+/// on first use, then reused by every solver, material change and rebuild), and a count of
+/// the read-backs solvers made ([`GpuContext::read_backs`]).
 pub struct GpuContext {
     instance: wgpu::Instance,
     adapter: wgpu::Adapter,
     device: wgpu::Device,
     queue: wgpu::Queue,
+    kernels: Mutex<Option<Arc<Kernels>>>,
+    compilations: AtomicU32,
+    read_backs: AtomicU64,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -105,7 +114,7 @@ impl GpuContext {
             })
             .await
             .map_err(|e| GpuError::Device(e.to_string()))?;
-        Ok(GpuContext { instance, adapter, device, queue })
+        Ok(GpuContext::from_parts(instance, adapter, device, queue))
     }
 
     /// Wraps a device made elsewhere (e.g. by a viewer that also renders with it). It should have
@@ -116,7 +125,51 @@ impl GpuContext {
         device: wgpu::Device,
         queue: wgpu::Queue,
     ) -> GpuContext {
-        GpuContext { instance, adapter, device, queue }
+        GpuContext {
+            instance,
+            adapter,
+            device,
+            queue,
+            kernels: Mutex::new(None),
+            compilations: AtomicU32::new(0),
+            read_backs: AtomicU64::new(0),
+        }
+    }
+
+    /// The kernels compiled for this device, compiled on the first call.
+    ///
+    /// # Errors
+    /// [`GpuError::Validation`] if wgpu rejects a kernel (then the next call tries again).
+    pub(crate) fn kernels(&self) -> Result<Arc<Kernels>, GpuError> {
+        let mut cache = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = &*cache {
+            return Ok(k.clone());
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let kernels = Arc::new(Kernels::compile(&self.device));
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Validation(e.to_string()));
+        }
+        self.compilations.fetch_add(1, Ordering::Relaxed);
+        *cache = Some(kernels.clone());
+        Ok(kernels)
+    }
+
+    /// How many times the kernels were compiled on this device: 1 once any solver was made,
+    /// however many solvers, material changes and rebuilds followed.
+    pub fn kernel_compilations(&self) -> u32 {
+        self.compilations.load(Ordering::Relaxed)
+    }
+
+    /// How many buffers solvers on this device have mapped for reading (each a wait for the
+    /// GPU): reads of positions, normals or tangents, health checks and frame timings.
+    pub fn read_backs(&self) -> u64 {
+        self.read_backs.load(Ordering::Relaxed)
+    }
+
+    /// Counts one read-back (see [`GpuContext::read_backs`]).
+    pub(crate) fn count_read_back(&self) {
+        self.read_backs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The instance.

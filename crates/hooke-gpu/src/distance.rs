@@ -21,23 +21,23 @@
 //! substep carries `first = 1`, and the kernel then starts from λ = 0.
 
 use crate::buffers::Buffers;
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "distance.wgsl",
+    source: crate::shaders::DISTANCE,
+    entries: &["solve"],
+    access: &[Read, ReadWrite, Read, ReadWrite],
+    slot: true,
+};
 
 /// The constraint kernel.
-pub(crate) struct Distance(Stage);
+pub(crate) struct Distance(Bound);
 
 impl Distance {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Distance {
-        use Access::*;
-        Distance(Stage::new(
-            device,
-            "distance.wgsl",
-            crate::shaders::DISTANCE,
-            &["solve"],
-            &[(Read, &b.position), (ReadWrite, &b.displacement), (Read, &b.constraints), (ReadWrite, &b.lambda)],
-            shared,
-            true,
-        ))
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Distance {
+        Distance(kernels.get(&SPEC).bind(device, &[&b.position, &b.displacement, &b.constraints, &b.lambda]))
     }
 
     /// Records the sweep of one colour of `count` constraints, its slot at `colour_offset`.
@@ -48,6 +48,6 @@ impl Distance {
         colour: (&wgpu::BindGroup, u32),
         count: u32,
     ) {
-        self.0.run_colour(pass, 0, params, colour, count);
+        self.0.run_slot(pass, 0, params, colour, count);
     }
 }

@@ -4,23 +4,23 @@
 //! positions, which is what keeps small substeps accurate in f32 (hooke's precision note).
 
 use crate::buffers::Buffers;
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "finish.wgsl",
+    source: crate::shaders::FINISH,
+    entries: &["finish"],
+    access: &[ReadWrite, ReadWrite, ReadWrite],
+    slot: false,
+};
 
 /// The finishing kernel.
-pub(crate) struct Finish(Stage);
+pub(crate) struct Finish(Bound);
 
 impl Finish {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Finish {
-        use Access::*;
-        Finish(Stage::new(
-            device,
-            "finish.wgsl",
-            crate::shaders::FINISH,
-            &["finish"],
-            &[(ReadWrite, &b.position), (ReadWrite, &b.displacement), (ReadWrite, &b.velocity)],
-            shared,
-            false,
-        ))
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Finish {
+        Finish(kernels.get(&SPEC).bind(device, &[&b.position, &b.displacement, &b.velocity]))
     }
 
     /// Records the end of one substep.

@@ -7,29 +7,23 @@
 //! dispatch but no synchronisation.
 
 use crate::buffers::Buffers;
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "health.wgsl",
+    source: crate::shaders::HEALTH,
+    entries: &["check", "check_strain"],
+    access: &[Read, Read, ReadWrite, Read, Read],
+    slot: false,
+};
 
 /// The health kernel.
-pub(crate) struct Health(Stage);
+pub(crate) struct Health(Bound);
 
 impl Health {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Health {
-        use Access::*;
-        Health(Stage::new(
-            device,
-            "health.wgsl",
-            crate::shaders::HEALTH,
-            &["check", "check_strain"],
-            &[
-                (Read, &b.position),
-                (Read, &b.velocity),
-                (ReadWrite, &b.health),
-                (Read, &b.constraints),
-                (Read, &b.structural),
-            ],
-            shared,
-            false,
-        ))
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Health {
+        Health(kernels.get(&SPEC).bind(device, &[&b.position, &b.velocity, &b.health, &b.constraints, &b.structural]))
     }
 
     /// Records the checks of `n` particles and `structural` structural constraints.

@@ -54,10 +54,19 @@
 //! thread scheduling.
 
 use crate::buffers::{self, Buffers, UNIFORM_SLOT};
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels, SharedLayouts};
 use bytemuck::{Pod, Zeroable};
 use hooke::Model;
 use wgpu::util::DeviceExt;
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "jacobi.wgsl",
+    source: crate::shaders::JACOBI,
+    entries: &["solve", "copy_back"],
+    access: &[Read, Read, ReadWrite, Read, Read, ReadWrite, Read],
+    slot: true,
+};
 
 /// The per-dispatch uniform of `jacobi.wgsl` (`Sweep`), bound like a colour slot.
 #[repr(C)]
@@ -71,65 +80,34 @@ struct JacobiSlot {
 /// The Jacobi kernel with its own buffers: the CSR adjacency, the second displacement and λ
 /// buffers, and two uniform slots (first iteration or not).
 pub(crate) struct Jacobi {
-    stage: Stage,
+    bound: Bound,
     /// Reads (displacement, λ) and writes the second pair; and the reverse.
     groups: [wgpu::BindGroup; 2],
     slot_group: wgpu::BindGroup,
 }
 
-/// The CSR adjacency of `jacobi.wgsl`: `n + 1` offsets (counted from the start of the array,
-/// i.e. already shifted by `n + 1`), then for each particle the indices of its constraints in
-/// increasing order.
+/// The CSR adjacency of `jacobi.wgsl`, from the model's distance set
+/// ([`hooke::ConstraintSet::adjacency`]): `n + 1` offsets (counted from the start of the
+/// array, i.e. already shifted by `n + 1`), then for each particle the indices of its
+/// constraints in increasing order.
 pub(crate) fn adjacency(model: &Model) -> Vec<u32> {
-    let n = model.particle_count();
-    let mut count = vec![0u32; n];
-    for c in model.constraints() {
-        count[c.i as usize] += 1;
-        count[c.j as usize] += 1;
-    }
-    let mut out = Vec::with_capacity(n + 1 + 2 * model.constraints().len());
-    let mut at = (n + 1) as u32;
-    out.push(at);
-    for k in &count {
-        at += k;
-        out.push(at);
-    }
-    out.resize(at as usize, 0);
-    let mut fill: Vec<u32> = out[..n].to_vec();
-    for (k, c) in model.constraints().iter().enumerate() {
-        for p in [c.i, c.j] {
-            out[fill[p as usize] as usize] = k as u32;
-            fill[p as usize] += 1;
-        }
-    }
+    let (offsets, list) = model.distance().adjacency();
+    let shift = offsets.len() as u32;
+    let mut out: Vec<u32> = offsets.iter().map(|&o| o + shift).collect();
+    out.extend_from_slice(list);
     out
 }
 
 impl Jacobi {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers, model: &Model, relaxation: f32) -> Jacobi {
-        use Access::*;
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model, relaxation: f32) -> Jacobi {
         let n = model.particle_count() as u64;
-        let adjacency = adjacency(model);
-        let adjacency = buffers::storage(device, "hooke jacobi adjacency", &adjacency);
+        let adjacency = buffers::storage(device, "hooke jacobi adjacency", &adjacency(model));
         let displacement = buffers::zeroed(device, "hooke jacobi displacement", n * 16);
-        let lambda = buffers::zeroed(device, "hooke jacobi lambda", 4 * model.constraints().len() as u64);
-        let bindings = |d_in, d_out, l_in, l_out| {
-            [
-                (Read, &b.position),
-                (Read, d_in),
-                (ReadWrite, d_out),
-                (Read, &b.constraints),
-                (Read, l_in),
-                (ReadWrite, l_out),
-                (Read, &adjacency),
-            ]
-        };
-        let forward = bindings(&b.displacement, &displacement, &b.lambda, &lambda);
-        let stage =
-            Stage::new(device, "jacobi.wgsl", crate::shaders::JACOBI, &["solve", "copy_back"], &forward, shared, true);
-        let backward =
-            stage.group(device, "jacobi.wgsl", &bindings(&displacement, &b.displacement, &lambda, &b.lambda));
-        let forward = stage.group(device, "jacobi.wgsl", &forward);
+        let lambda = buffers::zeroed(device, "hooke jacobi lambda", 4 * model.distance().len() as u64);
+        let bindings = |d_in, d_out, l_in, l_out| [&b.position, d_in, d_out, &b.constraints, l_in, l_out, &adjacency];
+        let bound = kernels.get(&SPEC).bind(device, &bindings(&b.displacement, &displacement, &b.lambda, &lambda));
+        let forward = bound.kernel().group(device, &bindings(&b.displacement, &displacement, &b.lambda, &lambda));
+        let backward = bound.kernel().group(device, &bindings(&displacement, &b.displacement, &lambda, &b.lambda));
         let mut slots = vec![0u8; 2 * UNIFORM_SLOT as usize];
         for first in 0..2u32 {
             let slot = JacobiSlot { first, relaxation, _pad: [0; 2] };
@@ -141,8 +119,9 @@ impl Jacobi {
             contents: &slots,
             usage: wgpu::BufferUsages::UNIFORM,
         });
-        let slot_group = SharedLayouts::uniform_group(device, &shared.colour, &uniform, size_of::<JacobiSlot>() as u64);
-        Jacobi { stage, groups: [forward, backward], slot_group }
+        let slot_group =
+            SharedLayouts::uniform_group(device, &kernels.layouts.slot, &uniform, size_of::<JacobiSlot>() as u64);
+        Jacobi { bound, groups: [forward, backward], slot_group }
     }
 
     /// Records the `iterations` Jacobi iterations of one substep over `n` particles, leaving
@@ -150,10 +129,10 @@ impl Jacobi {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, iterations: u32) {
         for it in 0..iterations {
             let slot = if it == 0 { UNIFORM_SLOT as u32 } else { 0 };
-            self.stage.run_group(pass, 0, &self.groups[(it % 2) as usize], params, (&self.slot_group, slot), n);
+            self.bound.run_group(pass, 0, &self.groups[(it % 2) as usize], params, (&self.slot_group, slot), n);
         }
         if iterations % 2 == 1 {
-            self.stage.run_group(pass, 1, &self.groups[1], params, (&self.slot_group, 0), n);
+            self.bound.run_group(pass, 1, &self.groups[1], params, (&self.slot_group, 0), n);
         }
     }
 }
@@ -172,11 +151,17 @@ mod tests {
         let model = b.finalize().unwrap();
         let a = adjacency(&model);
         let n = model.particle_count();
-        assert_eq!(a.len(), n + 1 + 2 * model.constraints().len());
+        let set = model.distance();
+        assert_eq!(a.len(), n + 1 + 2 * set.len());
         assert_eq!(a[0] as usize, n + 1);
         for p in 0..n {
             let list = &a[a[p] as usize..a[p + 1] as usize];
-            let expected: Vec<u32> = model.constraints_of_particle(p as u32).iter().map(|&k| k as u32).collect();
+            let expected: Vec<u32> = (0..set.len() as u32)
+                .filter(|&k| {
+                    let c = set.constraints()[k as usize];
+                    c.i == p as u32 || c.j == p as u32
+                })
+                .collect();
             assert_eq!(list, &expected[..], "particle {p}");
         }
         assert_eq!(size_of::<JacobiSlot>(), 16);

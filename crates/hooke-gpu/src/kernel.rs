@@ -1,14 +1,21 @@
-//! Pipelines and dispatch: one [`Stage`] per `.wgsl` file, one compute pipeline per entry point.
+//! Pipelines and dispatch: one [`Kernel`] per `.wgsl` file, compiled once per device
+//! ([`Kernels`], cached by [`GpuContext`](crate::GpuContext)), and bound to one solver's
+//! buffers as a [`Bound`] kernel.
 //!
-//! Every kernel file declares its storage buffers in `@group(0)` (one bind group, made once,
-//! since buffers never move), the per-substep [`Params`](crate::buffers::Params) in
-//! `@group(1)` with a dynamic offset, and — the constraint sweep only — its colour in
-//! `@group(2)`, also with a dynamic offset. Dynamic offsets let a whole frame (every substep,
-//! iteration and colour) be recorded into one compute pass with uniform values that differ per
-//! dispatch, without push constants (an optional feature) and without a submission per
-//! substep.
+//! Every kernel file declares its storage buffers in `@group(0)` (one bind group per solver,
+//! made when its buffers are), the per-substep [`Params`](crate::buffers::Params) in
+//! `@group(1)` with a dynamic offset, and — the constraint sweeps only — a slot of their own
+//! (the colour) in `@group(2)`, also with a dynamic offset. Dynamic offsets let a whole frame
+//! (every substep, iteration and colour) be recorded into one compute pass with uniform values
+//! that differ per dispatch, without push constants (an optional feature) and without a
+//! submission per substep.
+//!
+//! Compiling the WGSL of all kernels takes far longer than making buffers and bind groups, so
+//! it is done once per device: a material change, a rebuilt model or a second solver on the
+//! same device reuses the pipelines.
 
 use crate::buffers::{ColourSlot, Params};
+use std::sync::Arc;
 
 /// Threads per workgroup (`WORKGROUP` in `common.wgsl`).
 pub(crate) const WORKGROUP: u32 = 64;
@@ -24,12 +31,23 @@ pub(crate) enum Access {
     ReadWrite,
 }
 
+/// A kernel file: its source, entry points, `@group(0)` storage bindings in binding order, and
+/// whether it takes a slot at `@group(2)`.
+#[derive(Debug)]
+pub(crate) struct KernelSpec {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub entries: &'static [&'static str],
+    pub access: &'static [Access],
+    pub slot: bool,
+}
+
 /// The bind group layouts shared by all kernels.
 pub(crate) struct SharedLayouts {
     /// `@group(1)`: [`Params`], dynamic offset.
     pub params: wgpu::BindGroupLayout,
-    /// `@group(2)`: [`ColourSlot`], dynamic offset.
-    pub colour: wgpu::BindGroupLayout,
+    /// `@group(2)`: a 16-byte slot ([`ColourSlot`] and the like), dynamic offset.
+    pub slot: wgpu::BindGroupLayout,
 }
 
 fn uniform_layout(device: &wgpu::Device, label: &str, size: u64) -> wgpu::BindGroupLayout {
@@ -49,10 +67,10 @@ fn uniform_layout(device: &wgpu::Device, label: &str, size: u64) -> wgpu::BindGr
 }
 
 impl SharedLayouts {
-    pub fn new(device: &wgpu::Device) -> SharedLayouts {
+    fn new(device: &wgpu::Device) -> SharedLayouts {
         SharedLayouts {
             params: uniform_layout(device, "hooke params", size_of::<Params>() as u64),
-            colour: uniform_layout(device, "hooke colour", size_of::<ColourSlot>() as u64),
+            slot: uniform_layout(device, "hooke slot", size_of::<ColourSlot>() as u64),
         }
     }
 
@@ -86,30 +104,20 @@ pub(crate) fn module(device: &wgpu::Device, name: &str, source: &str) -> wgpu::S
     })
 }
 
-/// The pipelines of one kernel file with its bound storage buffers.
-pub(crate) struct Stage {
-    pipelines: Vec<(&'static str, wgpu::ComputePipeline)>,
+/// The compiled pipelines of one kernel file.
+pub(crate) struct Kernel {
+    spec: &'static KernelSpec,
+    pipelines: Vec<wgpu::ComputePipeline>,
     group_layout: wgpu::BindGroupLayout,
-    group: wgpu::BindGroup,
 }
 
-impl Stage {
-    /// Compiles `source` (a file of [`crate::shaders`]), makes one pipeline per entry point and
-    /// binds the buffers of `bindings` to `@group(0)` in binding order, each declared with
-    /// its access.
-    pub fn new(
-        device: &wgpu::Device,
-        name: &str,
-        source: &str,
-        entries: &[&'static str],
-        bindings: &[(Access, &wgpu::Buffer)],
-        shared: &SharedLayouts,
-        with_colour: bool,
-    ) -> Stage {
-        let layout_entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
+impl Kernel {
+    fn compile(device: &wgpu::Device, spec: &'static KernelSpec, shared: &SharedLayouts) -> Kernel {
+        let layout_entries: Vec<wgpu::BindGroupLayoutEntry> = spec
+            .access
             .iter()
             .enumerate()
-            .map(|(k, (a, _))| wgpu::BindGroupLayoutEntry {
+            .map(|(k, a)| wgpu::BindGroupLayoutEntry {
                 binding: k as u32,
                 visibility: wgpu::ShaderStages::COMPUTE,
                 ty: wgpu::BindingType::Buffer {
@@ -120,101 +128,137 @@ impl Stage {
                 count: None,
             })
             .collect();
-        let group_layout = device
-            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &layout_entries });
-        let group = storage_group(device, name, &group_layout, bindings);
+        let group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(spec.name),
+            entries: &layout_entries,
+        });
         let mut layouts = vec![Some(&group_layout), Some(&shared.params)];
-        if with_colour {
-            layouts.push(Some(&shared.colour));
+        if spec.slot {
+            layouts.push(Some(&shared.slot));
         }
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(name),
+            label: Some(spec.name),
             bind_group_layouts: &layouts,
             immediate_size: 0,
         });
-        let module = module(device, name, source);
-        let pipelines = entries
+        let module = module(device, spec.name, spec.source);
+        let pipelines = spec
+            .entries
             .iter()
             .map(|&entry| {
-                let p = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(entry),
                     layout: Some(&layout),
                     module: &module,
                     entry_point: Some(entry),
                     compilation_options: Default::default(),
                     cache: None,
-                });
-                (entry, p)
+                })
             })
             .collect();
-        Stage { pipelines, group_layout, group }
+        Kernel { spec, pipelines, group_layout }
     }
 
-    /// Another `@group(0)` for the same pipelines, with `bindings` in place of the ones given
-    /// to [`Stage::new`] (same count and access): for kernels that swap an input and an output
-    /// buffer between dispatches (ping-pong), run with [`Stage::run_group`].
-    pub fn group(&self, device: &wgpu::Device, name: &str, bindings: &[(Access, &wgpu::Buffer)]) -> wgpu::BindGroup {
-        storage_group(device, name, &self.group_layout, bindings)
+    /// Binds `buffers` (one per storage binding of the spec, in binding order) to `@group(0)`.
+    pub fn bind(self: &Arc<Kernel>, device: &wgpu::Device, buffers: &[&wgpu::Buffer]) -> Bound {
+        Bound { group: self.group(device, buffers), kernel: self.clone() }
     }
 
-    /// As [`Stage::run`] with `group` (from [`Stage::group`]) as `@group(0)` and a colour-style
-    /// slot bound to `@group(2)`.
+    /// A `@group(0)` bind group of `buffers` for these pipelines (for kernels that swap an
+    /// input and an output buffer between dispatches: see [`Bound::run_group`]).
+    pub fn group(&self, device: &wgpu::Device, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        assert_eq!(buffers.len(), self.spec.access.len(), "{}: one buffer per binding", self.spec.name);
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(k, b)| wgpu::BindGroupEntry { binding: k as u32, resource: b.as_entire_binding() })
+            .collect();
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(self.spec.name),
+            layout: &self.group_layout,
+            entries: &entries,
+        })
+    }
+}
+
+/// A kernel bound to one solver's buffers.
+pub(crate) struct Bound {
+    kernel: Arc<Kernel>,
+    group: wgpu::BindGroup,
+}
+
+impl Bound {
+    /// The kernel (for more bind groups of the same layout).
+    pub fn kernel(&self) -> &Arc<Kernel> {
+        &self.kernel
+    }
+
+    /// Records entry point `entry` over `n` threads with the params slot `params`.
+    pub fn run(&self, pass: &mut wgpu::ComputePass<'_>, entry: usize, params: (&wgpu::BindGroup, u32), n: u32) {
+        if n == 0 {
+            return;
+        }
+        pass.set_pipeline(&self.kernel.pipelines[entry]);
+        pass.set_bind_group(0, &self.group, &[]);
+        pass.set_bind_group(1, params.0, &[params.1]);
+        dispatch(pass, n);
+    }
+
+    /// As [`Bound::run`], with a slot bound to `@group(2)`.
+    pub fn run_slot(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        entry: usize,
+        params: (&wgpu::BindGroup, u32),
+        slot: (&wgpu::BindGroup, u32),
+        n: u32,
+    ) {
+        self.run_group(pass, entry, &self.group, params, slot, n);
+    }
+
+    /// As [`Bound::run_slot`] with `group` (from [`Kernel::group`]) as `@group(0)`.
     pub fn run_group(
         &self,
         pass: &mut wgpu::ComputePass<'_>,
         entry: usize,
         group: &wgpu::BindGroup,
         params: (&wgpu::BindGroup, u32),
-        colour: (&wgpu::BindGroup, u32),
+        slot: (&wgpu::BindGroup, u32),
         n: u32,
     ) {
         if n == 0 {
             return;
         }
-        pass.set_pipeline(&self.pipelines[entry].1);
+        pass.set_pipeline(&self.kernel.pipelines[entry]);
         pass.set_bind_group(0, group, &[]);
         pass.set_bind_group(1, params.0, &[params.1]);
-        pass.set_bind_group(2, colour.0, &[colour.1]);
+        pass.set_bind_group(2, slot.0, &[slot.1]);
         dispatch(pass, n);
-    }
-
-    /// Records entry point `entry` over `n` threads with the params slot at `params_offset`.
-    pub fn run(&self, pass: &mut wgpu::ComputePass<'_>, entry: usize, params: (&wgpu::BindGroup, u32), n: u32) {
-        if n == 0 {
-            return;
-        }
-        pass.set_pipeline(&self.pipelines[entry].1);
-        pass.set_bind_group(0, &self.group, &[]);
-        pass.set_bind_group(1, params.0, &[params.1]);
-        dispatch(pass, n);
-    }
-
-    /// As [`Stage::run`], with a colour slot bound to `@group(2)`.
-    pub fn run_colour(
-        &self,
-        pass: &mut wgpu::ComputePass<'_>,
-        entry: usize,
-        params: (&wgpu::BindGroup, u32),
-        colour: (&wgpu::BindGroup, u32),
-        n: u32,
-    ) {
-        self.run_group(pass, entry, &self.group, params, colour, n);
     }
 }
 
-/// A bind group of storage buffers, in binding order.
-fn storage_group(
-    device: &wgpu::Device,
-    name: &str,
-    layout: &wgpu::BindGroupLayout,
-    bindings: &[(Access, &wgpu::Buffer)],
-) -> wgpu::BindGroup {
-    let entries: Vec<wgpu::BindGroupEntry> = bindings
-        .iter()
-        .enumerate()
-        .map(|(k, (_, b))| wgpu::BindGroupEntry { binding: k as u32, resource: b.as_entire_binding() })
-        .collect();
-    device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(name), layout, entries: &entries })
+/// Every kernel of the crate, compiled for one device.
+pub(crate) struct Kernels {
+    pub layouts: SharedLayouts,
+    kernels: Vec<Arc<Kernel>>,
+}
+
+impl Kernels {
+    /// Compiles every kernel of [`crate::shaders::KERNELS`] on `device`.
+    pub fn compile(device: &wgpu::Device) -> Kernels {
+        let layouts = SharedLayouts::new(device);
+        let kernels =
+            crate::shaders::KERNELS.iter().map(|spec| Arc::new(Kernel::compile(device, spec, &layouts))).collect();
+        Kernels { layouts, kernels }
+    }
+
+    /// The compiled kernel of `spec` (found by file name).
+    pub fn get(&self, spec: &KernelSpec) -> &Arc<Kernel> {
+        self.kernels
+            .iter()
+            .find(|k| k.spec.name == spec.name)
+            .unwrap_or_else(|| panic!("{} is not listed in shaders::KERNELS", spec.name))
+    }
 }
 
 /// Dispatches enough workgroups for `n` threads, spilling into y beyond 65 535 groups

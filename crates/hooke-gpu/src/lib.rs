@@ -94,6 +94,7 @@ mod jacobi;
 mod kernel;
 mod normals;
 mod predict;
+mod readback;
 pub mod shaders;
 mod solver;
 mod tangents;

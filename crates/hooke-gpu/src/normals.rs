@@ -15,23 +15,23 @@
 //! resolution is then about 16·V·L/2³¹, a relative error near 10⁻⁷ of the largest face.
 
 use crate::buffers::Buffers;
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "normals.wgsl",
+    source: crate::shaders::NORMALS,
+    entries: &["accumulate", "normalise"],
+    access: &[Read, Read, ReadWrite, ReadWrite],
+    slot: false,
+};
 
 /// The normal kernels.
-pub(crate) struct Normals(Stage);
+pub(crate) struct Normals(Bound);
 
 impl Normals {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Normals {
-        use Access::*;
-        Normals(Stage::new(
-            device,
-            "normals.wgsl",
-            crate::shaders::NORMALS,
-            &["accumulate", "normalise"],
-            &[(Read, &b.position), (Read, &b.triangles), (ReadWrite, &b.normal_accumulator), (ReadWrite, &b.normal)],
-            shared,
-            false,
-        ))
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Normals {
+        Normals(kernels.get(&SPEC).bind(device, &[&b.position, &b.triangles, &b.normal_accumulator, &b.normal]))
     }
 
     /// Records both passes.

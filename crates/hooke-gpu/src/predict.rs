@@ -10,30 +10,27 @@
 //!   d = lerp(x_start, x_target, (s+1)/n) − x⁰.
 
 use crate::buffers::Buffers;
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "predict.wgsl",
+    source: crate::shaders::PREDICT,
+    entries: &["reset_w", "pin_begin", "predict", "pin_predict"],
+    access: &[ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite, Read],
+    slot: false,
+};
 
 /// The prediction kernels.
-pub(crate) struct Predict(Stage);
+pub(crate) struct Predict(Bound);
 
 impl Predict {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Predict {
-        use Access::*;
-        Predict(Stage::new(
-            device,
-            "predict.wgsl",
-            crate::shaders::PREDICT,
-            &["reset_w", "pin_begin", "predict", "pin_predict"],
-            &[
-                (ReadWrite, &b.position),
-                (ReadWrite, &b.displacement),
-                (ReadWrite, &b.velocity),
-                (Read, &b.inv_mass),
-                (ReadWrite, &b.pins),
-                (Read, &b.force),
-            ],
-            shared,
-            false,
-        ))
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Predict {
+        Predict(
+            kernels
+                .get(&SPEC)
+                .bind(device, &[&b.position, &b.displacement, &b.velocity, &b.inv_mass, &b.pins, &b.force]),
+        )
     }
 
     /// Start of a frame: masses back, pins on.

@@ -6,8 +6,7 @@
 struct Pin {
     particle: u32,
     has_target: u32,
-    _pad0: u32,
-    _pad1: u32,
+    _pad: vec2<u32>,
     goal: vec4<f32>,
     start: vec4<f32>,
 }

@@ -20,15 +20,28 @@ pub const TANGENTS: &str = concat!(include_str!("common.wgsl"), include_str!("ta
 /// `health.wgsl`: non-finite and speed checks.
 pub const HEALTH: &str = concat!(include_str!("common.wgsl"), include_str!("health.wgsl"));
 
+/// Every kernel file with its bindings, as [`Kernels`](crate::kernel::Kernels) compiles them.
+pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
+    crate::predict::SPEC,
+    crate::aerodynamics::SPEC,
+    crate::distance::SPEC,
+    crate::jacobi::SPEC,
+    crate::collide::SPEC,
+    crate::finish::SPEC,
+    crate::normals::SPEC,
+    crate::tangents::SPEC,
+    crate::health::SPEC,
+];
+
 /// Every kernel file: (file name, full source, entry points).
 pub const ALL: &[(&str, &str, &[&str])] = &[
-    ("predict.wgsl", PREDICT, &["reset_w", "pin_begin", "predict", "pin_predict"]),
-    ("aerodynamics.wgsl", AERODYNAMICS, &["triangle_forces", "gather"]),
-    ("distance.wgsl", DISTANCE, &["solve"]),
-    ("jacobi.wgsl", JACOBI, &["solve", "copy_back"]),
-    ("collide.wgsl", COLLIDE, &["collide"]),
-    ("finish.wgsl", FINISH, &["finish"]),
-    ("normals.wgsl", NORMALS, &["accumulate", "normalise"]),
-    ("tangents.wgsl", TANGENTS, &["accumulate", "finish"]),
-    ("health.wgsl", HEALTH, &["check", "check_strain"]),
+    (KERNELS[0].name, KERNELS[0].source, KERNELS[0].entries),
+    (KERNELS[1].name, KERNELS[1].source, KERNELS[1].entries),
+    (KERNELS[2].name, KERNELS[2].source, KERNELS[2].entries),
+    (KERNELS[3].name, KERNELS[3].source, KERNELS[3].entries),
+    (KERNELS[4].name, KERNELS[4].source, KERNELS[4].entries),
+    (KERNELS[5].name, KERNELS[5].source, KERNELS[5].entries),
+    (KERNELS[6].name, KERNELS[6].source, KERNELS[6].entries),
+    (KERNELS[7].name, KERNELS[7].source, KERNELS[7].entries),
+    (KERNELS[8].name, KERNELS[8].source, KERNELS[8].entries),
 ];

@@ -19,30 +19,27 @@
 //! ±(2³¹−1)/V beyond that.
 
 use crate::buffers::Buffers;
-use crate::kernel::{Access, SharedLayouts, Stage};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "tangents.wgsl",
+    source: crate::shaders::TANGENTS,
+    entries: &["accumulate", "finish"],
+    access: &[Read, Read, Read, ReadWrite, Read, ReadWrite],
+    slot: false,
+};
 
 /// The tangent kernels.
-pub(crate) struct Tangents(Stage);
+pub(crate) struct Tangents(Bound);
 
 impl Tangents {
-    pub fn new(device: &wgpu::Device, shared: &SharedLayouts, b: &Buffers) -> Tangents {
-        use Access::*;
-        Tangents(Stage::new(
-            device,
-            "tangents.wgsl",
-            crate::shaders::TANGENTS,
-            &["accumulate", "finish"],
-            &[
-                (Read, &b.position),
-                (Read, &b.triangles),
-                (Read, &b.uv),
-                (ReadWrite, &b.tangent_accumulator),
-                (Read, &b.normal),
-                (ReadWrite, &b.tangent),
-            ],
-            shared,
-            false,
-        ))
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Tangents {
+        Tangents(
+            kernels
+                .get(&SPEC)
+                .bind(device, &[&b.position, &b.triangles, &b.uv, &b.tangent_accumulator, &b.normal, &b.tangent]),
+        )
     }
 
     /// Records both passes (after the normals).

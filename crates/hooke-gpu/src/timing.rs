@@ -66,24 +66,13 @@ impl FrameTimer {
 
     /// Waits for the timed frames and returns the GPU time of each (ms). A frame whose end
     /// tick precedes its start (a counter that wrapped or was reset) counts as 0.
-    pub fn read(&self, device: &wgpu::Device, queue: &wgpu::Queue) -> Vec<f64> {
+    pub fn read(&self, ctx: &crate::GpuContext) -> Vec<f64> {
         if self.count == 0 {
             return Vec::new();
         }
         let size = self.count as u64 * STRIDE;
-        let mut enc =
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke timestamps") });
-        enc.copy_buffer_to_buffer(&self.resolve, 0, &self.staging, 0, size);
-        queue.submit([enc.finish()]);
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.staging.map_async(wgpu::MapMode::Read, 0..size, move |r| {
-            let _ = tx.send(r);
-        });
-        device.poll(wgpu::PollType::wait_indefinitely()).expect("wgpu poll failed");
-        rx.recv().expect("map callback dropped").expect("mapping the timestamp buffer failed");
-        let bytes = self.staging.get_mapped_range(0..size).expect("timestamp buffer not mapped").to_vec();
-        self.staging.unmap();
-        let ns_per_tick = queue.get_timestamp_period() as f64;
+        let bytes = crate::readback::read_back(ctx, &self.staging, &[(&self.resolve, size)]);
+        let ns_per_tick = ctx.queue().get_timestamp_period() as f64;
         bytes
             .chunks_exact(STRIDE as usize)
             .map(|slot| {

@@ -1,4 +1,5 @@
-//! Triangle mesh import (OBJ, via `tobj`).
+//! Triangle mesh import: a small OBJ reader of our own that keeps the file's vertex order (see
+//! [`parse_obj`] for why not `tobj`).
 
 use glam::{Vec2, Vec3};
 use std::path::Path;

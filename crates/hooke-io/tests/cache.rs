@@ -2,9 +2,11 @@
 
 use glam::Vec3;
 use hooke::{ClothGrid, Model, ModelBuilder, Rope};
-use hooke_io::cache::{self, CacheError, CacheSpec, Format, read_pc2, read_usda_summary};
+use hooke_io::cache::{self, CacheError, CacheSpec, Format, read_pc2};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use support::read_usda_summary;
+
+mod support;
 
 /// Cloth: 4 × 5 = 20 particles, 2·3·4 = 24 triangles; rope "rope 1": 7 particles.
 const CLOTH: usize = 20;
@@ -111,8 +113,7 @@ fn usda_round_trip() {
 
 #[test]
 fn usda_opens_in_pxr() {
-    if !Command::new("python3").args(["-c", "import pxr"]).output().is_ok_and(|o| o.status.success()) {
-        println!("skipped: python3 with the `pxr` module (pip install usd-core) is not available");
+    if support::pxr("", &[]).is_none() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -141,9 +142,7 @@ for prim in stage.Traverse():
     print(prim.GetPath(), prim.GetTypeName(), len(times), counts, extra, repr(tuple(points.Get(1)[0])),
           len(UsdGeom.Boundable(prim).GetExtentAttr().GetTimeSamples()))
 "#;
-    let out = Command::new("python3").arg("-c").arg(script).arg(&paths[0]).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "python failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = support::pxr(script, &[paths[0].to_str().unwrap()]).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 3, "{stdout}");
     assert_eq!(lines[0], "stage 0.0 2.0 30.0 30.0 Y 1.0 /World");

@@ -56,7 +56,7 @@ fn main() {
     println!(
         "{n}×{n} cloth, {} particles, {} springs, 1/60 s frames",
         model.particle_count(),
-        model.constraints().len()
+        model.distance().constraints().len()
     );
     for parallel in [false, true] {
         let mut runs: Vec<(String, Box<dyn Solver>)> = Vec::new();

@@ -1,11 +1,15 @@
-//! Per-frame inputs: wind and pins.
+//! Per-frame inputs: wind, pins and where the colliders are.
 //!
 //! Pins are not part of the immutable [`Model`]: a pinned particle is given zero inverse mass
 //! (w = 0, article §3.2) by the solver for as long as its pin is in the `Control`, so pins can
-//! be added, moved or released (the article's "cut" button) between frames.
+//! be added, moved or released (the article's "cut" button) between frames. Colliders keep
+//! their shape in the model; their placement — at rest, keyframed, or set frame by frame (a
+//! viewer dragging one) — is given here ([`ColliderMotion`]).
 
 use crate::Model;
+use crate::collision::{Motion, Pose};
 use glam::Vec3;
+use std::sync::Arc;
 
 /// A pin: particle `particle` is held kinematically.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,6 +30,19 @@ pub struct Gust {
     pub period: f32,
 }
 
+/// How a collider moves during a frame.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum ColliderMotion {
+    /// At its rest placement in the model.
+    #[default]
+    Rest,
+    /// Along keyframes, sampled by the solver at the start and end of every substep.
+    Keyframed(Arc<Motion>),
+    /// To this pose by the end of the frame, moving linearly (and turning spherically) from
+    /// where it was at the end of the previous frame — what a viewer sets while dragging.
+    Pose(Pose),
+}
+
 /// Inputs to one frame of simulation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Control {
@@ -35,6 +52,9 @@ pub struct Control {
     pub gust: Option<Gust>,
     /// Active pins.
     pub pins: Vec<Pin>,
+    /// How each collider moves, indexed like [`Model::colliders`]; colliders beyond the end
+    /// of the list are at rest.
+    pub colliders: Vec<ColliderMotion>,
 }
 
 impl Control {
@@ -108,6 +128,31 @@ impl Control {
     /// Whether `particle` is pinned.
     pub fn is_pinned(&self, particle: u32) -> bool {
         self.pins.iter().any(|p| p.particle == particle)
+    }
+
+    /// How collider `collider` moves this frame.
+    pub fn collider_motion(&self, collider: usize) -> &ColliderMotion {
+        const REST: ColliderMotion = ColliderMotion::Rest;
+        self.colliders.get(collider).unwrap_or(&REST)
+    }
+
+    /// Moves collider `collider` to `pose` by the end of the next frame.
+    pub fn move_collider(&mut self, collider: usize, pose: Pose) -> &mut Self {
+        self.set_collider_motion(collider, ColliderMotion::Pose(pose))
+    }
+
+    /// Moves collider `collider` along `motion` (keyframes in scene time).
+    pub fn animate_collider(&mut self, collider: usize, motion: Arc<Motion>) -> &mut Self {
+        self.set_collider_motion(collider, ColliderMotion::Keyframed(motion))
+    }
+
+    /// Sets how collider `collider` moves.
+    pub fn set_collider_motion(&mut self, collider: usize, motion: ColliderMotion) -> &mut Self {
+        if self.colliders.len() <= collider {
+            self.colliders.resize(collider + 1, ColliderMotion::Rest);
+        }
+        self.colliders[collider] = motion;
+        self
     }
 }
 

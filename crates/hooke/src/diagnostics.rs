@@ -1,6 +1,7 @@
 //! Per-frame diagnostics: strain, energy, penetration and NaN checks.
 
 use crate::Model;
+use crate::collision::Pose;
 use crate::model::ConstraintFamily;
 use glam::Vec3;
 
@@ -31,8 +32,16 @@ impl Diagnostics {
         self.kinetic_energy + self.gravity_energy + self.elastic_energy
     }
 
-    /// Measures a state. `positions` and `velocities` have one entry per particle.
-    pub fn measure(model: &Model, positions: &[Vec3], velocities: &[Vec3], time: f64) -> Diagnostics {
+    /// Measures a state. `positions` and `velocities` have one entry per particle;
+    /// `collider_poses` has each collider's pose at `time` (colliders beyond its end are at
+    /// rest).
+    pub fn measure(
+        model: &Model,
+        positions: &[Vec3],
+        velocities: &[Vec3],
+        time: f64,
+        collider_poses: &[Pose],
+    ) -> Diagnostics {
         let mut d = Diagnostics { time, ..Diagnostics::default() };
         let g = model.gravity();
         for ((x, v), &m) in positions.iter().zip(velocities).zip(model.particle_mass()) {
@@ -44,7 +53,7 @@ impl Diagnostics {
             d.gravity_energy -= m as f64 * g.dot(*x) as f64;
             d.max_speed = d.max_speed.max(v.length());
         }
-        for (c, f) in model.constraints().iter().zip(model.constraint_family()) {
+        for (c, f) in model.distance().constraints().iter().zip(model.distance().families()) {
             let len = (positions[c.i as usize] - positions[c.j as usize]).length();
             let cval = len - c.rest_length;
             if *f == ConstraintFamily::Structural {
@@ -55,18 +64,19 @@ impl Diagnostics {
                 d.elastic_energy += 0.5 * (cval as f64) * (cval as f64) / alpha as f64;
             }
         }
-        d.max_penetration = max_penetration(model, positions, time);
+        d.max_penetration = max_penetration(model, positions, collider_poses);
         d
     }
 }
 
-/// Deepest penetration max(r − φ(x), 0) (m) of any particle into any collider at time `t`.
-pub fn max_penetration(model: &Model, positions: &[Vec3], t: f64) -> f32 {
+/// Deepest penetration max(r − φ(x), 0) (m) of any particle into any collider, each at its
+/// pose in `collider_poses` (at rest beyond its end).
+pub fn max_penetration(model: &Model, positions: &[Vec3], collider_poses: &[Pose]) -> f32 {
     let mut deepest = 0.0f32;
-    for c in model.colliders() {
-        let offset = c.motion.translation_at(t);
+    for (k, c) in model.colliders().iter().enumerate() {
+        let pose = collider_poses.get(k).copied().unwrap_or(Pose::IDENTITY);
         for (x, r) in positions.iter().zip(model.particle_radius()) {
-            let (phi, _) = c.shape.signed_distance(*x, offset);
+            let (phi, _) = c.signed_distance_at(*x, &pose);
             deepest = deepest.max(r - phi);
         }
     }

@@ -7,12 +7,17 @@
 //!
 //! The data flow follows NVIDIA Warp's `sim` design:
 //!
-//! * [`ModelBuilder`] → [`Model`]: immutable particles, constraints (already coloured for
-//!   parallel Gauss–Seidel, §5.2), triangles and colliders.
-//! * [`State`]: positions and velocities; [`Control`]: wind and pins, per frame.
+//! * [`ModelBuilder`] → [`Model`]: immutable particles, constraint sets (already coloured for
+//!   parallel Gauss–Seidel, §5.2), triangles and collider shapes.
+//! * [`State`]: positions and velocities; [`Control`]: wind, pins and collider placements,
+//!   per frame.
 //! * [`Solver`]: one trait for every solver; [`XpbdSolver`] is the CPU XPBD/PBD solver,
 //!   [`ForceSolver`] the force-based mass–spring solver (forward, symplectic and implicit Euler,
-//!   Verlet; article §2).
+//!   Verlet; article §2). All run the same [substep stages](solver::stages) from one
+//!   [`SubstepPlan`](solver::SubstepPlan) per frame.
+//!
+//! The floating-point environment (flushing subnormals, which x86 handles slowly) is the
+//! caller's choice: see [`fp`].
 //!
 //! Units are SI throughout (m, kg, s, N/m; compliance in m/N); Y is up; gravity is
 //! (0, −9.81, 0) m/s² by default.
@@ -46,21 +51,22 @@ pub mod control;
 pub mod diagnostics;
 mod error;
 pub mod forces;
+pub mod fp;
 pub mod model;
 pub mod solver;
 pub mod state;
 pub mod surface;
 
-pub use control::{Control, Gust, Pin};
+pub use control::{ColliderMotion, Control, Gust, Pin};
 pub use diagnostics::Diagnostics;
 pub use error::ModelError;
 pub use glam;
 pub use model::{
-    Air, Body, BodyId, BodyKind, ClothGrid, ClothMaterial, ClothMesh, ConstraintFamily, DistanceConstraint, Model,
-    ModelBuilder, Rope, RopeMaterial,
+    Air, Body, BodyId, BodyKind, BodyMaterial, ClothGrid, ClothMaterial, ClothMesh, ConstraintFamily, ConstraintSet,
+    DistanceConstraint, Model, ModelBuilder, ParticleConstraint, Rope, RopeMaterial,
 };
 pub use solver::{
-    ForceSettings, ForceSolver, Integrator, Method, Solver, SolverError, SolverInfo, StepReport, XpbdSettings,
-    XpbdSolver,
+    ForceSettings, ForceSolver, Integrator, Method, Solver, SolverError, SolverInfo, StepReport, SubstepPlan,
+    XpbdSettings, XpbdSolver,
 };
 pub use state::State;

@@ -6,9 +6,9 @@ use hooke::model::colouring;
 use hooke::{ClothGrid, ClothMesh, ModelBuilder, Rope};
 
 fn conflict_free(model: &hooke::Model) {
-    let pairs: Vec<[u32; 2]> = model.constraints().iter().map(|c| [c.i, c.j]).collect();
+    let pairs: Vec<[u32; 2]> = model.distance().constraints().iter().map(|c| [c.i, c.j]).collect();
     let mut colour = vec![0u32; pairs.len()];
-    for (k, r) in model.colour_ranges().iter().enumerate() {
+    for (k, r) in model.distance().colour_ranges().iter().enumerate() {
         colour[r.start as usize..r.end as usize].iter_mut().for_each(|c| *c = k as u32);
     }
     colouring::validate(model.particle_count(), &pairs, &colour).unwrap();
@@ -20,21 +20,21 @@ fn grid_cloth_takes_twelve_colours_rope_two() {
     b.add_cloth_grid(&ClothGrid::new("cloth", 20, 17, 0.05)).unwrap();
     let m = b.finalize().unwrap();
     conflict_free(&m);
-    assert_eq!(m.colour_count(), 12);
+    assert_eq!(m.distance().colour_count(), 12);
 
     let mut b = ModelBuilder::new();
     let mut rope = Rope::straight("rope", Vec3::ZERO, Vec3::X, 31);
-    rope.bending = false;
+    rope.bend_springs = false;
     b.add_rope(&rope).unwrap();
     let m = b.finalize().unwrap();
     conflict_free(&m);
-    assert_eq!(m.colour_count(), 2);
+    assert_eq!(m.distance().colour_count(), 2);
 
     let mut b = ModelBuilder::new();
     b.add_rope(&Rope::straight("rope", Vec3::ZERO, Vec3::X, 31)).unwrap();
     let m = b.finalize().unwrap();
     conflict_free(&m);
-    assert_eq!(m.colour_count(), 4);
+    assert_eq!(m.distance().colour_count(), 4);
 }
 
 /// A jittered grid triangulated with random diagonal directions and holes punched in it.
@@ -81,16 +81,19 @@ fn irregular_mesh_colouring_is_conflict_free_and_balanced() {
     conflict_free(&m);
     // Greedy first-fit needs at most 2Δ − 1 colours (Δ = largest particle degree).
     let mut degree = vec![0usize; m.particle_count()];
-    for c in m.constraints() {
+    for c in m.distance().constraints() {
         degree[c.i as usize] += 1;
         degree[c.j as usize] += 1;
     }
     let max_degree = *degree.iter().max().unwrap();
-    let colours = m.colour_count();
-    println!("irregular mesh: {} constraints, {colours} colours, max degree {max_degree}", m.constraints().len());
+    let colours = m.distance().colour_count();
+    println!(
+        "irregular mesh: {} constraints, {colours} colours, max degree {max_degree}",
+        m.distance().constraints().len()
+    );
     assert!(colours >= max_degree && colours < 2 * max_degree);
     // Balanced: no colour more than twice the mean size.
-    let mean = m.constraints().len() as f64 / colours as f64;
-    let largest = m.colour_ranges().iter().map(|r| r.len()).max().unwrap() as f64;
+    let mean = m.distance().constraints().len() as f64 / colours as f64;
+    let largest = m.distance().colour_ranges().iter().map(|r| r.len()).max().unwrap() as f64;
     assert!(largest < 2.0 * mean, "largest colour {largest} vs mean {mean}");
 }

@@ -237,7 +237,7 @@ fn cloth_falls_onto_a_sphere() {
         }
         let mut x = Vec::new();
         solver.read_positions(&mut x);
-        let deepest = hooke::diagnostics::max_penetration(&model, &x, solver.time());
+        let deepest = hooke::diagnostics::max_penetration(&model, &x, &[]);
         let top = x.iter().map(|p| p.y).fold(f32::MIN, f32::max);
         println!("{integrator}: {contacts} contacts, deepest penetration {deepest:.2e} m, top at {top:.3} m");
         assert!(contacts > 10, "{integrator}");
@@ -251,7 +251,7 @@ fn cloth_falls_onto_a_sphere() {
 #[test]
 fn parallel_equals_sequential_bit_for_bit() {
     let (model, control) = common::hanging_cloth(72, 1.0, ClothMaterial { damping: 1e-4, ..soft() });
-    assert!(model.particle_count() >= 4096 && model.constraints().len() >= 4096);
+    assert!(model.particle_count() >= 4096 && model.distance().constraints().len() >= 4096);
     for (integrator, substeps, frames) in [(Integrator::SymplecticEuler, 64, 3), (Integrator::ImplicitEuler, 2, 3)] {
         let run = |parallel| {
             let settings = ForceSettings { integrator, substeps, parallel, ..ForceSettings::default() };
@@ -315,7 +315,7 @@ fn the_stability_limit_is_estimated_checked_and_real() {
         solver.step(&control, frame).unwrap();
     }
     solver.read_positions(&mut x);
-    let d = hooke::Diagnostics::measure(&model, &x, solver.velocities(), solver.time());
+    let d = hooke::Diagnostics::measure(&model, &x, solver.velocities(), solver.time(), &[]);
     assert!(d.max_stretch_strain < 0.5 && d.max_speed < 5.0, "{d:?}");
 
     // Over it: runs away, reported with the state of the start of the failing frame.
@@ -350,7 +350,7 @@ fn the_stability_limit_of_one_spring_is_two_over_omega() {
         points: vec![glam::Vec3::ZERO, glam::Vec3::new(0.3, 0.4, 0.0)],
         particles: 2,
         material: hooke::RopeMaterial { stretch_stiffness: 40.0, compression_stiffness: 40.0, ..Default::default() },
-        bending: false,
+        bend_springs: false,
         particle_mass: None,
     };
     b.add_rope(&rope).unwrap();

@@ -38,7 +38,7 @@ fn slide(theta_deg: f32, seconds: f32) -> (Vec<f32>, f32) {
         solver.read_positions(&mut x);
         let c = x.iter().copied().sum::<Vec3>() / x.len() as f32;
         s.push((c - start).dot(downhill));
-        deepest = deepest.max(hooke::diagnostics::max_penetration(&model, &x, solver.time()));
+        deepest = deepest.max(hooke::diagnostics::max_penetration(&model, &x, &[]));
     }
     (s, deepest)
 }
@@ -85,24 +85,25 @@ fn a_moving_collider_drags_the_cloth_by_friction() {
         let keys = (0..=20)
             .map(|k| {
                 let t = k as f32 * 0.05;
-                hooke::collision::Keyframe { time: t, translation: Vec3::new(0.25 * t * t, 0.0, 0.0) }
+                hooke::collision::Keyframe::translation(t, Vec3::new(0.25 * t * t, 0.0, 0.0))
             })
             .collect();
         let shape =
             Shape::Box { center: Vec3::new(0.0, -0.5, 0.0), half_extents: Vec3::splat(0.5), rotation: Quat::IDENTITY };
-        let collider =
-            Collider::new("box", shape).with_friction(mu, mu).with_motion(hooke::collision::Motion::new(keys).unwrap());
-        b.add_collider(collider).unwrap();
+        let motion = Arc::new(hooke::collision::Motion::new(keys).unwrap());
+        b.add_collider(Collider::new("box", shape).with_friction(mu, mu)).unwrap();
+        let mut control = Control::new();
+        control.animate_collider(0, motion.clone());
         let model = Arc::new(b.finalize().unwrap());
         let settings = XpbdSettings { substeps: 20, iterations: 2, air_damping: 0.0, ..XpbdSettings::default() };
         let mut solver = XpbdSolver::new(model.clone(), settings).unwrap();
         for _ in 0..60 {
-            solver.step(&Control::new(), 1.0 / 60.0).unwrap();
+            solver.step(&control, 1.0 / 60.0).unwrap();
         }
         let mut x = Vec::new();
         solver.read_positions(&mut x);
         let shift = x.iter().map(|p| p.x).sum::<f32>() / x.len() as f32;
-        (shift, hooke::diagnostics::max_penetration(&model, &x, solver.time()))
+        (shift, hooke::diagnostics::max_penetration(&model, &x, &[motion.pose_at(solver.time())]))
     };
     let (with, pen) = carried(0.5);
     let (without, _) = carried(0.0);

@@ -9,7 +9,7 @@
 mod common;
 
 use glam::Vec3;
-use hooke::solver::{explicit_euler, symplectic_euler, verlet};
+use hooke::solver::{forward_euler, symplectic_euler, verlet};
 use hooke::{
     ClothMaterial, Control, ForceSettings, ForceSolver, Integrator, ModelBuilder, Rope, RopeMaterial, Solver,
     SolverError, State,
@@ -22,7 +22,7 @@ const AMPLITUDE: f32 = 0.1;
 /// A pinned particle and a mass `m` (kg) on a spring of stiffness `k` (N/m), undamped.
 fn spring_pair(k: f32, m: f32) -> (Arc<hooke::Model>, Control) {
     let mut rope = Rope::straight("spring", Vec3::ZERO, Vec3::X * REST, 2);
-    rope.bending = false;
+    rope.bend_springs = false;
     rope.material = RopeMaterial {
         stretch_stiffness: k * REST, // k = EA/L
         compression_stiffness: k * REST,
@@ -63,7 +63,7 @@ fn mean(x: &[f64]) -> f64 {
 }
 
 /// Article §2.1: forward Euler on x'' = −ω²x multiplies the amplitude √(x² + (v/ω)²) by exactly
-/// √(1 + (ωΔt)²) per step. The rule is `explicit_euler::step`, the one the solver runs.
+/// √(1 + (ωΔt)²) per step. The rule is `forward_euler::step`, the one the solver runs.
 #[test]
 fn forward_euler_amplifies_by_the_exact_factor() {
     for (omega, dt) in [(10.0f64, 0.001), (10.0, 0.01), (3.0, 0.2), (1.0, 1.5)] {
@@ -72,7 +72,7 @@ fn forward_euler_amplifies_by_the_exact_factor() {
         let mut worst = 0.0f64;
         for _ in 0..200 {
             let before = (x * x + (v / omega).powi(2)).sqrt();
-            let (dx, v1) = explicit_euler::step(v, -omega * omega * x, dt, 1.0);
+            let (dx, v1) = forward_euler::step(v, -omega * omega * x, dt, 1.0);
             x += dx;
             v = v1;
             let after = (x * x + (v / omega).powi(2)).sqrt();
@@ -92,7 +92,7 @@ fn article_oscillator_comparison_forward_euler_vs_verlet() {
     let (mut xv, mut dv) = (1.0f64, 0.0f64);
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
     for _ in 0..200 {
-        let (dx, v1) = explicit_euler::step(ve, -omega * omega * xe, dt, 1.0);
+        let (dx, v1) = forward_euler::step(ve, -omega * omega * xe, dt, 1.0);
         xe += dx;
         ve = v1;
         dv = verlet::step(dv, -omega * omega * xv, dt, 1.0);
@@ -253,7 +253,7 @@ fn implicit_euler_cg_meets_its_tolerance_on_stiff_cloth() {
         ..ForceSettings::default()
     };
     // ω_max of the stiffest spring against the lightest particle.
-    let k_max = model.constraints().iter().map(|c| 1.0 / c.compliance_stretch).fold(0.0, f32::max);
+    let k_max = model.distance().constraints().iter().map(|c| 1.0 / c.compliance_stretch).fold(0.0, f32::max);
     let m_min = model.particle_mass().iter().copied().fold(f32::INFINITY, f32::min);
     println!("ω_max Δt ≈ {:.0}", (k_max / m_min).sqrt() / 60.0);
     let mut solver = ForceSolver::new(model.clone(), settings).unwrap();

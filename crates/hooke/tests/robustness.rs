@@ -12,7 +12,7 @@ use std::sync::Arc;
 fn parallel_equals_sequential_bit_for_bit() {
     let (model, control) = common::hanging_cloth(100, 1.0, ClothMaterial::default());
     // Big enough that colours and particle loops are split across threads.
-    assert!(model.colour_ranges().iter().any(|r| r.len() >= 4096) && model.particle_count() >= 4096);
+    assert!(model.distance().colour_ranges().iter().any(|r| r.len() >= 4096) && model.particle_count() >= 4096);
     let run = |parallel| {
         let settings = XpbdSettings { parallel, substeps: 5, iterations: 2, ..XpbdSettings::default() };
         let mut s = common::run(&model, &control, settings, 20, 60.0);

@@ -68,14 +68,6 @@ mod pc2;
 mod usda;
 
 pub use pc2::read_pc2;
-pub use usda::{PrimSummary, read_usda_summary};
-
-pub mod inspect {
-    //! Readers for the caches written by [`cache`](super): small parsers of this module's
-    //! own output (not general USD or PC2 readers), used by tests and by the CLI.
-    pub use super::pc2::read_pc2;
-    pub use super::usda::{PrimSummary, read_usda_summary};
-}
 
 use glam::Vec3;
 use hooke::{Body, Model};

@@ -187,7 +187,7 @@ pub struct ClothSection {
     pub structural: Option<bool>,
     /// Shear springs (default true; grids).
     pub shear: Option<bool>,
-    /// Bending springs (default true).
+    /// Bend springs (default true).
     pub bending: Option<bool>,
     /// Mass of every particle (kg) instead of density × area.
     pub particle_mass: Option<f32>,
@@ -237,7 +237,7 @@ pub struct RopeSection {
     pub points: Option<Vec<[f32; 3]>>,
     /// Number of particles.
     pub particles: i64,
-    /// Bending springs i–i+2 (default true).
+    /// Bend springs i–i+2 (default true).
     pub bending: Option<bool>,
     /// Mass of every particle (kg).
     pub particle_mass: Option<f32>,
@@ -278,17 +278,20 @@ pub struct ColliderSection {
     pub static_friction: Option<f32>,
     /// Kinetic friction coefficient μₖ (default: μₛ).
     pub kinetic_friction: Option<f32>,
-    /// Keyframed translation.
+    /// Keyframed motion: translation and rotation about the collider's origin.
     #[serde(default)]
     pub keyframes: Vec<KeyframeSection>,
 }
 
-/// `{ time = t, translation = [x, y, z] }`.
+/// `{ time = t, translation = [x, y, z], rotation = [rx, ry, rz] }`.
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyframeSection {
     /// Time (s).
     pub time: f32,
-    /// Translation (m).
-    pub translation: [f32; 3],
+    /// Translation (m) from the rest placement (default none).
+    pub translation: Option<[f32; 3]>,
+    /// Rotation about the collider's origin (its centre; a plane's point, a capsule's
+    /// midpoint), XYZ Euler degrees (default none).
+    pub rotation: Option<[f32; 3]>,
 }

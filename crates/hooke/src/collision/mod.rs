@@ -5,18 +5,25 @@
 //! back to the surface along the normal, and the tangential displacement of the step is then
 //! reduced by Coulomb friction ([`Friction`]), measured relative to the collider's own motion
 //! so that a moving collider drags the cloth lying on it.
+//!
+//! The model holds each collider's shape and friction ([`Collider`]); where it is — at rest,
+//! keyframed ([`Motion`]) or moved frame by frame (a [`Pose`], e.g. dragged in a viewer) — is
+//! an input of each frame, in [`Control`](crate::Control). Solvers turn it into one
+//! [`ColliderPlacement`] per collider and substep.
 
 mod friction;
 mod motion;
+mod placement;
 mod shape;
 
 pub use friction::Friction;
 pub use motion::{Keyframe, Motion};
+pub use placement::{ColliderPlacement, Pose};
 pub use shape::Shape;
 
 use glam::Vec3;
 
-/// A collider: a shape, its friction, and an optional keyframed translation.
+/// A collider: a shape in its rest placement and its friction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Collider {
     /// Name used in reports.
@@ -25,14 +32,12 @@ pub struct Collider {
     pub shape: Shape,
     /// Friction coefficients against particles.
     pub friction: Friction,
-    /// Keyframed translation (empty for a static collider).
-    pub motion: Motion,
 }
 
 impl Collider {
-    /// A static collider without friction.
+    /// A collider without friction.
     pub fn new(name: impl Into<String>, shape: Shape) -> Collider {
-        Collider { name: name.into(), shape, friction: Friction::NONE, motion: Motion::default() }
+        Collider { name: name.into(), shape, friction: Friction::NONE }
     }
 
     /// Sets the friction coefficients.
@@ -41,31 +46,10 @@ impl Collider {
         self
     }
 
-    /// Sets the keyframed translation.
-    pub fn with_motion(mut self, motion: Motion) -> Self {
-        self.motion = motion;
-        self
-    }
-
-    /// Signed distance (m) and outward normal at `x` at time `t` (s).
+    /// Signed distance (m) and outward normal at `x` with the collider at `pose`.
     #[inline]
-    pub fn signed_distance_at(&self, x: Vec3, t: f64) -> (f32, Vec3) {
-        self.shape.signed_distance(x, self.motion.translation_at(t))
-    }
-}
-
-/// Collider placement for one substep: its translation at the start and at the end.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ColliderStep {
-    pub offset_end: Vec3,
-    pub displacement: Vec3,
-}
-
-impl ColliderStep {
-    pub fn new(c: &Collider, t0: f64, t1: f64) -> ColliderStep {
-        let a = c.motion.translation_at(t0);
-        let b = c.motion.translation_at(t1);
-        ColliderStep { offset_end: b, displacement: b - a }
+    pub fn signed_distance_at(&self, x: Vec3, pose: &Pose) -> (f32, Vec3) {
+        ColliderPlacement::between(pose, pose).signed_distance(&self.shape, x)
     }
 }
 
@@ -73,23 +57,23 @@ impl ColliderStep {
 ///
 /// `x0` is the particle's position at the start of the substep and `d` its displacement in
 /// the substep after constraint projection (see the solver's precision note); `radius` is its
-/// collision radius (m). Corrections are added to `d`. Returns the deepest normal correction
-/// applied (m, 0 when not in contact).
+/// collision radius (m); `placements` has one entry per collider. Corrections are added to
+/// `d`. Returns the deepest normal correction applied (m, 0 when not in contact).
 #[inline]
 pub(crate) fn resolve_particle(
     colliders: &[Collider],
-    steps: &[ColliderStep],
+    placements: &[ColliderPlacement],
     x0: Vec3,
     d: &mut Vec3,
     radius: f32,
 ) -> f32 {
     let mut deepest = 0.0f32;
-    for (c, s) in colliders.iter().zip(steps) {
-        let (phi, n) = c.shape.signed_distance(x0 + *d, s.offset_end);
+    for (c, s) in colliders.iter().zip(placements) {
+        let (phi, n) = s.signed_distance(&c.shape, x0 + *d);
         let depth = radius - phi;
         if depth > 0.0 {
             *d += n * depth;
-            let rel = *d - s.displacement;
+            let rel = *d - s.surface_displacement(&c.shape, x0 + *d);
             let tangential = rel - n * rel.dot(n);
             *d += c.friction.correction(tangential, depth);
             deepest = deepest.max(depth);

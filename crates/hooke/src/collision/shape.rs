@@ -92,6 +92,16 @@ impl Shape {
         }
     }
 
+    /// The point a collider turns about when it is rotated ([`Pose`](super::Pose)): the
+    /// plane's point, the sphere's or box's centre, the capsule's midpoint (m).
+    pub fn origin(&self) -> Vec3 {
+        match *self {
+            Shape::Plane { point, .. } => point,
+            Shape::Sphere { center, .. } | Shape::Box { center, .. } => center,
+            Shape::Capsule { a, b, .. } => (a + b) * 0.5,
+        }
+    }
+
     /// Short name used in reports and scene files.
     pub fn kind(&self) -> &'static str {
         match self {

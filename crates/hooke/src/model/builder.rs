@@ -1,7 +1,9 @@
 //! [`ModelBuilder`]: domain verbs that add cloths, ropes and colliders, then `finalize()`.
 
-use super::colouring;
-use super::constraint::{ConstraintFamily, DistanceConstraint};
+use super::constraint::ConstraintFamily;
+use super::constraint_set::ConstraintSet;
+use super::distance::DistanceConstraint;
+use super::material::{BodyMaterial, Element, ElementStiffness, MassSource};
 use super::{Air, Body, BodyKind, ClothGrid, ClothMesh, Model, Rope};
 use crate::collision::{Collider, Shape};
 use crate::error::{self, ModelError};
@@ -26,8 +28,12 @@ pub(crate) struct Parts {
     pub velocities: Vec<Vec3>,
     pub masses: Vec<f32>,
     pub radii: Vec<f32>,
+    /// Where each particle's mass comes from, parallel to `masses`.
+    pub mass_sources: Vec<MassSource>,
     pub constraints: Vec<DistanceConstraint>,
     pub families: Vec<ConstraintFamily>,
+    /// Where each constraint's stiffness comes from, parallel to `constraints`.
+    pub elements: Vec<ElementStiffness>,
     /// Colour of each constraint (a pattern for grids and ropes, greedy for meshes).
     pub colours: Vec<u32>,
     pub triangles: Vec<[u32; 3]>,
@@ -41,9 +47,11 @@ impl Parts {
             positions: Vec::with_capacity(particles),
             velocities: Vec::with_capacity(particles),
             masses: Vec::with_capacity(particles),
+            mass_sources: Vec::with_capacity(particles),
             radii: Vec::with_capacity(particles),
             constraints: Vec::with_capacity(constraints),
             families: Vec::with_capacity(constraints),
+            elements: Vec::with_capacity(constraints),
             colours: Vec::with_capacity(constraints),
             triangles: Vec::with_capacity(triangles),
             uvs: None,
@@ -69,9 +77,11 @@ pub struct ModelBuilder {
     positions: Vec<Vec3>,
     velocities: Vec<Vec3>,
     masses: Vec<f32>,
+    mass_sources: Vec<MassSource>,
     radii: Vec<f32>,
     constraints: Vec<DistanceConstraint>,
     families: Vec<ConstraintFamily>,
+    elements: Vec<Element>,
     colours: Vec<u32>,
     triangles: Vec<[u32; 3]>,
     /// UV per particle (NaN for particles of bodies without UVs).
@@ -98,9 +108,11 @@ impl ModelBuilder {
             positions: Vec::new(),
             velocities: Vec::new(),
             masses: Vec::new(),
+            mass_sources: Vec::new(),
             radii: Vec::new(),
             constraints: Vec::new(),
             families: Vec::new(),
+            elements: Vec::new(),
             colours: Vec::new(),
             triangles: Vec::new(),
             uvs: Vec::new(),
@@ -168,7 +180,7 @@ impl ModelBuilder {
         self.check_size(&format!("cloth {:?}", grid.name), particles, grid.constraint_count())?;
         grid.validate()?;
         let kind = BodyKind::ClothGrid { rows: grid.rows, columns: grid.columns };
-        self.append(&grid.name, kind, grid.build())
+        self.append(&grid.name, kind, BodyMaterial::Cloth(grid.material), grid.build())
     }
 
     /// Adds a rope of `rope.particles` particles along a polyline.
@@ -180,7 +192,7 @@ impl ModelBuilder {
         let n = rope.particles as u128;
         self.check_size(&format!("rope {:?}", rope.name), n, 2 * n)?;
         rope.validate()?;
-        self.append(&rope.name, BodyKind::Rope, rope.build())
+        self.append(&rope.name, BodyKind::Rope, BodyMaterial::Rope(rope.material), rope.build())
     }
 
     /// Adds a cloth made from a triangle mesh.
@@ -193,7 +205,7 @@ impl ModelBuilder {
         let (n, t) = (mesh.positions.len() as u128, mesh.triangles.len() as u128);
         self.check_size(&format!("cloth mesh {:?}", mesh.name), n, 3 * t)?;
         mesh.validate()?;
-        self.append(&mesh.name, BodyKind::ClothMesh, mesh.build())
+        self.append(&mesh.name, BodyKind::ClothMesh, BodyMaterial::Cloth(mesh.material), mesh.build())
     }
 
     /// Adds a collider; returns its index.
@@ -253,6 +265,7 @@ impl ModelBuilder {
         }
         error::positive(&ctx, "mass (kg)", mass)?;
         self.masses[particle as usize] = mass;
+        self.mass_sources[particle as usize] = MassSource::Fixed;
         Ok(self)
     }
 
@@ -272,7 +285,13 @@ impl ModelBuilder {
         Ok(())
     }
 
-    fn append(&mut self, name: &str, kind: BodyKind, parts: Parts) -> Result<BodyId, ModelError> {
+    fn append(
+        &mut self,
+        name: &str,
+        kind: BodyKind,
+        material: BodyMaterial,
+        parts: Parts,
+    ) -> Result<BodyId, ModelError> {
         if self.bodies.iter().any(|b| b.name == name) {
             return Err(ModelError::DuplicateName(name.to_string()));
         }
@@ -284,6 +303,7 @@ impl ModelBuilder {
         self.positions.extend_from_slice(&parts.positions);
         self.velocities.extend_from_slice(&parts.velocities);
         self.masses.extend_from_slice(&parts.masses);
+        self.mass_sources.extend_from_slice(&parts.mass_sources);
         self.radii.extend_from_slice(&parts.radii);
         self.constraints.extend(parts.constraints.iter().map(|c| DistanceConstraint {
             i: c.i + p0,
@@ -291,6 +311,8 @@ impl ModelBuilder {
             ..*c
         }));
         self.families.extend_from_slice(&parts.families);
+        let body = self.bodies.len() as u32;
+        self.elements.extend(parts.elements.iter().map(|&stiffness| Element { body, stiffness }));
         // Bodies share no particles, so colour k of every body can go in global colour k.
         self.colours.extend(compact(&parts.colours));
         self.triangles.extend(parts.triangles.iter().map(|t| t.map(|v| v + p0)));
@@ -304,6 +326,7 @@ impl ModelBuilder {
         self.bodies.push(Body {
             name: name.to_string(),
             kind,
+            material,
             particles: p0..self.positions.len() as u32,
             triangles: t0..self.triangles.len() as u32,
         });
@@ -311,25 +334,66 @@ impl ModelBuilder {
     }
 
     /// Freezes the model: sorts constraints by colour, proves the colouring conflict-free,
-    /// and builds the particle→triangle adjacency.
+    /// and builds the particle→triangle and particle→constraint adjacency.
     ///
     /// # Errors
-    /// [`ModelError::Invalid`] if the model has no particles; [`ModelError::Colouring`] if a
-    /// topology builder produced a conflicting colouring (an internal error).
+    /// [`ModelError::Invalid`] if the model has no particles, or a position, mass, rest length
+    /// or stiffness is beyond f32 arithmetic; [`ModelError::Colouring`] if a topology builder
+    /// produced a conflicting colouring (an internal error).
     pub fn finalize(self) -> Result<Model, ModelError> {
         let n = self.positions.len();
         if n == 0 {
             return Err(ModelError::invalid("model", "has no cloth or rope"));
         }
-        // Sizes that are valid one by one can still overflow or underflow in f32 together
-        // (a spacing of 10³⁰ m, a mass of 10⁻⁴⁰ kg): reject them here, not as NaN later.
-        let body_of = |p: usize| {
-            self.bodies
-                .iter()
-                .find(|b| b.particles.contains(&(p as u32)))
-                .map_or(String::new(), |b| format!("{:?}", b.name))
+        let distance = ConstraintSet::build::<2>(n, self.constraints, self.families, self.elements, self.colours)?;
+        // Particle → triangle adjacency (CSR).
+        let mut offsets = vec![0u32; n + 1];
+        for t in &self.triangles {
+            for &v in t {
+                offsets[v as usize + 1] += 1;
+            }
+        }
+        for k in 0..n {
+            offsets[k + 1] += offsets[k];
+        }
+        let mut fill = offsets.clone();
+        let mut adjacency = vec![0u32; offsets[n] as usize];
+        for (ti, t) in self.triangles.iter().enumerate() {
+            for &v in t {
+                adjacency[fill[v as usize] as usize] = ti as u32;
+                fill[v as usize] += 1;
+            }
+        }
+        let inv_mass = self.masses.iter().map(|&m| 1.0 / m).collect();
+        let model = Model {
+            particle_position: self.positions,
+            particle_velocity: self.velocities,
+            particle_mass: self.masses,
+            particle_inv_mass: inv_mass,
+            particle_mass_source: self.mass_sources,
+            particle_radius: self.radii,
+            distance,
+            triangles: self.triangles,
+            particle_uv: if self.any_uv { self.uvs } else { Vec::new() },
+            particle_triangles_offsets: offsets,
+            particle_triangles: adjacency,
+            bodies: self.bodies,
+            colliders: self.colliders,
+            gravity: self.gravity,
+            air: self.air,
         };
-        for (p, (x, &m)) in self.positions.iter().zip(&self.masses).enumerate() {
+        model.check_arithmetic()?;
+        Ok(model)
+    }
+}
+
+impl Model {
+    /// Rejects sizes that are valid one by one but overflow or underflow in f32 together (a
+    /// spacing of 10³⁰ m, a mass of 10⁻⁴⁰ kg, a stiffness beyond 8.5·10³⁷ N/m per element),
+    /// naming the body, the element and the material key.
+    pub(crate) fn check_arithmetic(&self) -> Result<(), ModelError> {
+        let body_of = |p: usize| self.body_of_particle(p as u32).map_or(String::new(), |b| format!("{:?}", b.name));
+        for (p, (x, &m)) in self.particle_position.iter().zip(&self.particle_mass).enumerate() {
             if !x.is_finite() || x.abs().max_element() > 1e9 {
                 return Err(ModelError::invalid(
                     format!("body {} particle {p}", body_of(p)),
@@ -343,7 +407,8 @@ impl ModelBuilder {
                 ));
             }
         }
-        for (k, (c, family)) in self.constraints.iter().zip(&self.families).enumerate() {
+        let set = &self.distance;
+        for (k, (c, family)) in set.items.iter().zip(&set.family).enumerate() {
             let what = || {
                 format!("body {} {} constraint {k} (particles {}–{})", body_of(c.i as usize), family.name(), c.i, c.j)
             };
@@ -368,7 +433,7 @@ impl ModelBuilder {
                         (ConstraintFamily::Structural, "stretch") => "stretch_stiffness",
                         (ConstraintFamily::Structural, _) => "compression_stiffness",
                         (ConstraintFamily::Shear, _) => "shear_stiffness",
-                        (ConstraintFamily::Bending, _) => "bend_stiffness",
+                        (ConstraintFamily::BendSpring, _) => "bend_stiffness",
                     };
                     return Err(ModelError::invalid(
                         what(),
@@ -380,57 +445,7 @@ impl ModelBuilder {
                 }
             }
         }
-        let pairs: Vec<[u32; 2]> = self.constraints.iter().map(|c| [c.i, c.j]).collect();
-        colouring::validate(n, &pairs, &self.colours)?;
-        let mut order: Vec<u32> = (0..self.constraints.len() as u32).collect();
-        order.sort_by_key(|&k| self.colours[k as usize]);
-        let constraints: Vec<DistanceConstraint> = order.iter().map(|&k| self.constraints[k as usize]).collect();
-        let families: Vec<ConstraintFamily> = order.iter().map(|&k| self.families[k as usize]).collect();
-        let mut colour_ranges = Vec::new();
-        let mut start = 0usize;
-        for k in 1..=order.len() {
-            if k == order.len() || self.colours[order[k] as usize] != self.colours[order[start] as usize] {
-                colour_ranges.push(start as u32..k as u32);
-                start = k;
-            }
-        }
-        // Particle → triangle adjacency (CSR).
-        let mut offsets = vec![0u32; n + 1];
-        for t in &self.triangles {
-            for &v in t {
-                offsets[v as usize + 1] += 1;
-            }
-        }
-        for k in 0..n {
-            offsets[k + 1] += offsets[k];
-        }
-        let mut fill = offsets.clone();
-        let mut adjacency = vec![0u32; offsets[n] as usize];
-        for (ti, t) in self.triangles.iter().enumerate() {
-            for &v in t {
-                adjacency[fill[v as usize] as usize] = ti as u32;
-                fill[v as usize] += 1;
-            }
-        }
-        let inv_mass = self.masses.iter().map(|&m| 1.0 / m).collect();
-        Ok(Model {
-            particle_position: self.positions,
-            particle_velocity: self.velocities,
-            particle_mass: self.masses,
-            particle_inv_mass: inv_mass,
-            particle_radius: self.radii,
-            constraints,
-            constraint_family: families,
-            colour_ranges,
-            triangles: self.triangles,
-            particle_uv: if self.any_uv { self.uvs } else { Vec::new() },
-            particle_triangles_offsets: offsets,
-            particle_triangles: adjacency,
-            bodies: self.bodies,
-            colliders: self.colliders,
-            gravity: self.gravity,
-            air: self.air,
-        })
+        Ok(())
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Two constraints that share a particle cannot be projected at the same time without a data
 //! race. Constraints are therefore partitioned into *colours* such that no two constraints of
-//! one colour share a particle; all constraints of a colour can then be solved in parallel
+//! one colour share a particle (a constraint is a tuple of N particles: 2 for a distance, 3
+//! for a rope angle, 4 for a dihedral angle; every function here takes `[u32; N]` tuples); all constraints of a colour can then be solved in parallel
 //! (on the GPU: one dispatch per colour; on the CPU: one rayon sweep per colour), and the
 //! colours are swept one after the other in a fixed order, which is Gauss–Seidel over colours.
 //!
@@ -30,41 +31,39 @@ pub struct ColouringConflict {
     pub second: usize,
 }
 
-/// Greedy colouring of `edges` (pairs of particle indices, all `< num_particles`).
+/// Greedy colouring of `edges` (tuples of N particle indices, all `< num_particles`).
 ///
-/// Returns one colour per edge, colours numbered from 0 without gaps. Two edges sharing a
-/// particle always get different colours. Runs in O(E·(C/64 + log E)) for C colours.
-pub fn greedy(num_particles: usize, edges: &[[u32; 2]]) -> Vec<u32> {
+/// Returns one colour per tuple, colours numbered from 0 without gaps. Two tuples sharing a
+/// particle always get different colours. Runs in O(E·(N·C/64 + log E)) for C colours.
+pub fn greedy<const N: usize>(num_particles: usize, edges: &[[u32; N]]) -> Vec<u32> {
     let mut degree = vec![0u32; num_particles];
     for e in edges {
-        degree[e[0] as usize] += 1;
-        degree[e[1] as usize] += 1;
+        for &p in e {
+            degree[p as usize] += 1;
+        }
     }
     let max_degree = degree.iter().copied().max().unwrap_or(0) as usize;
-    // A first-fit colouring of a line graph needs at most 2Δ − 1 colours.
-    let words = (2 * max_degree).div_ceil(64).max(1);
+    // A first-fit colouring of the conflict graph needs at most N(Δ − 1) + 1 colours.
+    let words = (N * max_degree).div_ceil(64).max(1);
     let mut used = vec![0u64; num_particles * words];
     let mut order: Vec<u32> = (0..edges.len() as u32).collect();
     // Welsh–Powell: most constrained first; ties keep the input order (stable sort).
-    order.sort_by_key(|&e| {
-        let [a, b] = edges[e as usize];
-        std::cmp::Reverse(degree[a as usize] + degree[b as usize])
-    });
+    order.sort_by_key(|&e| std::cmp::Reverse(edges[e as usize].iter().map(|&p| degree[p as usize]).sum::<u32>()));
     let mut colour = vec![0u32; edges.len()];
     for &e in &order {
-        let [a, b] = edges[e as usize];
-        let (ma, mb) = (a as usize * words, b as usize * words);
+        let tuple = edges[e as usize];
         let mut c = 0u32;
         for w in 0..words {
-            let free = !(used[ma + w] | used[mb + w]);
+            let free = !tuple.iter().fold(0u64, |acc, &p| acc | used[p as usize * words + w]);
             if free != 0 {
                 c = (w as u32) * 64 + free.trailing_zeros();
                 break;
             }
         }
         let (w, bit) = ((c / 64) as usize, 1u64 << (c % 64));
-        used[ma + w] |= bit;
-        used[mb + w] |= bit;
+        for &p in &tuple {
+            used[p as usize * words + w] |= bit;
+        }
         colour[e as usize] = c;
     }
     balance(num_particles, edges, &mut colour);
@@ -73,7 +72,7 @@ pub fn greedy(num_particles: usize, edges: &[[u32; 2]]) -> Vec<u32> {
 
 /// Moves edges from over-full colours to under-full ones where no conflict arises, so that
 /// colour sizes are closer to E/C (fewer idle threads in the last, small colours on a GPU).
-pub fn balance(num_particles: usize, edges: &[[u32; 2]], colour: &mut [u32]) {
+pub fn balance<const N: usize>(num_particles: usize, edges: &[[u32; N]], colour: &mut [u32]) {
     let colours = colour.iter().copied().max().map_or(0, |c| c as usize + 1);
     if colours < 2 {
         return;
@@ -87,8 +86,9 @@ pub fn balance(num_particles: usize, edges: &[[u32; 2]], colour: &mut [u32]) {
     let mut mask = vec![0u64; num_particles];
     for (e, &c) in edges.iter().zip(colour.iter()) {
         if c < 64 {
-            mask[e[0] as usize] |= 1 << c;
-            mask[e[1] as usize] |= 1 << c;
+            for &p in e {
+                mask[p as usize] |= 1 << c;
+            }
         }
     }
     for (e, c) in edges.iter().zip(colour.iter_mut()) {
@@ -96,14 +96,14 @@ pub fn balance(num_particles: usize, edges: &[[u32; 2]], colour: &mut [u32]) {
         if from >= 64 || size[from] <= target {
             continue;
         }
-        let busy = mask[e[0] as usize] | mask[e[1] as usize];
+        let busy = e.iter().fold(0u64, |acc, &p| acc | mask[p as usize]);
         let best = (0..colours.min(64)).filter(|&k| busy & (1 << k) == 0 && size[k] < target).min_by_key(|&k| size[k]);
         if let Some(to) = best {
             let bit_from = 1u64 << from;
-            mask[e[0] as usize] &= !bit_from;
-            mask[e[1] as usize] &= !bit_from;
-            mask[e[0] as usize] |= 1 << to;
-            mask[e[1] as usize] |= 1 << to;
+            for &p in e {
+                mask[p as usize] &= !bit_from;
+                mask[p as usize] |= 1 << to;
+            }
             size[from] -= 1;
             size[to] += 1;
             *c = to as u32;
@@ -111,13 +111,19 @@ pub fn balance(num_particles: usize, edges: &[[u32; 2]], colour: &mut [u32]) {
     }
 }
 
-/// Checks that no two edges of one colour share a particle.
+/// Checks that no two tuples of one colour share a particle (and that no tuple names a
+/// particle twice or one out of range, which a colouring could not make safe).
 ///
 /// `edges[k]` has colour `colour[k]`; both slices have the same length.
 ///
 /// # Errors
-/// The first conflict found, naming the colour, the particle and both constraints.
-pub fn validate(num_particles: usize, edges: &[[u32; 2]], colour: &[u32]) -> Result<(), ColouringConflict> {
+/// The first conflict found, naming the colour, the particle and both constraints (the same
+/// constraint twice when it names a particle twice or out of range).
+pub fn validate<const N: usize>(
+    num_particles: usize,
+    edges: &[[u32; N]],
+    colour: &[u32],
+) -> Result<(), ColouringConflict> {
     // For each particle, the last (colour, edge) that touched it.
     let mut seen: Vec<(u32, u32)> = vec![(u32::MAX, 0); num_particles];
     let mut order: Vec<u32> = (0..edges.len() as u32).collect();
@@ -125,6 +131,9 @@ pub fn validate(num_particles: usize, edges: &[[u32; 2]], colour: &[u32]) -> Res
     for &e in &order {
         let c = colour[e as usize];
         for p in edges[e as usize] {
+            if p as usize >= num_particles {
+                return Err(ColouringConflict { colour: c, particle: p, first: e as usize, second: e as usize });
+            }
             let (pc, pe) = seen[p as usize];
             if pc == c {
                 return Err(ColouringConflict { colour: c, particle: p, first: pe as usize, second: e as usize });
@@ -150,6 +159,19 @@ mod tests {
         let c = greedy(100, &edges);
         validate(100, &edges, &c).unwrap();
         assert_eq!(count(&c), 2);
+    }
+
+    /// Tuples of four consecutive particles (as a rope's bending stencils might be) get
+    /// colours no two of which share a particle.
+    #[test]
+    fn four_particle_tuples_are_coloured_without_conflict() {
+        let tuples: Vec<[u32; 4]> = (0..60u32).map(|k| [k, k + 1, k + 2, k + 3]).collect();
+        let c = greedy(63, &tuples);
+        validate(63, &tuples, &c).unwrap();
+        // Each tuple meets the three on each side, which meet one another: at least 4 colours.
+        assert!((4..=5).contains(&count(&c)), "{} colours", count(&c));
+        let bad = [[0u32, 1, 2, 3], [3, 4, 5, 6]];
+        assert_eq!(validate(7, &bad, &[0, 0]).unwrap_err().particle, 3);
     }
 
     #[test]

@@ -1,69 +1,70 @@
-//! Distance constraints: the springs of the mass-spring model written as XPBD constraints.
+//! The constraint abstraction: an N-particle constraint C(x₁ … x_N) = 0 with its gradients,
+//! compliance and damping, as XPBD solves it (article §3.2–3.3; Macklin, Müller & Chentanez
+//! 2016).
 //!
-//! A distance constraint between particles *i* and *j* with rest length L₀ has the constraint
-//! function C(x) = ‖xᵢ − xⱼ‖ − L₀ (article §3.2) and the gradients ∇ᵢC = n, ∇ⱼC = −n with
-//! n = (xᵢ − xⱼ)/‖xᵢ − xⱼ‖. Its compliance α = 1/k (m/N) is the inverse of the spring stiffness
-//! k (N/m) of the force-based model (article §1.2, §3.3); α = 0 makes it rigid. Stretch (C > 0)
-//! and compression (C < 0) have separate compliances so that cloth can buckle easily while it
-//! resists stretching (article §1.1).
+//! Every constraint type implements [`ParticleConstraint<N>`]: which particles it joins, its
+//! value C and gradients ∇ᵢC at given positions, its compliance α (the inverse of a stiffness,
+//! 0 for a rigid constraint) and its damping time τ. The solver needs nothing else: one
+//! shared update (in `solver/xpbd/projection.rs`),
+//!
+//! Δλ = (−C − α̃λ − γ Σᵢ ∇ᵢC·(xᵢ − xᵢ⁰)) / ((1 + γ) Σᵢ wᵢ‖∇ᵢC‖² + α̃),  xᵢ += wᵢ ∇ᵢC Δλ,
+//!
+//! with α̃ = α/h², γ = τ/h and w the inverse masses, projects any type. The model keeps one
+//! [`ConstraintSet`](super::ConstraintSet) per type, coloured over its particle tuples
+//! ([`colouring`](super::colouring)), so every set is solved in parallel colour by colour.
+//! A type with a hot loop (the distance constraint) may add its own kernel, which must agree
+//! with the shared update (a test checks it).
 
-/// The topological family of a spring (article §1.1).
+use glam::Vec3;
+
+/// What a constraint stands for (article §1.1), for reports, strain checks and materials.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ConstraintFamily {
     /// Graph distance 1: grid neighbours, rope segments i–i+1, mesh edges. Carries stretch.
     Structural,
     /// Both diagonals of a grid cell: resists in-plane shear.
     Shear,
-    /// Distance 2 along a grid axis, rope i–i+2, or the two opposite vertices of an interior
-    /// mesh edge: resists out-of-plane bending.
-    Bending,
+    /// A *bend spring*: a distance constraint across two edges — distance 2 along a grid
+    /// axis, rope i–i+2, or the two opposite vertices of an interior mesh edge — that resists
+    /// out-of-plane bending by resisting the shortening of that distance. Not an angle: it
+    /// cannot tell a fold from a compression and holds no rest curvature.
+    BendSpring,
 }
 
 impl ConstraintFamily {
-    /// Lower-case name used in reports and scene files.
+    /// Name used in reports: `structural`, `shear` or `bend spring`.
     pub fn name(self) -> &'static str {
         match self {
             ConstraintFamily::Structural => "structural",
             ConstraintFamily::Shear => "shear",
-            ConstraintFamily::Bending => "bending",
+            ConstraintFamily::BendSpring => "bend spring",
         }
     }
 }
 
-/// One distance constraint, 24 bytes, as the solvers read it.
+/// An N-particle constraint, as the XPBD solver projects it. See the [module
+/// documentation](self).
 ///
-/// Units: `rest_length` in m; compliances in m/N (α = 1/k, 0 for a rigid constraint);
-/// `damping` is the stiffness-proportional dashpot time τ = k_d/k in s (the axial damping of
-/// article §1.3 written for XPBD, Macklin et al. 2016 eq. 26 with γ = τ/Δt).
-#[derive(Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct DistanceConstraint {
-    /// First particle index.
-    pub i: u32,
-    /// Second particle index.
-    pub j: u32,
-    /// Rest length L₀ (m), > 0.
-    pub rest_length: f32,
-    /// Compliance when stretched, C > 0 (m/N).
-    pub compliance_stretch: f32,
-    /// Compliance when compressed, C < 0 (m/N).
-    pub compliance_compression: f32,
-    /// Axial damping time τ = k_d/k (s); 0 disables damping.
-    pub damping: f32,
-}
+/// Units depend on the type: C is in the constraint's own unit (m for a distance, rad for an
+/// angle), ∇C in that unit per metre, the compliance α in that unit squared per joule
+/// (m/N for a distance), so that α̃λ has the unit of C.
+pub trait ParticleConstraint<const N: usize>: Copy + Send + Sync + 'static {
+    /// The particles it joins (indices into the model's particles), all different.
+    fn particles(&self) -> [u32; N];
 
-impl DistanceConstraint {
-    /// Compliance that applies to a constraint value `c` (m): stretch for c ≥ 0, else compression.
-    #[inline(always)]
-    pub fn compliance_for(&self, c: f32) -> f32 {
-        if c >= 0.0 { self.compliance_stretch } else { self.compliance_compression }
-    }
+    /// C and the gradients ∇ᵢC (one per particle, same order as [`particles`](Self::particles))
+    /// at the positions `x`, given **relative to the first particle** (`x[0]` is the zero
+    /// vector; constraints are translation-invariant, and relative positions keep the f32
+    /// precision of nearby particles far from the origin). `None` where the gradient is
+    /// undefined (coincident particles): the solver skips the constraint for that iteration.
+    fn evaluate(&self, x: &[Vec3; N]) -> Option<(f32, [Vec3; N])>;
 
-    /// Stiffness k = 1/α (N/m) for a constraint value `c`; `f32::INFINITY` when rigid.
-    pub fn stiffness_for(&self, c: f32) -> f32 {
-        let a = self.compliance_for(c);
-        if a > 0.0 { 1.0 / a } else { f32::INFINITY }
-    }
+    /// Compliance α ≥ 0 for the constraint value `c` (0 = rigid); may differ between c > 0
+    /// and c < 0 (stretch and compression).
+    fn compliance(&self, c: f32) -> f32;
+
+    /// Stiffness-proportional damping time τ (s) ≥ 0, γ = τ/h in the update.
+    fn damping(&self) -> f32;
 }
 
 /// Converts a stiffness k (N/m, may be `+inf`) to a compliance α = 1/k (m/N, 0 when rigid).

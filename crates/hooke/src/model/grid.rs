@@ -1,8 +1,10 @@
 //! Rectangular cloth grids with structural, shear and bending springs (article §1.1).
 
 use super::builder::Parts;
-use super::constraint::{ConstraintFamily, DistanceConstraint, compliance_from_stiffness as alpha};
+use super::constraint::{ConstraintFamily, compliance_from_stiffness as alpha};
+use super::distance::DistanceConstraint;
 use super::material::ClothMaterial;
+use super::material::{ElementStiffness, MassSource};
 use crate::error::{self, ModelError};
 use glam::{Quat, Vec3};
 
@@ -35,8 +37,8 @@ pub struct ClothGrid {
     pub structural: bool,
     /// Shear springs (both cell diagonals).
     pub shear: bool,
-    /// Bending springs (distance 2 along each axis).
-    pub bending: bool,
+    /// Bend springs (distance 2 along each axis).
+    pub bend_springs: bool,
     /// Mass of every particle (kg) instead of density × area.
     pub particle_mass: Option<f32>,
     /// Per-spring stiffness k (N/m) for every family instead of the material moduli — the
@@ -58,7 +60,7 @@ impl ClothGrid {
             material: ClothMaterial::default(),
             structural: true,
             shear: true,
-            bending: true,
+            bend_springs: true,
             particle_mass: None,
             spring_stiffness: None,
         }
@@ -79,7 +81,7 @@ impl ClothGrid {
         if self.shear {
             n += 2 * r.saturating_sub(1) * c.saturating_sub(1);
         }
-        if self.bending {
+        if self.bend_springs {
             n += r * c.saturating_sub(2) + r.saturating_sub(2) * c;
         }
         n
@@ -124,6 +126,10 @@ impl ClothGrid {
                 let corners =
                     (if r == 0 || r == rows - 1 { 1 } else { 2 }) * (if c == 0 || c == cols - 1 { 1 } else { 2 });
                 p.masses.push(self.particle_mass.unwrap_or(cell_mass * corners as f32 * 0.25));
+                p.mass_sources.push(match self.particle_mass {
+                    Some(_) => MassSource::Fixed,
+                    None => MassSource::Share(h * h * corners as f32 * 0.25),
+                });
             }
         }
         // u along the columns (the grid's local x), v along the rows (local z), both in [0, 1].
@@ -138,12 +144,25 @@ impl ClothGrid {
         p.radii = vec![m.thickness * 0.5; n];
         let id = |r: usize, c: usize| (r * cols + c) as u32;
         let k_fixed = self.spring_stiffness;
+        // The element of a spring standing for area `a` over length `l`.
+        let element = |a: f32, l: f32| match k_fixed {
+            Some(_) => ElementStiffness::Fixed,
+            None => ElementStiffness::Membrane { area: a, length: l },
+        };
         // A strip of width w and length L of modulus K: k = K·w/L (see material.rs).
         let strip = |modulus: f32, w: f32, l: f32| {
             k_fixed.unwrap_or(super::material::membrane_spring_stiffness(modulus, w * l, l))
         };
-        let push = |p: &mut Parts, a: u32, b: u32, family, k_stretch: f32, k_compress: f32, colour: u32| {
+        let push = |p: &mut Parts,
+                    a: u32,
+                    b: u32,
+                    family,
+                    k_stretch: f32,
+                    k_compress: f32,
+                    colour: u32,
+                    e: ElementStiffness| {
             let rest = (p.positions[a as usize] - p.positions[b as usize]).length();
+            p.elements.push(e);
             p.constraints.push(DistanceConstraint {
                 i: a,
                 j: b,
@@ -161,14 +180,16 @@ impl ClothGrid {
                 for c in 0..cols - 1 {
                     let w = edge_w(r == 0 || r == rows - 1);
                     let (ks, kc) = (strip(m.stretch_stiffness, w, h), strip(m.compression_stiffness, w, h));
-                    push(&mut p, id(r, c), id(r, c + 1), ConstraintFamily::Structural, ks, kc, (c % 2) as u32);
+                    let e = element(w * h, h);
+                    push(&mut p, id(r, c), id(r, c + 1), ConstraintFamily::Structural, ks, kc, (c % 2) as u32, e);
                 }
             }
             for r in 0..rows - 1 {
                 for c in 0..cols {
                     let w = edge_w(c == 0 || c == cols - 1);
                     let (ks, kc) = (strip(m.stretch_stiffness, w, h), strip(m.compression_stiffness, w, h));
-                    push(&mut p, id(r, c), id(r + 1, c), ConstraintFamily::Structural, ks, kc, 2 + (r % 2) as u32);
+                    let e = element(w * h, h);
+                    push(&mut p, id(r, c), id(r + 1, c), ConstraintFamily::Structural, ks, kc, 2 + (r % 2) as u32, e);
                 }
             }
         }
@@ -178,22 +199,28 @@ impl ClothGrid {
             let k = k_fixed.unwrap_or(super::material::membrane_spring_stiffness(m.shear_stiffness, h * h, l));
             for r in 0..rows - 1 {
                 for c in 0..cols - 1 {
-                    push(&mut p, id(r, c), id(r + 1, c + 1), ConstraintFamily::Shear, k, k, 4 + (r % 2) as u32);
-                    push(&mut p, id(r, c + 1), id(r + 1, c), ConstraintFamily::Shear, k, k, 6 + (r % 2) as u32);
+                    let e = element(h * h, l);
+                    push(&mut p, id(r, c), id(r + 1, c + 1), ConstraintFamily::Shear, k, k, 4 + (r % 2) as u32, e);
+                    push(&mut p, id(r, c + 1), id(r + 1, c), ConstraintFamily::Shear, k, k, 6 + (r % 2) as u32, e);
                 }
             }
         }
-        if self.bending {
+        if self.bend_springs {
+            let bend = ConstraintFamily::BendSpring;
             for r in 0..rows {
                 for c in 0..cols.saturating_sub(2) {
-                    let k = strip(m.bend_stiffness, edge_w(r == 0 || r == rows - 1), 2.0 * h);
-                    push(&mut p, id(r, c), id(r, c + 2), ConstraintFamily::Bending, k, k, 8 + ((c / 2) % 2) as u32);
+                    let w = edge_w(r == 0 || r == rows - 1);
+                    let k = strip(m.bend_stiffness, w, 2.0 * h);
+                    let e = element(w * (2.0 * h), 2.0 * h);
+                    push(&mut p, id(r, c), id(r, c + 2), bend, k, k, 8 + ((c / 2) % 2) as u32, e);
                 }
             }
             for r in 0..rows.saturating_sub(2) {
                 for c in 0..cols {
-                    let k = strip(m.bend_stiffness, edge_w(c == 0 || c == cols - 1), 2.0 * h);
-                    push(&mut p, id(r, c), id(r + 2, c), ConstraintFamily::Bending, k, k, 10 + ((r / 2) % 2) as u32);
+                    let w = edge_w(c == 0 || c == cols - 1);
+                    let k = strip(m.bend_stiffness, w, 2.0 * h);
+                    let e = element(w * (2.0 * h), 2.0 * h);
+                    push(&mut p, id(r, c), id(r + 2, c), bend, k, k, 10 + ((r / 2) % 2) as u32, e);
                 }
             }
         }

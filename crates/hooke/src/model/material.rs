@@ -89,3 +89,56 @@ pub fn membrane_spring_stiffness(modulus: f32, area: f32, rest_length: f32) -> f
 pub fn rope_spring_stiffness(axial: f32, rest_length: f32) -> f32 {
     if axial.is_infinite() { f32::INFINITY } else { axial / rest_length }
 }
+
+/// The material a body was built with (see [`Body::material`](super::Body::material)).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BodyMaterial {
+    /// A cloth's material (per unit area).
+    Cloth(ClothMaterial),
+    /// A rope's material (per unit length).
+    Rope(RopeMaterial),
+}
+
+/// How a constraint's stiffness follows from its body's material, so that a material change
+/// at run time ([`Model::with_cloth_material`](super::Model::with_cloth_material)) gives each
+/// element the stiffness it would have been built with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum ElementStiffness {
+    /// A cloth spring standing for `area` (m²) of membrane over `length` (m):
+    /// k = K·area/length² ([`membrane_spring_stiffness`]).
+    Membrane { area: f32, length: f32 },
+    /// A rope spring of `length` (m): k = EA/length ([`rope_spring_stiffness`]).
+    Axial { length: f32 },
+    /// A stiffness given directly (`spring_stiffness`, `particle_mass` style overrides): a
+    /// material change leaves it alone (its damping time still follows the material).
+    Fixed,
+}
+
+/// A constraint's body (index into [`Model::bodies`](super::Model::bodies)) and element.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Element {
+    pub body: u32,
+    pub stiffness: ElementStiffness,
+}
+
+impl ElementStiffness {
+    /// The stiffness (N/m) of this element for the material modulus `modulus` (N/m for cloth,
+    /// N for rope); `None` for a fixed stiffness.
+    pub fn stiffness(self, modulus: f32) -> Option<f32> {
+        match self {
+            ElementStiffness::Membrane { area, length } => Some(membrane_spring_stiffness(modulus, area, length)),
+            ElementStiffness::Axial { length } => Some(rope_spring_stiffness(modulus, length)),
+            ElementStiffness::Fixed => None,
+        }
+    }
+}
+
+/// How a particle's mass follows from its body's density: m = density × share.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum MassSource {
+    /// `share` is an area (m²) times the areal density (kg/m²), or a length (m) times the
+    /// linear density (kg/m).
+    Share(f32),
+    /// A mass given directly (`particle_mass`, `end_mass`): density changes leave it alone.
+    Fixed,
+}

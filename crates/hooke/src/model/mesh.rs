@@ -1,10 +1,11 @@
-//! Cloth from an arbitrary triangle mesh: stretch springs on the edges, bending springs
+//! Cloth from an arbitrary triangle mesh: stretch springs on the edges, bend springs
 //! between the two opposite vertices of each interior edge.
 
 use super::builder::Parts;
-use super::constraint::{ConstraintFamily, DistanceConstraint, compliance_from_stiffness as alpha};
+use super::constraint::{ConstraintFamily, compliance_from_stiffness as alpha};
+use super::distance::DistanceConstraint;
 use super::grid::validate_cloth_material;
-use super::material::{ClothMaterial, membrane_spring_stiffness};
+use super::material::{ClothMaterial, ElementStiffness, MassSource, membrane_spring_stiffness};
 use crate::error::{self, ModelError};
 use glam::{Quat, Vec2, Vec3};
 use std::collections::HashMap;
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 ///
 /// Each edge gets a structural spring of stiffness k = K·A/L² where A is the summed area of
 /// the triangles next to it (van Gelder 1998); each edge shared by exactly two triangles gets
-/// a bending spring between the two vertices opposite it, with the same scaling.
+/// a bend spring between the two vertices opposite it, with the same scaling.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClothMesh {
     /// Body name (unique in the model).
@@ -33,8 +34,8 @@ pub struct ClothMesh {
     pub translation: Vec3,
     /// Material.
     pub material: ClothMaterial,
-    /// Bending springs across interior edges.
-    pub bending: bool,
+    /// Bend springs across interior edges.
+    pub bend_springs: bool,
     /// Mass of every particle (kg) instead of density × area.
     pub particle_mass: Option<f32>,
 }
@@ -51,7 +52,7 @@ impl ClothMesh {
             rotation: Quat::IDENTITY,
             translation: Vec3::ZERO,
             material: ClothMaterial::default(),
-            bending: true,
+            bend_springs: true,
             particle_mass: None,
         }
     }
@@ -122,6 +123,7 @@ impl ClothMesh {
         p.velocities = vec![Vec3::ZERO; n];
         p.radii = vec![m.thickness * 0.5; n];
         p.masses = vec![0.0; n];
+        let mut share = vec![0.0f32; n];
         // Edge → (summed area of adjacent triangles, opposite vertices).
         let mut edges: HashMap<(u32, u32), (f32, Vec<u32>)> = HashMap::with_capacity(3 * self.triangles.len() / 2);
         let mut order = Vec::with_capacity(3 * self.triangles.len() / 2);
@@ -130,6 +132,7 @@ impl ClothMesh {
             let area = 0.5 * (b - a).cross(c - a).length();
             for v in tri {
                 p.masses[*v as usize] += m.areal_density * area / 3.0;
+                share[*v as usize] += area / 3.0;
             }
             for k in 0..3 {
                 let (u, v, w) = (tri[k], tri[(k + 1) % 3], tri[(k + 2) % 3]);
@@ -142,12 +145,15 @@ impl ClothMesh {
                 e.1.push(w);
             }
         }
+        p.mass_sources = share.into_iter().map(MassSource::Share).collect();
         if let Some(mass) = self.particle_mass {
             p.masses.iter_mut().for_each(|x| *x = mass);
+            p.mass_sources.iter_mut().for_each(|s| *s = MassSource::Fixed);
         }
         for key in &order {
             let (area, _) = &edges[key];
             let l = (p.positions[key.0 as usize] - p.positions[key.1 as usize]).length();
+            p.elements.push(ElementStiffness::Membrane { area: *area, length: l });
             p.constraints.push(DistanceConstraint {
                 i: key.0,
                 j: key.1,
@@ -158,13 +164,14 @@ impl ClothMesh {
             });
             p.families.push(ConstraintFamily::Structural);
         }
-        if self.bending {
+        if self.bend_springs {
             for key in &order {
                 let (area, opposite) = &edges[key];
                 if let [a, b] = opposite[..] {
                     let l = (p.positions[a as usize] - p.positions[b as usize]).length();
                     if a != b && l > 0.0 {
                         let k = alpha(membrane_spring_stiffness(m.bend_stiffness, *area, l));
+                        p.elements.push(ElementStiffness::Membrane { area: *area, length: l });
                         p.constraints.push(DistanceConstraint {
                             i: a.min(b),
                             j: a.max(b),
@@ -173,7 +180,7 @@ impl ClothMesh {
                             compliance_compression: k,
                             damping: m.damping,
                         });
-                        p.families.push(ConstraintFamily::Bending);
+                        p.families.push(ConstraintFamily::BendSpring);
                     }
                 }
             }

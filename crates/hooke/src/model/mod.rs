@@ -1,29 +1,55 @@
 //! The immutable simulation model and the builder that makes it.
 //!
 //! A [`Model`] holds everything that does not change while a scene runs: particles with their
-//! masses and radii, the distance constraints (structural, shear and bending springs of
-//! article §1.1) grouped by colour, the triangles of every cloth, the colliders, gravity and
-//! the air. It is built once by a [`ModelBuilder`] and shared (usually in an `Arc`) by the
-//! solvers; what changes over time lives in [`State`](crate::State) and
-//! [`Control`](crate::Control).
+//! masses and radii, the constraints in one [`ConstraintSet`] per type — today the distance
+//! constraints (structural, shear and bend springs of article §1.1) — grouped by colour, the
+//! triangles of every cloth, the collider shapes, gravity and the air. It is built once by a
+//! [`ModelBuilder`] and shared (usually in an `Arc`) by the solvers; what changes over time
+//! lives in [`State`](crate::State) and [`Control`](crate::Control) (pins, wind, where the
+//! colliders are).
+//!
+//! # Changing a model while it runs
+//!
+//! Parameters — a body's material (stiffness, damping, density, thickness), gravity, the air —
+//! change through a *new* model with the same topology ([`Model::with_cloth_material`],
+//! [`Model::with_rope_material`], [`Model::with_gravity`], [`Model::with_air`]) handed to the
+//! running solver by [`Solver::notify_model_changed`](crate::Solver::notify_model_changed),
+//! which keeps the state (no jump). A change of topology (a body added, a constraint removed)
+//! is a new model given to [`Solver::rebuild`](crate::Solver::rebuild) with the state to go on
+//! from.
+//!
+//! # Adding a constraint type
+//!
+//! A new type touches about five files: its record and [`ParticleConstraint`] impl (one file in
+//! this folder, like `distance.rs`); a [`ConstraintSet`] field and accessor on [`Model`]
+//! (here) filled by the topology builders (`grid.rs`, `mesh.rs`, `rope.rs`, or a new one) and
+//! [`ModelBuilder::finalize`]; its projection in the CPU solver, which the shared XPBD update
+//! already does (a line in `solver/xpbd/mod.rs`); its GPU kernel (`hooke-gpu/src/<type>.rs` +
+//! `.wgsl`, one dispatch per colour); and its scene keys (`hooke-io/src/scene/`).
 
 mod builder;
 pub mod colouring;
 mod constraint;
+mod constraint_set;
+mod distance;
 mod grid;
 mod material;
 mod mesh;
 mod rope;
 
 pub use builder::{BodyId, DEFAULT_MEMORY_LIMIT, ModelBuilder};
-pub use constraint::{ConstraintFamily, DistanceConstraint, compliance_from_stiffness};
+pub use constraint::{ConstraintFamily, ParticleConstraint, compliance_from_stiffness};
+pub use constraint_set::ConstraintSet;
+pub use distance::DistanceConstraint;
 pub use grid::ClothGrid;
-pub use material::{ClothMaterial, RopeMaterial, membrane_spring_stiffness, rope_spring_stiffness};
+pub use material::{BodyMaterial, ClothMaterial, RopeMaterial, membrane_spring_stiffness, rope_spring_stiffness};
 pub use mesh::ClothMesh;
 pub use rope::Rope;
 
 use crate::collision::Collider;
+use crate::error::{self, ModelError};
 use glam::{Vec2, Vec3};
+use material::MassSource;
 use std::ops::Range;
 
 /// What kind of body a [`Body`] is, with its topology.
@@ -49,6 +75,8 @@ pub struct Body {
     pub name: String,
     /// Topology.
     pub kind: BodyKind,
+    /// The material it was built with (the latest one after a material change).
+    pub material: BodyMaterial,
     /// Particle indices of this body.
     pub particles: Range<u32>,
     /// Indices into [`Model::triangles`] (empty for ropes).
@@ -110,10 +138,9 @@ pub struct Model {
     pub(crate) particle_velocity: Vec<Vec3>,
     pub(crate) particle_mass: Vec<f32>,
     pub(crate) particle_inv_mass: Vec<f32>,
+    pub(crate) particle_mass_source: Vec<MassSource>,
     pub(crate) particle_radius: Vec<f32>,
-    pub(crate) constraints: Vec<DistanceConstraint>,
-    pub(crate) constraint_family: Vec<ConstraintFamily>,
-    pub(crate) colour_ranges: Vec<Range<u32>>,
+    pub(crate) distance: ConstraintSet<DistanceConstraint>,
     pub(crate) triangles: Vec<[u32; 3]>,
     pub(crate) particle_uv: Vec<Vec2>,
     pub(crate) particle_triangles_offsets: Vec<u32>,
@@ -150,22 +177,14 @@ impl Model {
     pub fn particle_radius(&self) -> &[f32] {
         &self.particle_radius
     }
-    /// Distance constraints, sorted by colour (see [`Model::colour_ranges`]).
-    pub fn constraints(&self) -> &[DistanceConstraint] {
-        &self.constraints
+    /// The distance constraints — structural, shear and bend springs — sorted by colour, with
+    /// their families, colours and particle adjacency.
+    pub fn distance(&self) -> &ConstraintSet<DistanceConstraint> {
+        &self.distance
     }
-    /// Family of each constraint, parallel to [`Model::constraints`].
-    pub fn constraint_family(&self) -> &[ConstraintFamily] {
-        &self.constraint_family
-    }
-    /// Index ranges of [`Model::constraints`], one per colour; no two constraints of one
-    /// range share a particle (proved by [`colouring::validate`] when the model was built).
-    pub fn colour_ranges(&self) -> &[Range<u32>] {
-        &self.colour_ranges
-    }
-    /// Number of colours.
-    pub fn colour_count(&self) -> usize {
-        self.colour_ranges.len()
+    /// Number of constraints of every type.
+    pub fn constraint_count(&self) -> usize {
+        self.distance.len()
     }
     /// Cloth triangles (particle indices, counter-clockwise seen from the front).
     pub fn triangles(&self) -> &[[u32; 3]] {
@@ -209,12 +228,158 @@ impl Model {
     pub fn total_mass(&self) -> f64 {
         self.particle_mass.iter().map(|&m| m as f64).sum()
     }
-    /// Constraints that touch particle `p` (a linear scan; for reports, not for hot loops).
-    pub fn constraints_of_particle(&self, p: u32) -> Vec<usize> {
-        self.constraints.iter().enumerate().filter(|(_, c)| c.i == p || c.j == p).map(|(k, _)| k).collect()
+    /// Index ranges of the particles of each body, in body order.
+    pub fn body_particles(&self) -> impl Iterator<Item = Range<u32>> + '_ {
+        self.bodies.iter().map(|b| b.particles.clone())
     }
     /// The body that owns particle `p`.
     pub fn body_of_particle(&self, p: u32) -> Option<&Body> {
         self.bodies.iter().find(|b| b.particles.contains(&p))
+    }
+}
+
+/// Run-time changes of parameters: each returns a new model with the same topology (see the
+/// [module documentation](self)).
+impl Model {
+    /// The same model under gravity `gravity` (m/s²).
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if it is not finite.
+    pub fn with_gravity(&self, gravity: Vec3) -> Result<Model, ModelError> {
+        error::finite_vec("model", "gravity", gravity)?;
+        Ok(Model { gravity, ..self.clone() })
+    }
+
+    /// The same model in air `air`.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if a value is negative or not finite.
+    pub fn with_air(&self, air: Air) -> Result<Model, ModelError> {
+        error::non_negative("air", "density (kg/m³)", air.density)?;
+        error::non_negative("air", "drag coefficient", air.drag_coefficient)?;
+        error::non_negative("air", "lift coefficient", air.lift_coefficient)?;
+        Ok(Model { air, ..self.clone() })
+    }
+
+    /// The same model with cloth `body` (an index into [`Model::bodies`]) made of `material`:
+    /// every spring of the body gets the stiffness and damping its element would have been
+    /// built with, every particle the mass and collision radius — except stiffnesses and
+    /// masses that were given directly (`spring_stiffness`, `particle_mass`, `end_mass`),
+    /// which stay. Values whose material field did not change keep their bits.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if `body` is not a cloth or a material value is out of range or
+    /// beyond f32 arithmetic.
+    pub fn with_cloth_material(&self, body: usize, material: ClothMaterial) -> Result<Model, ModelError> {
+        let b = self.bodies.get(body).ok_or_else(|| {
+            ModelError::invalid("model", format!("body {body} does not exist ({} bodies)", self.bodies.len()))
+        })?;
+        let BodyMaterial::Cloth(old) = b.material else {
+            return Err(ModelError::invalid(format!("body {:?}", b.name), "is a rope: use with_rope_material"));
+        };
+        grid::validate_cloth_material(&format!("cloth {:?}", b.name), &material)?;
+        let moduli = |f: ConstraintFamily, m: &ClothMaterial| match f {
+            ConstraintFamily::Structural => (m.stretch_stiffness, m.compression_stiffness),
+            ConstraintFamily::Shear => (m.shear_stiffness, m.shear_stiffness),
+            ConstraintFamily::BendSpring => (m.bend_stiffness, m.bend_stiffness),
+        };
+        self.with_body_material(
+            body,
+            BodyMaterial::Cloth(material),
+            |f| (moduli(f, &old), moduli(f, &material)),
+            (old.damping, material.damping),
+            (old.areal_density, material.areal_density),
+            (old.thickness * 0.5, material.thickness * 0.5),
+        )
+    }
+
+    /// The same model with rope `body` made of `material`; as
+    /// [`Model::with_cloth_material`].
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if `body` is not a rope or a material value is out of range or
+    /// beyond f32 arithmetic.
+    pub fn with_rope_material(&self, body: usize, material: RopeMaterial) -> Result<Model, ModelError> {
+        let b = self.bodies.get(body).ok_or_else(|| {
+            ModelError::invalid("model", format!("body {body} does not exist ({} bodies)", self.bodies.len()))
+        })?;
+        let BodyMaterial::Rope(old) = b.material else {
+            return Err(ModelError::invalid(format!("body {:?}", b.name), "is a cloth: use with_cloth_material"));
+        };
+        rope::validate_rope_material(&format!("rope {:?}", b.name), &material)?;
+        let moduli = |f: ConstraintFamily, m: &RopeMaterial| match f {
+            ConstraintFamily::BendSpring => (m.bend_stiffness, m.bend_stiffness),
+            _ => (m.stretch_stiffness, m.compression_stiffness),
+        };
+        self.with_body_material(
+            body,
+            BodyMaterial::Rope(material),
+            |f| (moduli(f, &old), moduli(f, &material)),
+            (old.damping, material.damping),
+            (old.linear_density, material.linear_density),
+            (old.radius, material.radius),
+        )
+    }
+
+    /// Applies a material change to body `body`: `moduli(family)` gives the old and new
+    /// (stretch, compression) moduli; the pairs are (old, new) damping, density and radius.
+    fn with_body_material(
+        &self,
+        body: usize,
+        material: BodyMaterial,
+        moduli: impl Fn(ConstraintFamily) -> ((f32, f32), (f32, f32)),
+        damping: (f32, f32),
+        density: (f32, f32),
+        radius: (f32, f32),
+    ) -> Result<Model, ModelError> {
+        let mut m = self.clone();
+        m.bodies[body].material = material;
+        let set = &mut m.distance;
+        for ((c, f), e) in set.items.iter_mut().zip(&set.family).zip(&set.element) {
+            if e.body as usize != body {
+                continue;
+            }
+            let ((old_s, old_c), (new_s, new_c)) = moduli(*f);
+            if old_s != new_s
+                && let Some(k) = e.stiffness.stiffness(new_s)
+            {
+                c.compliance_stretch = compliance_from_stiffness(k);
+            }
+            if old_c != new_c
+                && let Some(k) = e.stiffness.stiffness(new_c)
+            {
+                c.compliance_compression = compliance_from_stiffness(k);
+            }
+            if damping.0 != damping.1 {
+                c.damping = damping.1;
+            }
+        }
+        let particles = self.bodies[body].particles.clone();
+        for p in particles.start as usize..particles.end as usize {
+            if density.0 != density.1
+                && let MassSource::Share(share) = m.particle_mass_source[p]
+            {
+                m.particle_mass[p] = density.1 * share;
+                m.particle_inv_mass[p] = 1.0 / m.particle_mass[p];
+            }
+            if radius.0 != radius.1 {
+                m.particle_radius[p] = radius.1;
+            }
+        }
+        m.check_arithmetic()?;
+        Ok(m)
+    }
+
+    /// Whether `other` has this model's topology: the same particles, constraints (particles
+    /// and colours), triangles and collider shapes — what a solver may keep across
+    /// [`Solver::notify_model_changed`](crate::Solver::notify_model_changed).
+    pub fn same_topology(&self, other: &Model) -> bool {
+        self.particle_count() == other.particle_count()
+            && self.distance.colour_ranges == other.distance.colour_ranges
+            && self.distance.items.iter().zip(&other.distance.items).all(|(a, b)| a.i == b.i && a.j == b.j)
+            && self.distance.len() == other.distance.len()
+            && self.triangles == other.triangles
+            && self.colliders.len() == other.colliders.len()
+            && self.colliders.iter().zip(&other.colliders).all(|(a, b)| a.shape.kind() == b.shape.kind())
     }
 }

@@ -1,8 +1,9 @@
-//! Ropes: a chain of particles with stretch springs i–i+1 and bending springs i–i+2.
+//! Ropes: a chain of particles with stretch springs i–i+1 and bend springs i–i+2.
 
 use super::builder::Parts;
-use super::constraint::{ConstraintFamily, DistanceConstraint, compliance_from_stiffness as alpha};
-use super::material::{RopeMaterial, rope_spring_stiffness};
+use super::constraint::{ConstraintFamily, compliance_from_stiffness as alpha};
+use super::distance::DistanceConstraint;
+use super::material::{ElementStiffness, MassSource, RopeMaterial, rope_spring_stiffness};
 use crate::error::{self, ModelError};
 use glam::Vec3;
 
@@ -20,8 +21,8 @@ pub struct Rope {
     pub particles: usize,
     /// Material.
     pub material: RopeMaterial,
-    /// Bending springs i–i+2.
-    pub bending: bool,
+    /// Bend springs i–i+2.
+    pub bend_springs: bool,
     /// Mass of every particle (kg) instead of linear density × length.
     pub particle_mass: Option<f32>,
 }
@@ -39,7 +40,7 @@ impl Rope {
             points,
             particles,
             material: RopeMaterial::default(),
-            bending: true,
+            bend_springs: true,
             particle_mass: None,
         }
     }
@@ -66,13 +67,7 @@ impl Rope {
                 format!("length {length} m is too short for {} particles", self.particles),
             ));
         }
-        let m = &self.material;
-        error::positive(&ctx, "linear density (kg/m)", m.linear_density)?;
-        error::stiffness(&ctx, "stretch stiffness", m.stretch_stiffness)?;
-        error::stiffness(&ctx, "compression stiffness", m.compression_stiffness)?;
-        error::stiffness(&ctx, "bend stiffness", m.bend_stiffness)?;
-        error::non_negative(&ctx, "damping (s)", m.damping)?;
-        error::non_negative(&ctx, "radius (m)", m.radius)?;
+        validate_rope_material(&ctx, &self.material)?;
         if let Some(mass) = self.particle_mass {
             error::positive(&ctx, "particle mass (kg)", mass)?;
         }
@@ -101,17 +96,21 @@ impl Rope {
     pub(crate) fn build(&self) -> Parts {
         let n = self.particles;
         let m = &self.material;
-        let bends = if self.bending { n.saturating_sub(2) } else { 0 };
+        let bends = if self.bend_springs { n.saturating_sub(2) } else { 0 };
         let mut p = Parts::with_capacity(n, n - 1 + bends, 0);
         p.positions = self.resample();
         p.velocities = vec![Vec3::ZERO; n];
         p.radii = vec![m.radius; n];
         p.masses = vec![0.0; n];
+        let mut share = vec![0.0f32; n];
         for i in 0..n - 1 {
             let l = (p.positions[i + 1] - p.positions[i]).length();
             let half = 0.5 * l * m.linear_density;
             p.masses[i] += half;
             p.masses[i + 1] += half;
+            share[i] += 0.5 * l;
+            share[i + 1] += 0.5 * l;
+            p.elements.push(ElementStiffness::Axial { length: l });
             p.constraints.push(DistanceConstraint {
                 i: i as u32,
                 j: i as u32 + 1,
@@ -123,12 +122,15 @@ impl Rope {
             p.families.push(ConstraintFamily::Structural);
             p.colours.push((i % 2) as u32);
         }
+        p.mass_sources = share.into_iter().map(MassSource::Share).collect();
         if let Some(mass) = self.particle_mass {
             p.masses.iter_mut().for_each(|x| *x = mass);
+            p.mass_sources.iter_mut().for_each(|s| *s = MassSource::Fixed);
         }
         for i in 0..bends {
             let l = (p.positions[i + 2] - p.positions[i]).length();
             let a = alpha(rope_spring_stiffness(m.bend_stiffness, l));
+            p.elements.push(ElementStiffness::Axial { length: l });
             p.constraints.push(DistanceConstraint {
                 i: i as u32,
                 j: i as u32 + 2,
@@ -137,9 +139,19 @@ impl Rope {
                 compliance_compression: a,
                 damping: m.damping,
             });
-            p.families.push(ConstraintFamily::Bending);
+            p.families.push(ConstraintFamily::BendSpring);
             p.colours.push(2 + ((i / 2) % 2) as u32);
         }
         p
     }
+}
+
+pub(crate) fn validate_rope_material(ctx: &str, m: &RopeMaterial) -> Result<(), ModelError> {
+    error::positive(ctx, "linear density (kg/m)", m.linear_density)?;
+    error::stiffness(ctx, "stretch stiffness", m.stretch_stiffness)?;
+    error::stiffness(ctx, "compression stiffness", m.compression_stiffness)?;
+    error::stiffness(ctx, "bend stiffness", m.bend_stiffness)?;
+    error::non_negative(ctx, "damping (s)", m.damping)?;
+    error::non_negative(ctx, "radius (m)", m.radius)?;
+    Ok(())
 }

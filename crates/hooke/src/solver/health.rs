@@ -63,12 +63,18 @@ pub(crate) fn check(
         (e > limits.max_strain).then_some((k, e))
     };
     let worst = if parallel {
-        model.constraints().par_iter().zip(model.constraint_family().par_iter()).enumerate().find_map_first(strain)
+        model
+            .distance()
+            .constraints()
+            .par_iter()
+            .zip(model.distance().families().par_iter())
+            .enumerate()
+            .find_map_first(strain)
     } else {
-        model.constraints().iter().zip(model.constraint_family()).enumerate().find_map(strain)
+        model.distance().constraints().iter().zip(model.distance().families()).enumerate().find_map(strain)
     };
     worst.map(|(k, e)| {
-        let c = model.constraints()[k];
+        let c = model.distance().constraints()[k];
         let what = format!(
             "structural {noun} {k} (particles {}–{}) reached strain {e:.2} (limit {})",
             c.i, c.j, limits.max_strain

@@ -45,12 +45,26 @@
 //! growth, and the energy never increases, at any h. The price is numerical damping of every
 //! mode with ωh ≳ 1, and the cost of a linear solve per step.
 
-use super::force_based::Incidence;
+use super::force_based::ForceSolver;
+use super::force_based::explicit_pass::{Forces, particle_chunk};
 use super::pcg::{self, BlockCsr, PcgReport, PcgSettings, PcgWorkspace};
+use super::plan::SubstepPlan;
+use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
+use super::state::Particle;
+use super::{SolverError, StepReport};
 use crate::Model;
 use crate::forces::spring::Spring;
-use glam::{DMat3, DVec3, Vec3};
+use glam::{DMat3, DVec3, Vec3, Vec4};
 use rayon::prelude::*;
+
+/// One end of a spring, as seen from a particle.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Incidence {
+    /// Index of the spring (distance constraint).
+    pub constraint: u32,
+    /// The particle at the other end.
+    pub other: u32,
+}
 
 /// Rows per parallel task of the assembly.
 const ROW_CHUNK: usize = 256;
@@ -61,10 +75,8 @@ const PARALLEL_MIN_SPRINGS: usize = 4096;
 pub(crate) struct ImplicitStep<'a> {
     pub model: &'a Model,
     pub springs: &'a [Spring],
-    pub incidence_offsets: &'a [u32],
-    pub incidence: &'a [Incidence],
-    /// Positions (m).
-    pub x: &'a [Vec3],
+    /// Positions (m) in the records' x (their d is 0 at the start of a substep).
+    pub x: &'a [Particle],
     /// Velocities (m/s), after air damping.
     pub v: &'a [Vec3],
     /// Forces without gravity (N): springs and aerodynamics.
@@ -79,6 +91,9 @@ pub(crate) struct ImplicitStep<'a> {
 /// The system matrix, its pattern bookkeeping and the solve's vectors, kept between steps.
 pub(crate) struct ImplicitScratch {
     matrix: BlockCsr,
+    /// Particle p's springs are `incidence[offsets[p]..offsets[p + 1]]` with the model's
+    /// distance-set adjacency as `offsets`, each with the particle at its other end.
+    incidence: Vec<Incidence>,
     /// For each incidence (particle p, spring s): where block (p, other) sits in p's row.
     incidence_slot: Vec<u32>,
     /// Where block (p, p) sits in p's row.
@@ -97,9 +112,19 @@ pub(crate) struct ImplicitScratch {
 
 impl ImplicitScratch {
     /// Builds the matrix pattern from the model's constraint graph.
-    pub fn new(model: &Model, incidence_offsets: &[u32], incidence: &[Incidence]) -> ImplicitScratch {
+    pub fn new(model: &Model) -> ImplicitScratch {
         let n = model.particle_count();
-        let matrix = BlockCsr::from_pairs(n, model.constraints().iter().map(|c| (c.i, c.j)));
+        let set = model.distance();
+        let matrix = BlockCsr::from_pairs(n, set.constraints().iter().map(|c| (c.i, c.j)));
+        let (incidence_offsets, list) = set.adjacency();
+        let incidence: Vec<Incidence> = (0..n)
+            .flat_map(|p| {
+                list[incidence_offsets[p] as usize..incidence_offsets[p + 1] as usize].iter().map(move |&k| {
+                    let c = set.constraints()[k as usize];
+                    Incidence { constraint: k, other: if c.i == p as u32 { c.j } else { c.i } }
+                })
+            })
+            .collect();
         let mut incidence_slot = vec![0u32; incidence.len()];
         let mut diag_slot = vec![0u32; n];
         for p in 0..n {
@@ -109,9 +134,10 @@ impl ImplicitScratch {
                 incidence_slot[k] = matrix.position_in_row(p, incidence[k].other).unwrap_or(0) as u32;
             }
         }
-        let springs = model.constraints().len();
+        let springs = set.len();
         ImplicitScratch {
             matrix,
+            incidence,
             incidence_slot,
             diag_slot,
             stiffness: vec![DMat3::ZERO; springs],
@@ -127,11 +153,11 @@ impl ImplicitScratch {
     pub fn solve(&mut self, s: &ImplicitStep) -> PcgReport {
         let h = s.h as f64;
         let (x, v) = (s.x, s.v);
-        let cons = s.model.constraints();
+        let cons = s.model.distance().constraints();
         // Per spring: Kₛ and Bₛ.
         let clamp = s.clamp_compression;
         let jac = |((k, b), (c, spring)): ((&mut DMat3, &mut DMat3), (&crate::DistanceConstraint, &Spring))| {
-            let j = spring.jacobian(x[c.i as usize] - x[c.j as usize], clamp);
+            let j = spring.jacobian(x[c.i as usize].x.truncate() - x[c.j as usize].x.truncate(), clamp);
             *k = j.dfdx;
             *b = -(j.dfdv * h + j.dfdx * (h * h));
         };
@@ -149,6 +175,8 @@ impl ImplicitScratch {
         // Per row: A's row, the preconditioner block and b.
         let (stiffness, block) = (&self.stiffness, &self.block);
         let (slots, diag_slot) = (&self.incidence_slot, &self.diag_slot);
+        let (offsets, _) = s.model.distance().adjacency();
+        let incidence = &self.incidence;
         let (mass, gravity) = (s.model.particle_mass(), s.model.gravity().as_dvec3());
         let row = |(p, ((values, inv), b)): (usize, ((&mut [DMat3], &mut DMat3), &mut DVec3))| {
             let m = mass[p] as f64;
@@ -156,8 +184,8 @@ impl ImplicitScratch {
             let mut diag = DMat3::from_diagonal(DVec3::splat(m));
             let mut kv = DVec3::ZERO;
             let vp = v[p].as_dvec3();
-            for k in s.incidence_offsets[p] as usize..s.incidence_offsets[p + 1] as usize {
-                let e = s.incidence[k];
+            for k in offsets[p] as usize..offsets[p + 1] as usize {
+                let e = incidence[k];
                 let c = e.constraint as usize;
                 diag += block[c];
                 values[slots[k] as usize] -= block[c];
@@ -188,5 +216,112 @@ impl ImplicitScratch {
         }
         drop(rows);
         pcg::solve_filtered(&self.matrix, &self.inv_diag, s.pinned, &self.rhs, &mut self.dv, &mut self.work, &s.pcg)
+    }
+}
+
+/// The implicit Euler substep of a [`ForceSolver`], stage by stage.
+impl ForceSolver {
+    /// Fills `force` with the spring and aerodynamic forces (N, without gravity) of the
+    /// current state (the explicit integrators fuse this into their particle pass).
+    fn accumulate_forces(&mut self, wind: Vec3, parallel: bool) {
+        self.pack();
+        let aero = self.triangle_forces(wind, parallel);
+        let forces = Forces {
+            model: &self.model,
+            gather: &self.gather,
+            phase: &self.phase[0],
+            aero: aero.then_some(&self.triangle_force[..]),
+        };
+        let fill = |start: usize, out: &mut [Vec3]| {
+            forces.for_each(start..start + out.len(), &mut |p: usize, f: Vec4| out[p - start] = f.truncate())
+        };
+        match particle_chunk(self.force.len(), parallel) {
+            Some(c) => self.force.par_chunks_mut(c).enumerate().for_each(|(k, out)| fill(k * c, out)),
+            None => fill(0, &mut self.force),
+        }
+    }
+
+    /// Substep `sub` of `plan`: air damping, forces (aerodynamics and springs), the
+    /// linearised solve for Δv and v ← v + Δv, d ← h v (predict), pins, colliders (velocity
+    /// corrected by Δd/h), x ← x + d (finish). With `trace`, checks after each stage.
+    pub(in crate::solver) fn implicit_substep(
+        &mut self,
+        plan: &SubstepPlan,
+        sub: u32,
+        pins: &[PinMove],
+        parallel: bool,
+        trace: bool,
+        report: &mut StepReport,
+    ) -> Result<(), SolverError> {
+        let slot = plan.slots[sub as usize];
+        let (h, inv_h, t0) = (plan.h, plan.inv_h, slot.t0);
+        if plan.decay != 1.0 {
+            for (v, &pinned) in self.state.velocity.iter_mut().zip(&self.pinned) {
+                if !pinned {
+                    *v *= plan.decay;
+                }
+            }
+        }
+        // Aerodynamics and spring forces.
+        self.accumulate_forces(slot.wind, parallel);
+        if trace && let Some(p) = self.force.iter().position(|f| !f.is_finite()) {
+            return Err(self.diagnose(t0, p, self.model.air().is_active()));
+        }
+        // Predict: the linearised solve, then v and d.
+        let Some(mut scratch) = self.implicit.take() else { unreachable!("implicit scratch is made with the solver") };
+        for pin in pins {
+            let p = pin.particle as usize;
+            let goal_v = (pin.start.lerp(pin.target, slot.frac) - self.state.particles[p].x.truncate()) * inv_h;
+            scratch.dv[p] = (goal_v - self.state.velocity[p]).as_dvec3();
+        }
+        let s = &self.settings;
+        let step = ImplicitStep {
+            model: &self.model,
+            springs: &self.springs,
+            x: &self.state.particles,
+            v: &self.state.velocity,
+            force: &self.force,
+            pinned: &self.pinned,
+            h,
+            clamp_compression: s.clamp_compression,
+            pcg: PcgSettings { tolerance: s.cg_tolerance, max_iterations: s.cg_max_iterations, parallel },
+        };
+        let solve = scratch.solve(&step);
+        report.linear_iterations = report.linear_iterations.max(solve.iterations);
+        report.linear_residual = if solve.residual.is_nan() || report.linear_residual.is_nan() {
+            f64::NAN
+        } else {
+            report.linear_residual.max(solve.residual)
+        };
+        let dv = &scratch.dv;
+        let state = &mut self.state;
+        for (p, ((v, q), &pinned)) in state.velocity.iter_mut().zip(&mut state.particles).zip(&self.pinned).enumerate()
+        {
+            if !pinned {
+                *v = (v.as_dvec3() + dv[p]).as_vec3();
+                q.d = (*v * h).extend(0.0);
+            }
+        }
+        self.implicit = Some(scratch);
+        if trace {
+            self.check_finite(t0, Stage::Predict)?;
+        }
+        for pin in pins {
+            let q = &mut self.state.particles[pin.particle as usize];
+            let d = pin.start.lerp(pin.target, slot.frac) - q.x.truncate();
+            q.d = d.extend(0.0);
+            self.state.velocity[pin.particle as usize] = d * inv_h;
+        }
+        // Contacts (none yet), colliders, finish.
+        stages::contacts::solve(&mut self.state);
+        let placements = plan.placements(sub);
+        let model = std::sync::Arc::clone(&self.model);
+        report.contacts =
+            stages::colliders::resolve(&model, &mut self.state, placements, Velocity::Correct { inv_h }, parallel);
+        if trace {
+            self.check_finite(t0, Stage::Colliders)?;
+        }
+        stages::finish::advance(&mut self.state);
+        Ok(())
     }
 }

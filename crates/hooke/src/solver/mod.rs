@@ -10,22 +10,44 @@
 //!
 //! * [`XpbdSolver`] ([`xpbd`]): position-based, XPBD or PBD (article §3).
 //! * [`ForceSolver`] ([`force_based`]): the same model as a mass–spring system, integrated with
-//!   [forward Euler](explicit_euler), [symplectic Euler](symplectic_euler), [Verlet](verlet)
+//!   [forward Euler](forward_euler), [symplectic Euler](symplectic_euler), [Verlet](verlet)
 //!   or [implicit Euler](implicit_euler) with a [preconditioned conjugate gradient](pcg)
 //!   (article §1.2–2.3).
+//!
+//! # One frame, one pipeline
+//!
+//! Every solver — these two and the GPU's — runs the same [stages](stages) in the same order
+//! in every substep, from one [`SubstepPlan`] computed at the start of the frame:
+//!
+//! aerodynamics → predict → constraint sets (each in colour order) → contacts → colliders →
+//! finish.
+//!
+//! See [`stages`] for what each stage does in each solver.
+//!
+//! # Changes between frames
+//!
+//! [`Control`] changes freely between frames (pins, wind, collider placements). A model with
+//! new parameters and the same topology goes to [`Solver::notify_model_changed`], which keeps
+//! the state; a model with another topology to [`Solver::rebuild`] with the state to go on
+//! from.
 
-mod distance;
-pub mod explicit_euler;
 pub mod force_based;
+pub mod forward_euler;
 mod health;
 pub mod implicit_euler;
+pub mod integrate;
 pub mod pcg;
+pub mod plan;
 mod spring_gather;
+pub mod stages;
+pub(crate) mod state;
 pub mod symplectic_euler;
 pub mod verlet;
 pub mod xpbd;
 
 pub use force_based::{ForceSettings, ForceSolver, Integrator};
+pub use plan::{PinPath, SubstepPlan, SubstepSlot};
+pub use stages::Stage;
 pub use xpbd::{Method, XpbdSettings, XpbdSolver};
 
 use crate::{Control, Model, State};
@@ -101,6 +123,18 @@ pub enum SolverError {
     /// A state loaded with [`Solver::write_state`] does not fit the model.
     #[error("state does not match the model: {0}")]
     StateMismatch(String),
+    /// A model given to [`Solver::notify_model_changed`] has another topology than the
+    /// solver's (use [`Solver::rebuild`]).
+    #[error("the new model's topology differs from the solver's ({0}); use rebuild")]
+    TopologyChanged(String),
+    /// A collider placement in the [`Control`] is not usable.
+    #[error("collider {collider}: {message}")]
+    InvalidCollider {
+        /// Index of the collider in the model.
+        collider: usize,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// The solver contract. See the [module documentation](self).
@@ -127,6 +161,24 @@ pub trait Solver: Send {
     /// [`SolverError::StateMismatch`] if the lengths differ from the particle count or a value
     /// is not finite.
     fn write_state(&mut self, state: &State) -> Result<(), SolverError>;
+    /// Takes `model` — the solver's model with new parameters (materials, masses, gravity,
+    /// air; see [`Model::with_cloth_material`]) and the same topology — from the next frame
+    /// on, keeping positions, velocities and time: no jump, no rebuild.
+    ///
+    /// # Errors
+    /// [`SolverError::TopologyChanged`] if `model` does not have the same topology
+    /// ([`Model::same_topology`]); [`SolverError::InvalidSettings`] where the new parameters
+    /// do not suit the solver (a rigid constraint for a force-based integrator). The solver is
+    /// unchanged on error.
+    fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError>;
+    /// Replaces the model by `model`, of any topology (a body added, constraints removed,
+    /// particles split), and continues from `state`, which must fit the new model: the
+    /// solver's internal arrays (and device buffers) are made anew, its settings kept.
+    ///
+    /// # Errors
+    /// As the solver's constructor for `model`, and [`SolverError::StateMismatch`] for a
+    /// state that does not fit it. The solver is unchanged on error.
+    fn rebuild(&mut self, model: Arc<Model>, state: &State) -> Result<(), SolverError>;
 }
 
 /// Checks the inputs of [`Solver::step`]: a finite frame time step > 0 and a finite wind (and
@@ -141,8 +193,12 @@ pub fn check_step_inputs(control: &Control, frame_dt: f32) -> Result<(), SolverE
     control.validate_wind().map_err(|message| SolverError::InvalidSettings { setting: "wind", message })
 }
 
-/// Checks that a state fits a model.
-pub(crate) fn check_state(model: &Model, state: &State) -> Result<(), SolverError> {
+/// Checks that a state fits a model: one finite position and velocity per particle and a
+/// finite time. Every solver's [`Solver::write_state`] calls it.
+///
+/// # Errors
+/// [`SolverError::StateMismatch`] naming the first problem.
+pub fn check_state(model: &Model, state: &State) -> Result<(), SolverError> {
     let n = model.particle_count();
     if state.particle_position.len() != n || state.particle_velocity.len() != n {
         return Err(SolverError::StateMismatch(format!(
@@ -160,4 +216,22 @@ pub(crate) fn check_state(model: &Model, state: &State) -> Result<(), SolverErro
         return Err(SolverError::StateMismatch("time is not finite".into()));
     }
     Ok(())
+}
+
+/// Checks that `model` can replace `current` in [`Solver::notify_model_changed`].
+///
+/// # Errors
+/// [`SolverError::TopologyChanged`].
+pub fn check_same_topology(current: &Model, model: &Model) -> Result<(), SolverError> {
+    if current.same_topology(model) {
+        Ok(())
+    } else {
+        Err(SolverError::TopologyChanged(format!(
+            "{} particles and {} constraints, the solver has {} and {}",
+            model.particle_count(),
+            model.constraint_count(),
+            current.particle_count(),
+            current.constraint_count()
+        )))
+    }
 }

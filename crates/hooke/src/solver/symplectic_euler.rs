@@ -24,7 +24,7 @@
 //! [`ForceSolver`](super::ForceSolver) calls it per particle with `Vec3`/`f32`; the tests call
 //! it with `f64`.
 
-use super::force_based::Integrable;
+use super::integrate::Integrable;
 
 /// One symplectic-Euler step for velocity `v`, acceleration `a` = a(x, v) evaluated at the
 /// start of the step, step `h` (s) and velocity retention `retain` = e^{−c h}. Returns the

@@ -34,7 +34,7 @@
 //! the [`ForceSolver`](super::ForceSolver) calls them per particle with `Vec3`/`f32`; the tests
 //! with `f64`.
 
-use super::force_based::Integrable;
+use super::integrate::Integrable;
 use std::ops::Mul;
 
 /// The next displacement d⁺ = d·retain + a·h² (m), from the previous displacement `d` = x − x⁻

@@ -1,7 +1,7 @@
 //! Every kernel parses and validates with naga (no device needed), with the capabilities of a
 //! device created without optional features.
 
-use hooke_gpu::shaders;
+use crate::*;
 
 #[test]
 fn every_shader_passes_naga_validation() {

@@ -8,6 +8,7 @@ mod common;
 
 use hooke::{Solver, State};
 use hooke_io::scene::{self, Scene};
+use hooke_sim::{Backend, SolverOptions};
 use std::path::Path;
 
 /// FNV-1a over the bits of every position and velocity component.
@@ -121,8 +122,8 @@ fn golden_trajectories_on_the_cpu_are_unchanged() {
     let mut wrong = Vec::new();
     for (file, method, frames, expected) in CPU {
         let scene = load(file, method);
-        let mut solver = scene.solver.build(scene.model.clone()).unwrap();
-        let h = run(&mut *solver, &scene, frames);
+        let mut made = hooke_sim::make_solver(&scene, &SolverOptions::new(Backend::Cpu)).unwrap();
+        let h = run(&mut *made.solver, &scene, frames);
         println!("cpu {file} {method:?} {frames}: {h:#018x}");
         if h != expected {
             wrong.push(format!("{file} {method:?}: {h:#018x}, expected {expected:#018x}"));

@@ -19,7 +19,7 @@
 //! [`ForceSolver`](super::ForceSolver) calls it per particle with `Vec3`/`f32`, and the tests
 //! call the very same function with `f64` to check the amplification factor to 1e-9.
 
-use super::force_based::Integrable;
+use super::integrate::Integrable;
 
 /// One forward-Euler step for velocity `v`, acceleration `a` = a(x, v) evaluated at the start
 /// of the step, step `h` (s) and velocity retention `retain` = e^{−c h} (1 for no air

@@ -8,40 +8,17 @@
 //! * **PBD** (Müller et al. 2007): Δλ = −s·C/(wᵢ+wⱼ) with the stiffness factor s ∈ [0, 1];
 //!   its effective stiffness depends on the iteration count, 1 − (1 − s)ⁿ.
 //!
-//! **Precision.** Positions are `f32`. With many substeps the motion of one substep (v·h, or
-//! g·h² ≈ 7 µm at h = 1/1200 s) is close to the spacing of `f32` values near 1 m (0.12 µm), so
-//! a velocity recomputed as (x − x⁰)/h from rounded positions is visibly wrong (a pendulum
-//! whose bob weighs more than its rope does not even start to swing at h = 1/9600 s). The
-//! solver therefore keeps, per particle, the position x⁰ at the start of the substep and the
-//! displacement d = x − x⁰ of the substep separately: constraints read xᵢ − xⱼ as
-//! (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ), corrections go into d, and the velocity is d/h with no
-//! cancellation. The damping term needs exactly d, so it costs no extra load.
+//! Positions are read as (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ) (the precision note of
+//! [`SolverState`](crate::solver::state::SolverState)); the damping term needs exactly d, so it
+//! costs no extra load.
 //!
 //! Each particle is one 32-byte [`Particle`] record (x⁰ with w, then d), so one constraint
 //! touches two records. When ‖xᵢ − xⱼ‖ → 0 the direction is undefined and the constraint is
 //! skipped for that iteration (the article's guard against division by ~0).
 
 use crate::model::DistanceConstraint;
-use glam::{Mat4, Vec3, Vec4};
-
-/// A particle as the kernels see it: position at the start of the substep with its inverse
-/// mass (x, y, z, w), and its displacement in this substep (dx, dy, dz, 0).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-#[repr(C, align(32))]
-pub(crate) struct Particle {
-    /// x⁰ (m) and w (1/kg).
-    pub x: Vec4,
-    /// d (m), last lane 0.
-    pub d: Vec4,
-}
-
-impl Particle {
-    /// Current position x⁰ + d (m).
-    #[inline(always)]
-    pub fn position(&self) -> Vec3 {
-        (self.x + self.d).truncate()
-    }
-}
+use crate::solver::state::Particle;
+use glam::{Mat4, Vec4};
 
 /// Four constraints of one colour in structure-of-arrays form, one SIMD lane each, so that
 /// [`project4`] loads each field with one aligned 16-byte load.
@@ -211,6 +188,7 @@ pub(crate) unsafe fn project4<const PBD: bool>(c: &Block4, lambda: &mut [f32; 4]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use glam::Vec3;
 
     fn sweep() -> Sweep {
         Sweep { inv_h: 60.0, inv_h2: 3600.0, pbd_stiffness: 1.0 }

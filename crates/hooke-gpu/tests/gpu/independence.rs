@@ -7,13 +7,8 @@
 //! the static elongation μ g L² / (2 EA) ≈ 2.45 cm (lumped masses: −3 % for 16 particles).
 //! A rope keeps the test fast on lavapipe: two colours per iteration.
 
-#[macro_use]
-mod common;
-
-use glam::Vec3;
-use hooke::{Control, Method, Model, ModelBuilder, Rope, RopeMaterial, Solver, XpbdSettings};
-use hooke_gpu::GpuXpbdSolver;
-use std::sync::Arc;
+use crate::*;
+use hooke::RopeMaterial;
 
 const PARTICLES: usize = 16;
 const LENGTH: f32 = 1.0;
@@ -34,7 +29,7 @@ fn rope() -> (Arc<Model>, Control) {
             damping: 0.0,
             radius: 0.005,
         },
-        bending: false,
+        bend_springs: false,
         particle_mass: None,
     })
     .unwrap();

@@ -1,0 +1,381 @@
+//! Building a parsed scene file: the model's bodies and colliders, the pin schedule and the
+//! collider motions, one function per section.
+
+use super::schema::*;
+use super::solver::{SolverChoice, solver_choice};
+use super::{Scene, ScheduledPin};
+use glam::{EulerRot, Quat, Vec3};
+use hooke::collision::{Collider, Keyframe, Motion, Shape};
+use hooke::{Air, ClothGrid, ClothMaterial, ClothMesh, ModelBuilder, Pin, Rope, RopeMaterial};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub(super) fn vec3(v: [f32; 3], key: &str) -> Result<Vec3, String> {
+    let v = Vec3::from_array(v);
+    if v.is_finite() { Ok(v) } else { Err(format!("{key}: must be finite, got {v}")) }
+}
+
+fn rotation(deg: Option<[f32; 3]>, key: &str) -> Result<Quat, String> {
+    let r = vec3(deg.unwrap_or([0.0; 3]), key)?;
+    Ok(Quat::from_euler(EulerRot::XYZ, r.x.to_radians(), r.y.to_radians(), r.z.to_radians()))
+}
+
+fn count(v: i64, key: &str) -> Result<usize, String> {
+    usize::try_from(v).map_err(|_| format!("{key}: must be a count ≥ 0, got {v}"))
+}
+
+/// Resolves a possibly negative index into `0..len`.
+fn index(v: i64, len: usize, key: &str) -> Result<usize, String> {
+    let k = if v < 0 { len as i64 + v } else { v };
+    if k >= 0 && (k as usize) < len {
+        Ok(k as usize)
+    } else {
+        Err(format!("{key}: index {v} is out of range for {len} elements"))
+    }
+}
+
+/// Builds the whole scene.
+pub(super) fn build(
+    f: &SceneFile,
+    default_name: &str,
+    base_dir: Option<&Path>,
+    memory_limit: u64,
+) -> Result<Scene, String> {
+    let s = &f.solver;
+    let solver = solver_choice(s)?;
+    let frames = count(s.frames, "solver.frames")?;
+    if frames == 0 {
+        return Err("solver.frames: must be ≥ 1, got 0".into());
+    }
+    let mut b = ModelBuilder::new();
+    b.set_memory_limit(memory_limit);
+    let (wind, gust) = environment(f, &mut b)?;
+    let mut pins = Vec::new();
+    for (k, c) in f.cloth.iter().enumerate() {
+        add_cloth(&mut b, f, k, c, base_dir, &mut pins)?;
+    }
+    for (k, r) in f.rope.iter().enumerate() {
+        add_rope(&mut b, f, k, r, &mut pins)?;
+    }
+    let mut collider_motion = Vec::with_capacity(f.collider.len());
+    for (k, c) in f.collider.iter().enumerate() {
+        collider_motion.push(add_collider(&mut b, k, c)?);
+    }
+    let model = Arc::new(b.finalize().map_err(|e| e.to_string())?);
+    let name = f.name.clone().unwrap_or(default_name.to_string());
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        return Err(format!("name: {name:?} cannot be used as a folder and file name"));
+    }
+    // Force-based integrators need finite stiffness everywhere, and symplectic Euler and Verlet
+    // a step under their stability limit: check now, not at run time.
+    if let SolverChoice::Force(settings) = solver {
+        let force = hooke::ForceSolver::new(model.clone(), settings).map_err(|e| e.to_string())?;
+        force.check_step(1.0 / s.fps).map_err(|e| e.to_string())?;
+    }
+    Ok(Scene { name, model, solver, fps: s.fps, frames, wind, gust, pins, collider_motion, output: f.output.clone() })
+}
+
+/// Gravity and air (set on the builder), wind and gust.
+fn environment(f: &SceneFile, b: &mut ModelBuilder) -> Result<(Vec3, Option<hooke::Gust>), String> {
+    if let Some(g) = f.gravity {
+        b.set_gravity(vec3(g, "gravity")?).map_err(|e| e.to_string())?;
+    }
+    let wind = vec3(f.wind.unwrap_or([0.0; 3]), "wind")?;
+    let gust = match f.gust {
+        Some(g) => {
+            let amplitude = vec3(g.amplitude, "gust.amplitude")?;
+            if !(g.period.is_finite() && g.period > 0.0) {
+                return Err(format!("gust.period: must be a time > 0 s, got {}", g.period));
+            }
+            Some(hooke::Gust { amplitude, period: g.period })
+        }
+        None => None,
+    };
+    if let Some(a) = &f.air {
+        let air = Air {
+            density: a.density.unwrap_or(1.225),
+            drag_coefficient: a.drag_coefficient.unwrap_or(1.0),
+            ..Air::default()
+        };
+        b.set_air(air).map_err(|e| e.to_string())?;
+    }
+    Ok((wind, gust))
+}
+
+/// The material table a body names, or the defaults.
+fn material(f: &SceneFile, name: &Option<String>, key: &str) -> Result<MaterialSection, String> {
+    match name {
+        None => Ok(MaterialSection::default()),
+        Some(n) => f.materials.get(n).cloned().ok_or_else(|| {
+            let known: Vec<&String> = f.materials.keys().collect();
+            format!("{key}.material: no material named {n:?} (defined: {known:?})")
+        }),
+    }
+}
+
+/// A cloth material from its table: unset keys take [`ClothMaterial::default`]'s values, and
+/// the compression stiffness defaults to the stretch stiffness when that is given.
+fn cloth_material(m: &MaterialSection, c: &ClothSection, key: &str) -> Result<ClothMaterial, String> {
+    let d = ClothMaterial::default();
+    let stretch = m.stretch_stiffness.unwrap_or(d.stretch_stiffness);
+    if m.radius.is_some() {
+        return Err(format!(
+            "{key}: material {:?} sets `radius`, which is for ropes (cloth uses `thickness`)",
+            c.material.as_deref().unwrap_or("")
+        ));
+    }
+    Ok(ClothMaterial {
+        areal_density: m.density.unwrap_or(d.areal_density),
+        stretch_stiffness: stretch,
+        compression_stiffness: m.compression_stiffness.unwrap_or(if m.stretch_stiffness.is_some() {
+            stretch
+        } else {
+            d.compression_stiffness
+        }),
+        shear_stiffness: m.shear_stiffness.unwrap_or(d.shear_stiffness),
+        bend_stiffness: m.bend_stiffness.unwrap_or(d.bend_stiffness),
+        damping: m.damping.unwrap_or(d.damping),
+        thickness: m.thickness.unwrap_or(d.thickness),
+    })
+}
+
+/// Adds `[[cloth]]` number `k` (a grid or a mesh) and its pins.
+fn add_cloth(
+    b: &mut ModelBuilder,
+    f: &SceneFile,
+    k: usize,
+    c: &ClothSection,
+    base_dir: Option<&Path>,
+    pins: &mut Vec<ScheduledPin>,
+) -> Result<(), String> {
+    let name = c.name.clone().unwrap_or(format!("cloth{k}"));
+    let key = format!("cloth[{k}] {name:?}");
+    let mat = cloth_material(&material(f, &c.material, &key)?, c, &key)?;
+    let center = vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?;
+    let rot = rotation(c.rotation, &format!("{key}: rotation"))?;
+    let (id, grid) = if let Some(mesh) = &c.mesh {
+        for (set, field) in [
+            (c.rows.is_some(), "rows"),
+            (c.columns.is_some(), "columns"),
+            (c.spacing.is_some(), "spacing"),
+            (c.velocity.is_some(), "velocity"),
+            (c.spring_stiffness.is_some(), "spring_stiffness"),
+            (c.structural.is_some(), "structural"),
+            (c.shear.is_some(), "shear"),
+        ] {
+            if set {
+                return Err(format!("{key}: `{field}` applies to grids, not to a `mesh` cloth"));
+            }
+        }
+        if !c.pin_rows.is_empty() || !c.pin_columns.is_empty() || !c.pin_cells.is_empty() {
+            return Err(format!("{key}: pin_rows/pin_columns/pin_cells apply to grids; use pin_indices or pin_box"));
+        }
+        let path = base_dir.map_or_else(|| PathBuf::from(mesh), |d| d.join(mesh));
+        let obj = crate::mesh::load_obj(&path).map_err(|e| format!("{key}: mesh: {e}"))?;
+        let mut cm = ClothMesh::new(name.clone(), obj.positions, obj.triangles);
+        cm.uvs = obj.uvs;
+        cm.scale = c.scale.unwrap_or(1.0);
+        cm.rotation = rot;
+        cm.translation = center;
+        cm.material = mat;
+        cm.bend_springs = c.bending.unwrap_or(true);
+        cm.particle_mass = c.particle_mass;
+        (b.add_cloth_mesh(&cm).map_err(|e| e.to_string())?, None)
+    } else {
+        let (Some(rows), Some(columns), Some(spacing)) = (c.rows, c.columns, c.spacing) else {
+            return Err(format!("{key}: a grid cloth needs `rows`, `columns` and `spacing` (or give a `mesh`)"));
+        };
+        if c.scale.is_some() {
+            return Err(format!("{key}: `scale` applies to mesh cloths"));
+        }
+        let mut g = ClothGrid::new(
+            name.clone(),
+            count(rows, &format!("{key}: rows"))?,
+            count(columns, &format!("{key}: columns"))?,
+            spacing,
+        );
+        g.center = center;
+        g.rotation = rot;
+        g.velocity = vec3(c.velocity.unwrap_or([0.0; 3]), &format!("{key}: velocity"))?;
+        g.material = mat;
+        g.structural = c.structural.unwrap_or(true);
+        g.shear = c.shear.unwrap_or(true);
+        g.bend_springs = c.bending.unwrap_or(true);
+        g.particle_mass = c.particle_mass;
+        g.spring_stiffness = c.spring_stiffness;
+        (b.add_cloth_grid(&g).map_err(|e| e.to_string())?, Some((g.rows, g.columns)))
+    };
+    let body = b.body(id).clone();
+    let global = cloth_pins(b, c, &body, grid, &key)?;
+    push_pins(pins, global, c.release_pins_at, &key)
+}
+
+/// The particles a cloth's pin keys name (global indices).
+fn cloth_pins(
+    b: &ModelBuilder,
+    c: &ClothSection,
+    body: &hooke::Body,
+    grid: Option<(usize, usize)>,
+    key: &str,
+) -> Result<Vec<u32>, String> {
+    let n = body.particles.len();
+    let mut local = Vec::new();
+    if let Some((rows, columns)) = grid {
+        for &r in &c.pin_rows {
+            let r = index(r, rows, &format!("{key}: pin_rows"))?;
+            local.extend((0..columns).map(|col| r * columns + col));
+        }
+        for &col in &c.pin_columns {
+            let col = index(col, columns, &format!("{key}: pin_columns"))?;
+            local.extend((0..rows).map(|r| r * columns + col));
+        }
+        for &[r, col] in &c.pin_cells {
+            let (r, col) =
+                (index(r, rows, &format!("{key}: pin_cells"))?, index(col, columns, &format!("{key}: pin_cells"))?);
+            local.push(r * columns + col);
+        }
+    }
+    for &i in &c.pin_indices {
+        local.push(index(i, n, &format!("{key}: pin_indices"))?);
+    }
+    let first = body.particles.start as usize;
+    let mut global: Vec<u32> = local.iter().map(|&l| (first + l) as u32).collect();
+    if let Some(bx) = c.pin_box {
+        let (lo, hi) = (vec3(bx.min, &format!("{key}: pin_box.min"))?, vec3(bx.max, &format!("{key}: pin_box.max"))?);
+        if lo.cmpgt(hi).any() {
+            return Err(format!("{key}: pin_box.min {lo} must not exceed pin_box.max {hi} on any axis"));
+        }
+        global.extend(body.particles.clone().filter(|&p| {
+            let x = b.particle_position(p);
+            x.cmpge(lo).all() && x.cmple(hi).all()
+        }));
+        if global.is_empty() {
+            return Err(format!("{key}: pin_box contains no particle of this cloth"));
+        }
+    }
+    Ok(global)
+}
+
+/// Adds `[[rope]]` number `k` and its pins.
+fn add_rope(
+    b: &mut ModelBuilder,
+    f: &SceneFile,
+    k: usize,
+    r: &RopeSection,
+    pins: &mut Vec<ScheduledPin>,
+) -> Result<(), String> {
+    let name = r.name.clone().unwrap_or(format!("rope{k}"));
+    let key = format!("rope[{k}] {name:?}");
+    let m = material(f, &r.material, &key)?;
+    if m.shear_stiffness.is_some() || m.thickness.is_some() {
+        return Err(format!(
+            "{key}: material {:?} sets shear_stiffness or thickness, which are for cloth",
+            r.material.as_deref().unwrap_or("")
+        ));
+    }
+    let d = RopeMaterial::default();
+    let stretch = m.stretch_stiffness.unwrap_or(d.stretch_stiffness);
+    let mat = RopeMaterial {
+        linear_density: m.density.unwrap_or(d.linear_density),
+        stretch_stiffness: stretch,
+        compression_stiffness: m.compression_stiffness.unwrap_or(stretch),
+        bend_stiffness: m.bend_stiffness.unwrap_or(d.bend_stiffness),
+        damping: m.damping.unwrap_or(d.damping),
+        radius: m.radius.unwrap_or(d.radius),
+    };
+    let points: Vec<Vec3> = match (&r.points, r.start, r.end) {
+        (Some(p), None, None) => {
+            p.iter().enumerate().map(|(i, &q)| vec3(q, &format!("{key}: points[{i}]"))).collect::<Result<_, _>>()?
+        }
+        (None, Some(a), Some(e)) => vec![vec3(a, &format!("{key}: start"))?, vec3(e, &format!("{key}: end"))?],
+        _ => return Err(format!("{key}: give either `start` and `end`, or `points`")),
+    };
+    let mut rope = Rope::polyline(name.clone(), points, count(r.particles, &format!("{key}: particles"))?);
+    rope.material = mat;
+    rope.bend_springs = r.bending.unwrap_or(true);
+    rope.particle_mass = r.particle_mass;
+    let id = b.add_rope(&rope).map_err(|e| e.to_string())?;
+    let body = b.body(id).clone();
+    if let Some(m) = r.end_mass {
+        b.set_particle_mass(body.particles.end - 1, m).map_err(|e| format!("{key}: end_mass: {e}"))?;
+    }
+    let n = body.particles.len();
+    let global = r
+        .pin_indices
+        .iter()
+        .map(|&i| index(i, n, &format!("{key}: pin_indices")).map(|l| body.particles.start + l as u32))
+        .collect::<Result<Vec<_>, _>>()?;
+    push_pins(pins, global, r.release_pins_at, &key)
+}
+
+/// Adds `[[collider]]` number `k`; returns its keyframed motion, if any.
+fn add_collider(b: &mut ModelBuilder, k: usize, c: &ColliderSection) -> Result<Option<Arc<Motion>>, String> {
+    let name = c.name.clone().unwrap_or(format!("{}{k}", c.shape));
+    let key = format!("collider[{k}] {name:?}");
+    let need = |v: Option<[f32; 3]>, field: &str| -> Result<Vec3, String> {
+        vec3(v.ok_or(format!("{key}: a {} needs `{field}`", c.shape))?, &format!("{key}: {field}"))
+    };
+    let need_r = || c.radius.ok_or(format!("{key}: a {} needs `radius`", c.shape));
+    let allowed: &[&str] = match c.shape.as_str() {
+        "plane" => &["point", "normal"],
+        "sphere" => &["center", "radius"],
+        "capsule" => &["a", "b", "radius"],
+        "box" => &["center", "half_extents", "rotation"],
+        other => return Err(format!("{key}: unknown shape {other:?} (expected plane, sphere, capsule or box)")),
+    };
+    let given = [
+        ("point", c.point.is_some()),
+        ("normal", c.normal.is_some()),
+        ("center", c.center.is_some()),
+        ("radius", c.radius.is_some()),
+        ("a", c.a.is_some()),
+        ("b", c.b.is_some()),
+        ("half_extents", c.half_extents.is_some()),
+        ("rotation", c.rotation.is_some()),
+    ];
+    if let Some((field, _)) = given.iter().find(|(f, set)| *set && !allowed.contains(f)) {
+        return Err(format!("{key}: `{field}` does not apply to a {}", c.shape));
+    }
+    let shape = match c.shape.as_str() {
+        "plane" => Shape::Plane { point: need(c.point, "point")?, normal: need(c.normal, "normal")? },
+        "sphere" => Shape::Sphere { center: need(c.center, "center")?, radius: need_r()? },
+        "capsule" => Shape::Capsule { a: need(c.a, "a")?, b: need(c.b, "b")?, radius: need_r()? },
+        _ => Shape::Box {
+            center: need(c.center, "center")?,
+            half_extents: need(c.half_extents, "half_extents")?,
+            rotation: rotation(c.rotation, &format!("{key}: rotation"))?,
+        },
+    };
+    let mu_s = c.static_friction.unwrap_or(0.0);
+    let mu_k = c.kinetic_friction.unwrap_or(mu_s);
+    let keys = c
+        .keyframes
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let at = format!("{key}: keyframes[{i}]");
+            Ok(Keyframe {
+                time: k.time,
+                translation: vec3(k.translation.unwrap_or([0.0; 3]), &format!("{at}.translation"))?,
+                rotation: rotation(k.rotation, &format!("{at}.rotation"))?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let motion = Motion::new(keys).map_err(|e| format!("{key}: {e}"))?;
+    b.add_collider(Collider::new(name, shape).with_friction(mu_s, mu_k)).map_err(|e| e.to_string())?;
+    Ok((!motion.keys().is_empty()).then(|| Arc::new(motion)))
+}
+
+fn push_pins(pins: &mut Vec<ScheduledPin>, global: Vec<u32>, release_at: Option<f64>, key: &str) -> Result<(), String> {
+    if let Some(t) = release_at
+        && !(t.is_finite() && t >= 0.0)
+    {
+        return Err(format!("{key}: release_pins_at must be a time ≥ 0 s, got {t}"));
+    }
+    for p in global {
+        if !pins.iter().any(|q: &ScheduledPin| q.pin.particle == p) {
+            pins.push(ScheduledPin { pin: Pin { particle: p, target: None }, release_at });
+        }
+    }
+    Ok(())
+}

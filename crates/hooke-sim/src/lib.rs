@@ -1,0 +1,23 @@
+//! # hooke-sim — running hooke scenes
+//!
+//! The application layer between scene files ([`hooke_io::scene`]) and solvers: one factory
+//! that makes a scene's solver on the CPU ([`hooke::XpbdSolver`], [`hooke::ForceSolver`]) or
+//! on the GPU ([`hooke_gpu::GpuXpbdSolver`]), for the command line, the viewer and batch runs
+//! alike.
+//!
+//! ```no_run
+//! use hooke::Solver;
+//! use hooke_sim::{Backend, SolverOptions, make_solver};
+//!
+//! let scene = hooke_io::scene::load(std::path::Path::new("scenes/flag.toml"), 1 << 30).unwrap();
+//! let mut made = make_solver(&scene, &SolverOptions::new(Backend::Cpu)).unwrap();
+//! for _ in 0..scene.frames {
+//!     let control = scene.control_at(made.solver.time());
+//!     made.solver.step(&control, 1.0 / scene.fps).unwrap();
+//! }
+//! ```
+#![warn(missing_docs)]
+
+mod factory;
+
+pub use factory::{Backend, FactoryError, MadeSolver, SolverOptions, make_gpu_solver, make_solver};

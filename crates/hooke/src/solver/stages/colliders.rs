@@ -1,0 +1,58 @@
+//! The colliders stage (article §4.2–4.3): each free particle is projected out of every
+//! collider along the signed distance's gradient and its tangential displacement relative to
+//! the collider is reduced by Coulomb friction (see [`crate::collision`]).
+
+use super::for_particles;
+use crate::Model;
+use crate::collision::{self, ColliderPlacement};
+use crate::solver::state::{Particle, SolverState};
+use glam::Vec3;
+
+/// What the stage does to the velocity of a particle it moves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Velocity {
+    /// Nothing: the finish stage sets v = d/h from the corrected displacement (position-based
+    /// solvers).
+    FromDisplacement,
+    /// v += Δd/h, the correction over the step (force-based solvers, whose velocity is their
+    /// own state); `inv_h` is 1/h (1/s).
+    Correct { inv_h: f32 },
+}
+
+/// Resolves every free particle (w > 0) against the colliders placed by `placements` (one per
+/// collider); returns how many touch one.
+pub(crate) fn resolve(
+    model: &Model,
+    state: &mut SolverState,
+    placements: &[ColliderPlacement],
+    velocity: Velocity,
+    parallel: bool,
+) -> u32 {
+    let colliders = model.colliders();
+    if colliders.is_empty() {
+        return 0;
+    }
+    let radius = model.particle_radius();
+    let run = |start: usize, p: &mut [Particle], v: &mut [Vec3]| -> u32 {
+        let mut touching = 0;
+        for k in 0..p.len() {
+            let q = &mut p[k];
+            if q.x.w <= 0.0 {
+                continue;
+            }
+            let x0 = q.x.truncate();
+            let before = q.d.truncate();
+            let mut d = before;
+            let depth = collision::resolve_particle(colliders, placements, x0, &mut d, radius[start + k]);
+            if depth > 0.0 {
+                touching += 1;
+                if let Velocity::Correct { inv_h } = velocity {
+                    v[k] += (d - before) * inv_h;
+                }
+            }
+            q.d = d.extend(0.0);
+        }
+        touching
+    };
+    for_particles(parallel, &mut state.particles, &mut state.velocity, run)
+}

@@ -1,0 +1,31 @@
+//! The finish stage: the substep's displacement becomes position (and, for the position-based
+//! solvers, velocity).
+
+use super::for_particles;
+use crate::solver::state::{Particle, SolverState};
+use glam::{Vec3, Vec4};
+
+/// v ← d/h, x⁰ ← x⁰ + d, d ← 0 for every particle (position-based solvers; article §3.1's
+/// last step). `inv_h` is 1/h (1/s).
+pub(crate) fn velocity_from_displacement(state: &mut SolverState, inv_h: f32, parallel: bool) {
+    let run = |_: usize, p: &mut [Particle], v: &mut [Vec3]| {
+        for (q, v) in p.iter_mut().zip(v) {
+            let x0 = q.x.truncate();
+            let d = q.d.truncate();
+            *v = d * inv_h;
+            q.x = (x0 + d).extend(q.x.w);
+            q.d = Vec4::ZERO;
+        }
+        0
+    };
+    for_particles(parallel, &mut state.particles, &mut state.velocity, run);
+}
+
+/// x⁰ ← x⁰ + d, d ← 0 for every particle, velocities kept (force-based solvers).
+pub(crate) fn advance(state: &mut SolverState) {
+    for q in &mut state.particles {
+        let x0 = q.x.truncate();
+        q.x = (x0 + q.d.truncate()).extend(q.x.w);
+        q.d = Vec4::ZERO;
+    }
+}

@@ -1,0 +1,468 @@
+//! XPBD and PBD on the CPU (article §3).
+//!
+//! One frame of Δt_frame is split into `substeps` substeps of h = Δt_frame/substeps (Macklin et
+//! al. 2019, "Small steps in physics simulation"), planned once per frame
+//! ([`SubstepPlan`]). Each substep runs the [stages](super::stages) in order:
+//!
+//! 1. **Aerodynamics**: drag and lift per triangle, f_ext per particle (if the air is active).
+//! 2. **Predict**: v ← v·e^{−c·h} + h·(g + w·f_ext), x⁰ ← x, x ← x + h·v, where c is the air
+//!    damping rate (1/s); pinned particles (w = 0) follow their targets instead.
+//! 3. **Constraints**: λ ← 0, then `iterations` Gauss–Seidel sweeps over each constraint set's
+//!    colours in a fixed order; within a colour no two constraints share a particle, so a
+//!    colour is projected in parallel (rayon) with exactly the result of the sequential sweep.
+//! 4. **Contacts**: particle contacts (an empty slot today).
+//! 5. **Colliders**: each particle is pushed out of every collider and Coulomb friction is
+//!    applied to its tangential displacement (see [`crate::collision`]).
+//! 6. **Finish**: v ← (x − x⁰)/h, x⁰ ← x.
+//!
+//! λ is accumulated over the iterations of one substep and reset at the next (not per
+//! iteration), which is what makes XPBD's stiffness independent of the iteration count and
+//! of the time step. PBD mode ([`Method::Pbd`]) drops λ and scales each correction by a
+//! stiffness factor s ∈ [0, 1], so its stiffness depends on iterations and substeps.
+//!
+//! After every frame the state is checked for non-finite values, runaway speed and runaway
+//! strain. On failure the frame is replayed sequentially from a snapshot, checking after each
+//! stage and each constraint, to report where the blow-up started; the state is then left at
+//! the start of the frame.
+
+mod distance_kernel;
+mod projection;
+
+use super::health;
+use super::plan::SubstepPlan;
+use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
+use super::state::SolverState;
+use super::{SolverError, SolverInfo, StepReport, check_state};
+use crate::collision::Pose;
+use crate::model::DistanceConstraint;
+use crate::{Control, Model, Solver, State};
+use distance_kernel::{Block4, Shared, Sweep};
+use glam::Vec3;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Position-based method.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Method {
+    /// Extended PBD with compliance (Macklin et al. 2016). Stiffness from the material.
+    Xpbd,
+    /// Classic PBD (Müller et al. 2007): constraints are rigid and each correction is scaled
+    /// by `stiffness` ∈ [0, 1]; the result depends on iterations and substeps.
+    Pbd {
+        /// Stiffness factor s ∈ [0, 1].
+        stiffness: f32,
+    },
+}
+
+/// Numerical settings of [`XpbdSolver`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct XpbdSettings {
+    /// Substeps per frame, ≥ 1.
+    pub substeps: u32,
+    /// Gauss–Seidel iterations per substep, ≥ 1.
+    pub iterations: u32,
+    /// XPBD or PBD.
+    pub method: Method,
+    /// Global air damping rate c (1/s), ≥ 0: velocities decay as e^{−c·t}.
+    pub air_damping: f32,
+    /// Run colours and particle loops on the rayon thread pool.
+    pub parallel: bool,
+    /// A particle faster than this (m/s) is reported as a blow-up.
+    pub max_speed: f32,
+    /// A structural strain larger than this (dimensionless) is reported as a blow-up.
+    pub max_strain: f32,
+}
+
+impl Default for XpbdSettings {
+    /// 20 substeps × 1 iteration of XPBD, air damping 0.05/s, parallel, blow-up at 500 m/s or
+    /// 1 000 % strain.
+    fn default() -> Self {
+        XpbdSettings {
+            substeps: 20,
+            iterations: 1,
+            method: Method::Xpbd,
+            air_damping: 0.05,
+            parallel: true,
+            max_speed: 500.0,
+            max_strain: 10.0,
+        }
+    }
+}
+
+impl XpbdSettings {
+    /// Checks the settings: 1–100 000 substeps, 1–10 000 iterations, a finite air damping
+    /// rate ≥ 0, a PBD stiffness in [0, 1] and blow-up limits > 0. Every solver that takes
+    /// these settings, on the CPU and on the GPU, calls it.
+    ///
+    /// # Errors
+    /// [`SolverError::InvalidSettings`] naming the setting.
+    pub fn validate(&self) -> Result<(), SolverError> {
+        let bad = |setting, message: String| Err(SolverError::InvalidSettings { setting, message });
+        if !(1..=100_000).contains(&self.substeps) {
+            return bad("substeps", format!("must be between 1 and 100000, got {}", self.substeps));
+        }
+        if !(1..=10_000).contains(&self.iterations) {
+            return bad("iterations", format!("must be between 1 and 10000, got {}", self.iterations));
+        }
+        if !(self.air_damping.is_finite() && self.air_damping >= 0.0) {
+            return bad("air_damping", format!("must be a finite rate ≥ 0 (1/s), got {}", self.air_damping));
+        }
+        if let Method::Pbd { stiffness } = self.method
+            && !(0.0..=1.0).contains(&stiffness)
+        {
+            return bad("pbd_stiffness", format!("must be in [0, 1], got {stiffness}"));
+        }
+        if self.max_speed.is_nan() || self.max_speed <= 0.0 || self.max_strain.is_nan() || self.max_strain <= 0.0 {
+            return bad("max_speed/max_strain", "must be > 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// Blocks of four constraints per parallel task.
+const BLOCK_CHUNK: usize = 512;
+
+/// The distance set in blocks of four, per colour, for the SIMD kernel.
+struct DistanceBlocks {
+    /// Colour k's blocks are `blocks[ranges[k]]`, covering its constraints but the last
+    /// `len % 4`.
+    blocks: Vec<Block4>,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl DistanceBlocks {
+    fn new(model: &Model) -> DistanceBlocks {
+        let set = model.distance();
+        let mut blocks = Vec::with_capacity(set.len() / 4);
+        let mut ranges = Vec::with_capacity(set.colour_count());
+        for r in set.colour_ranges() {
+            let start = blocks.len();
+            let cons = &set.constraints()[r.start as usize..r.end as usize];
+            blocks.extend(cons.chunks_exact(4).map(|c| Block4::new(c.try_into().unwrap())));
+            ranges.push(start..blocks.len());
+        }
+        DistanceBlocks { blocks, ranges }
+    }
+}
+
+/// What a frame leaves behind besides the state: the colliders' poses at its end.
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    state: SolverState,
+    collider_pose: Vec<Pose>,
+}
+
+/// The CPU XPBD/PBD solver. See the [module documentation](self).
+pub struct XpbdSolver {
+    model: Arc<Model>,
+    settings: XpbdSettings,
+    state: SolverState,
+    /// λ of each distance constraint.
+    lambda: Vec<f32>,
+    distance: DistanceBlocks,
+    /// External force per particle (N), from aerodynamics.
+    force: Vec<Vec3>,
+    triangle_force: Vec<Vec3>,
+    /// Each collider's pose at the end of the last frame.
+    collider_pose: Vec<Pose>,
+    snapshot: Option<Snapshot>,
+}
+
+impl XpbdSolver {
+    /// A solver starting from the model's initial state.
+    ///
+    /// # Errors
+    /// [`SolverError::InvalidSettings`] for settings out of range ([`XpbdSettings::validate`]).
+    pub fn new(model: Arc<Model>, settings: XpbdSettings) -> Result<XpbdSolver, SolverError> {
+        settings.validate()?;
+        let n = model.particle_count();
+        Ok(XpbdSolver {
+            state: SolverState::from_model(&model),
+            lambda: vec![0.0; model.distance().len()],
+            distance: DistanceBlocks::new(&model),
+            force: vec![Vec3::ZERO; n],
+            triangle_force: vec![Vec3::ZERO; model.triangles().len()],
+            collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
+            snapshot: None,
+            settings,
+            model,
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &XpbdSettings {
+        &self.settings
+    }
+
+    /// Current positions (m), without copying.
+    pub fn positions(&self) -> impl ExactSizeIterator<Item = Vec3> + '_ {
+        self.state.particles.iter().map(|p| p.position())
+    }
+
+    /// Current velocities (m/s), without copying.
+    pub fn velocities(&self) -> &[Vec3] {
+        &self.state.velocity
+    }
+
+    /// The substep constants of the constraint kernels.
+    fn sweep(&self, plan: &SubstepPlan) -> Sweep {
+        let pbd_stiffness = if let Method::Pbd { stiffness } = self.settings.method { stiffness } else { 1.0 };
+        Sweep { inv_h: plan.inv_h, inv_h2: plan.inv_h2, pbd_stiffness }
+    }
+
+    /// One frame of the plan; with `trace` it runs sequentially and checks after every stage
+    /// and every constraint.
+    fn frame(&mut self, plan: &SubstepPlan, trace: bool) -> Result<StepReport, SolverError> {
+        let s = self.settings;
+        let sweep = self.sweep(plan);
+        let parallel = s.parallel && !trace;
+        let model = Arc::clone(&self.model);
+        let aero = model.air().is_active() && !model.triangles().is_empty();
+        self.state.reset_inverse_masses(&model);
+        let pins: Vec<PinMove> = stages::predict::begin_pins(&mut self.state, &plan.pins);
+        let mut contacts = 0u32;
+        for (sub, slot) in plan.slots.iter().enumerate() {
+            let t0 = slot.t0;
+            let check = |solver: &Self, stage: Stage| match trace {
+                true => solver.check_finite(t0, stage),
+                false => Ok(()),
+            };
+            // 1. Aerodynamics.
+            if aero {
+                let (p, v) = (&self.state.particles, &self.state.velocity);
+                stages::aerodynamics::triangle_forces(
+                    &model,
+                    slot.wind,
+                    |k| p[k].position(),
+                    |k| v[k],
+                    &mut self.triangle_force,
+                    parallel,
+                );
+                stages::aerodynamics::gather(&model, &self.triangle_force, &mut self.force, parallel);
+                check(self, Stage::Aerodynamics)?;
+            }
+            // 2. Predict.
+            let force = aero.then_some(&self.force[..]);
+            stages::predict::predict(&mut self.state, force, model.gravity(), plan.h, plan.decay, parallel);
+            stages::predict::move_pins(&mut self.state, &pins, slot.frac);
+            check(self, Stage::Predict)?;
+            // 3. Constraint sets.
+            self.lambda.iter_mut().for_each(|l| *l = 0.0);
+            for _ in 0..s.iterations {
+                self.project_distance(sweep, parallel, if trace { Some(t0) } else { None })?;
+            }
+            // 4. Contacts.
+            stages::contacts::solve(&mut self.state);
+            // 5. Colliders.
+            let placements = plan.placements(sub as u32);
+            let velocity = Velocity::FromDisplacement;
+            contacts = stages::colliders::resolve(&model, &mut self.state, placements, velocity, parallel);
+            check(self, Stage::Colliders)?;
+            // 6. Finish.
+            stages::finish::velocity_from_displacement(&mut self.state, plan.inv_h, parallel);
+        }
+        self.state.time += plan.frame_dt as f64;
+        self.collider_pose.clone_from(&plan.collider_end);
+        Ok(StepReport { substeps: s.substeps, iterations: s.iterations, contacts, ..StepReport::default() })
+    }
+
+    /// One Gauss–Seidel sweep of the distance set, colour by colour. With `trace` (the time
+    /// of the substep) constraints are projected one by one and checked.
+    fn project_distance(&mut self, sweep: Sweep, parallel: bool, trace: Option<f64>) -> Result<(), SolverError> {
+        let model = Arc::clone(&self.model);
+        let set = model.distance();
+        let method = self.settings.method;
+        for (range, blocks) in set.colour_ranges().iter().zip(&self.distance.ranges) {
+            let r = range.start as usize..range.end as usize;
+            let cons = &set.constraints()[r.clone()];
+            let lam = &mut self.lambda[r.clone()];
+            let blocks = &self.distance.blocks[blocks.clone()];
+            let pp = Shared(self.state.particles.as_mut_ptr());
+            let pp = &pp;
+            if let Some(t0) = trace {
+                for (k, (c, l)) in cons.iter().zip(lam.iter_mut()).enumerate() {
+                    // SAFETY: sequential; indices were validated when the model was built.
+                    unsafe { project_one_dispatch(method, c, l, pp.0, sweep) };
+                    for q in [c.i, c.j] {
+                        if !self.state.particles[q as usize].d.is_finite() {
+                            let ci = r.start + k;
+                            let fam = set.families()[ci];
+                            let what =
+                                format!("while projecting {} constraint {ci} (particles {}–{})", fam.name(), c.i, c.j);
+                            return Err(self.blow_up(t0, q, Some(ci), what));
+                        }
+                    }
+                }
+                continue;
+            }
+            let (block_lam, tail_lam) = lam.split_at_mut(4 * blocks.len());
+            let tail = &cons[4 * blocks.len()..];
+            if parallel && blocks.len() >= 2 * BLOCK_CHUNK {
+                blocks.par_chunks(BLOCK_CHUNK).zip(block_lam.par_chunks_mut(4 * BLOCK_CHUNK)).for_each(|(bb, ll)| {
+                    // SAFETY: all constraints of one colour touch disjoint particles
+                    // (colouring::validate ran in ModelBuilder::finalize), so the chunks
+                    // of this colour never touch the same particle.
+                    unsafe { project_dispatch(method, bb, ll, &[], &mut [], *pp, sweep) }
+                });
+                // SAFETY: as above; the parallel chunks have finished.
+                unsafe { project_dispatch(method, &[], &mut [], tail, tail_lam, *pp, sweep) };
+            } else {
+                // SAFETY: sequential; indices were validated when the model was built.
+                unsafe { project_dispatch(method, blocks, block_lam, tail, tail_lam, *pp, sweep) };
+            }
+        }
+        Ok(())
+    }
+
+    fn check_finite(&self, time: f64, stage: Stage) -> Result<(), SolverError> {
+        match self.state.first_non_finite() {
+            Some(k) => Err(self.blow_up(time, k as u32, None, format!("in {}", stage.describe()))),
+            None => Ok(()),
+        }
+    }
+
+    fn blow_up(&self, time: f64, particle: u32, constraint: Option<usize>, what: String) -> SolverError {
+        health::non_finite(&self.model, time, particle, constraint, what)
+    }
+
+    /// Looks for a runaway after a frame: non-finite values, speed or strain over the limits.
+    /// Returns the particle, the constraint if any, and a description of the first problem.
+    fn health(&self) -> Option<(u32, Option<usize>, String)> {
+        let limits = health::Limits { max_speed: self.settings.max_speed, max_strain: self.settings.max_strain };
+        let p = &self.state.particles;
+        health::check(
+            &self.model,
+            |k| p[k].position(),
+            &self.state.velocity,
+            |k| p[k as usize].x.w == 0.0,
+            limits,
+            self.settings.parallel,
+            "constraint",
+        )
+    }
+}
+
+/// Dispatches to the XPBD or PBD kernel.
+///
+/// # Safety
+/// As [`distance_kernel::project`].
+#[inline(always)]
+unsafe fn project_dispatch(
+    method: Method,
+    blocks: &[Block4],
+    block_lam: &mut [f32],
+    tail: &[DistanceConstraint],
+    tail_lam: &mut [f32],
+    p: Shared<super::state::Particle>,
+    sweep: Sweep,
+) {
+    unsafe {
+        match method {
+            Method::Xpbd => distance_kernel::project::<false>(blocks, block_lam, tail, tail_lam, p, sweep),
+            Method::Pbd { .. } => distance_kernel::project::<true>(blocks, block_lam, tail, tail_lam, p, sweep),
+        }
+    }
+}
+
+/// Dispatches one constraint to the XPBD or PBD kernel.
+///
+/// # Safety
+/// As [`distance_kernel::project_one`].
+unsafe fn project_one_dispatch(
+    method: Method,
+    c: &DistanceConstraint,
+    lam: &mut f32,
+    p: *mut super::state::Particle,
+    sweep: Sweep,
+) {
+    unsafe {
+        match method {
+            Method::Xpbd => distance_kernel::project_one::<false>(c, lam, p, sweep),
+            Method::Pbd { .. } => distance_kernel::project_one::<true>(c, lam, p, sweep),
+        }
+    }
+}
+
+impl Solver for XpbdSolver {
+    fn info(&self) -> SolverInfo {
+        let name = match self.settings.method {
+            Method::Xpbd => "xpbd-cpu",
+            Method::Pbd { .. } => "pbd-cpu",
+        };
+        SolverInfo {
+            name: name.into(),
+            substeps: self.settings.substeps,
+            iterations: self.settings.iterations,
+            parallel: self.settings.parallel,
+        }
+    }
+
+    fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    fn time(&self) -> f64 {
+        self.state.time
+    }
+
+    fn step(&mut self, control: &Control, frame_dt: f32) -> Result<StepReport, SolverError> {
+        let s = &self.settings;
+        let plan = SubstepPlan::new(
+            &self.model,
+            control,
+            self.state.time,
+            frame_dt,
+            s.substeps,
+            s.air_damping,
+            &self.collider_pose,
+        )?;
+        let mut snap = self.snapshot.take().unwrap_or_default();
+        snap.state.clone_from(&self.state);
+        snap.collider_pose.clone_from(&self.collider_pose);
+        let report = self.frame(&plan, false)?;
+        let Some((particle, constraint, what)) = self.health() else {
+            self.snapshot = Some(snap);
+            return Ok(report);
+        };
+        // Replay the frame sequentially with checks to find where it started.
+        self.state.clone_from(&snap.state);
+        let traced = self.frame(&plan, true);
+        self.state.clone_from(&snap.state);
+        self.collider_pose.clone_from(&snap.collider_pose);
+        self.snapshot = Some(snap);
+        Err(match traced {
+            Err(e) => e,
+            Ok(_) => SolverError::BlowUp { time: self.state.time, particle, constraint, detail: what },
+        })
+    }
+
+    fn read_positions(&mut self, out: &mut Vec<Vec3>) {
+        self.state.read_positions(out);
+    }
+
+    fn read_state(&mut self, out: &mut State) {
+        self.state.read(out);
+    }
+
+    fn write_state(&mut self, state: &State) -> Result<(), SolverError> {
+        check_state(&self.model, state)?;
+        self.state.write(state);
+        Ok(())
+    }
+
+    fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
+        super::check_same_topology(&self.model, &model)?;
+        self.distance = DistanceBlocks::new(&model);
+        self.state.reset_inverse_masses(&model);
+        self.model = model;
+        Ok(())
+    }
+
+    fn rebuild(&mut self, model: Arc<Model>, state: &State) -> Result<(), SolverError> {
+        check_state(&model, state)?;
+        let mut fresh = XpbdSolver::new(model, self.settings)?;
+        fresh.write_state(state)?;
+        *self = fresh;
+        Ok(())
+    }
+}
