@@ -78,7 +78,7 @@ fn signed_distance(c: Collider, p: vec3<f32>) -> vec4<f32> {
         }
         default: {
             let q0 = p - c.a.xyz;
-            // Rᵀ q: the rotation matrix stands for the CPU's quaternion (rounding differs).
+            // Rᵀ q, one dot product per column, as the CPU does (shape.rs).
             let local = vec3<f32>(dot3(c.r0.xyz, q0), dot3(c.r1.xyz, q0), dot3(c.r2.xyz, q0));
             let q = abs(local) - c.b.xyz;
             let outside = max(q, vec3<f32>(0.0));
@@ -98,7 +98,7 @@ fn signed_distance(c: Collider, p: vec3<f32>) -> vec4<f32> {
                 n_local = vec3<f32>(0.0, 0.0, sign_bit(local.z));
                 phi = q.z;
             }
-            let n = c.r0.xyz * n_local.x + c.r1.xyz * n_local.y + c.r2.xyz * n_local.z;
+            let n = rotate(c.r0.xyz, c.r1.xyz, c.r2.xyz, n_local);
             return vec4<f32>(n, phi);
         }
     }

@@ -38,10 +38,11 @@ fn max_difference(a: &[Vec3], b: &[Vec3]) -> f32 {
 }
 
 /// A cloth pinned along its top edge settles to one static drape whichever solver finds it:
-/// symplectic Euler at a small step, implicit Euler at a large step, and converged XPBD agree to
-/// well under 1 % of the cloth's size.
+/// symplectic Euler at a small step, implicit Euler at a large step, and converged XPBD agree
+/// to 2 % of the drape's own sag (the bottom edge's drop, 3.5 % of the cloth's size) at every
+/// vertex — a solver 5 % too stiff or too soft would move the bottom row by more.
 #[test]
-fn all_solvers_settle_to_the_same_drape() {
+fn force_and_xpbd_solvers_settle_to_the_same_drape() {
     let (n, size) = (11, 1.0f32);
     let (model, control) = common::hanging_cloth(n, size, soft());
     let seconds = 8.0f32;
@@ -78,7 +79,7 @@ fn all_solvers_settle_to_the_same_drape() {
     );
     assert!(sag > 0.03 * size, "sag {sag}");
     for d in [se_ie, se_xp, ie_xp] {
-        assert!(d < 0.01 * size, "{d}");
+        assert!(d < 0.02 * sag, "vertices differ by {d} m, {:.1} % of the {sag} m sag", 100.0 * d / sag);
     }
 }
 
@@ -181,7 +182,7 @@ fn spring_damping_leaves_rigid_rotation_alone() {
 /// A pin with a target moves its particle there by the end of the frame under every force
 /// integrator; releasing it lets the particle fall.
 #[test]
-fn pins_move_to_their_targets_and_release() {
+fn force_solvers_move_pins_to_their_targets_and_release_them() {
     let (model, _) = common::hanging_cloth(6, 0.5, soft());
     for integrator in Integrator::ALL {
         let settings = ForceSettings { integrator, substeps: 16, ..ForceSettings::default() };
@@ -212,7 +213,7 @@ fn pins_move_to_their_targets_and_release() {
 /// A cloth dropped on a sphere stays outside it (collisions run every step) under every
 /// integrator, and comes to rest draped over it.
 #[test]
-fn cloth_falls_onto_a_sphere() {
+fn force_solvers_drop_a_cloth_onto_a_sphere() {
     let mut b = ModelBuilder::new();
     let mut g = ClothGrid::new("sheet", 12, 12, 0.05);
     g.center = Vec3::new(0.0, 0.5, 0.0);
@@ -249,7 +250,7 @@ fn cloth_falls_onto_a_sphere() {
 /// Forces are gathered per particle and dot products summed in fixed chunks, so the parallel
 /// path gives exactly the sequential result.
 #[test]
-fn parallel_equals_sequential_bit_for_bit() {
+fn force_solver_parallel_equals_sequential_bit_for_bit() {
     let (model, control) = common::hanging_cloth(72, 1.0, ClothMaterial { damping: 1e-4, ..soft() });
     assert!(model.particle_count() >= 4096 && model.distance().constraints().len() >= 4096);
     for (integrator, substeps, frames) in [(Integrator::SymplecticEuler, 64, 3), (Integrator::ImplicitEuler, 2, 3)] {

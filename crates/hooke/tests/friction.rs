@@ -1,6 +1,10 @@
 //! Coulomb friction on an incline (article §4.3), μₛ = 0.5, μₖ = 0.4.
 //!
-//! tan 20° = 0.36 < μₛ: a cloth patch resting on a 20° incline must stay put.
+//! μₖ < tan 24° = 0.445 < μₛ: a cloth patch resting on a 24° incline must stay put — and only
+//! the static branch can hold it there: kinetic friction alone (clamped, never reversing the
+//! motion) removes at most μₖ/tan θ = 90 % of each substep's slide, so without static
+//! friction the patch creeps downhill at g(sin θ − μₖ cos θ) = 0.45 m/s². (At 20°,
+//! tan θ < μₖ, and kinetic friction alone would hold it: a test there cannot fail.)
 //! tan 35° = 0.70 > μₛ: it slides with a = g(sin θ − μₖ cos θ) = 2.412 m/s².
 
 use glam::{Quat, Vec3};
@@ -44,16 +48,16 @@ fn slide(theta_deg: f32, seconds: f32) -> (Vec<f32>, f32) {
 }
 
 #[test]
-fn static_friction_holds_below_the_friction_angle() {
-    let (s, deepest) = slide(20.0, 2.0);
+fn xpbd_static_friction_holds_between_the_kinetic_and_static_angles() {
+    let (s, deepest) = slide(24.0, 2.0);
     let creep = s.last().unwrap().abs();
-    println!("20°: creep {:.3} mm in 2 s", creep * 1e3);
+    println!("24°: creep {:.3} mm in 2 s", creep * 1e3);
     assert!(creep < 1e-3, "crept {creep} m");
     assert!(deepest < 0.01 * 0.002, "penetration {deepest} m");
 }
 
 #[test]
-fn kinetic_friction_gives_the_coulomb_acceleration() {
+fn xpbd_kinetic_friction_gives_the_coulomb_acceleration() {
     let (s, _) = slide(35.0, 1.0);
     let theta = 35f32.to_radians();
     let expected = G * (theta.sin() - 0.4 * theta.cos());
@@ -74,7 +78,7 @@ fn kinetic_friction_gives_the_coulomb_acceleration() {
 /// sideways at 0.5 m/s² is carried along when μₛ·g exceeds that acceleration, and left behind
 /// on a frictionless box.
 #[test]
-fn a_moving_collider_drags_the_cloth_by_friction() {
+fn xpbd_moving_collider_drags_the_cloth_by_friction() {
     let carried = |mu: f32| {
         let mut b = ModelBuilder::new();
         let mut g = ClothGrid::new("patch", 5, 5, 0.02);

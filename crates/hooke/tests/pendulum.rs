@@ -5,7 +5,7 @@ use hooke::{Control, ModelBuilder, Rope, RopeMaterial, Solver, XpbdSettings, Xpb
 use std::sync::Arc;
 
 #[test]
-fn pendulum_period_matches_small_angle_formula() {
+fn xpbd_pendulum_period_matches_small_angle_formula() {
     let length = 1.0f32; // m
     let g = 9.81f32;
     let amplitude = 5.0f32.to_radians();

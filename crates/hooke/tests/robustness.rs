@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// The rayon path projects each colour in parallel; because no two constraints of a colour
 /// share a particle, the result must be bit-for-bit that of the sequential sweep.
 #[test]
-fn parallel_equals_sequential_bit_for_bit() {
+fn xpbd_parallel_equals_sequential_bit_for_bit() {
     let (model, control) = common::hanging_cloth(100, 1.0, ClothMaterial::default());
     // Big enough that colours and particle loops are split across threads.
     assert!(model.distance().colour_ranges().iter().any(|r| r.len() >= 4096) && model.particle_count() >= 4096);
@@ -34,7 +34,7 @@ fn rope_model(gravity: Vec3) -> Arc<hooke::Model> {
 }
 
 #[test]
-fn a_runaway_is_detected_and_the_state_kept() {
+fn xpbd_runaway_is_detected_and_the_state_kept() {
     // Gravity of 10⁶ m/s² drives every particle past the 500 m/s limit in one frame.
     let model = rope_model(Vec3::new(0.0, -1.0e6, 0.0));
     let mut solver = XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap();
@@ -53,7 +53,7 @@ fn a_runaway_is_detected_and_the_state_kept() {
 }
 
 #[test]
-fn a_nan_is_traced_to_the_stage_that_made_it() {
+fn xpbd_nan_is_traced_to_the_stage_that_made_it() {
     // f32::MAX gravity times a 5 s substep overflows to infinity in the prediction step.
     let model = rope_model(Vec3::new(0.0, -f32::MAX, 0.0));
     let mut solver = XpbdSolver::new(model, XpbdSettings::default()).unwrap();
@@ -63,7 +63,7 @@ fn a_nan_is_traced_to_the_stage_that_made_it() {
 }
 
 #[test]
-fn bad_time_steps_and_pins_are_errors() {
+fn xpbd_bad_time_steps_and_pins_are_errors() {
     let model = rope_model(Vec3::new(0.0, -9.81, 0.0));
     let mut solver = XpbdSolver::new(model, XpbdSettings::default()).unwrap();
     for dt in [0.0, -1.0, f32::NAN, f32::INFINITY] {
@@ -79,7 +79,7 @@ fn bad_time_steps_and_pins_are_errors() {
 /// A pin with a target moves its particle there by the end of the frame, linearly over the
 /// substeps; releasing it lets the particle fall.
 #[test]
-fn pins_move_to_their_targets_and_release() {
+fn xpbd_moves_pins_to_their_targets_and_releases_them() {
     let model = rope_model(Vec3::new(0.0, -9.81, 0.0));
     let mut solver = XpbdSolver::new(model, XpbdSettings::default()).unwrap();
     let mut c = Control::new();

@@ -5,7 +5,7 @@
 //! satisfies the inequality constraint φ(x) − r ≥ 0; when it is violated the particle is
 //! moved by (r − φ)·n, the projection along the gradient.
 
-use glam::{Quat, Vec3};
+use glam::{Mat3, Quat, Vec3};
 
 /// A collider shape in its rest placement (the collider's animation translates it).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -70,13 +70,20 @@ impl Shape {
                 (len - radius, n)
             }
             Shape::Box { center, half_extents, rotation } => {
-                let local = rotation.inverse() * (p - center);
+                // The rotation as a matrix, Rᵀ(p − c) one dot product per column and R n as a sum
+                // of columns, left to right: the arithmetic of the GPU kernel (collide.wgsl),
+                // so both round alike.
+                let r = Mat3::from_quat(rotation);
+                let d = p - center;
+                let dot = |a: Vec3| a.x * d.x + a.y * d.y + a.z * d.z;
+                let local = Vec3::new(dot(r.x_axis), dot(r.y_axis), dot(r.z_axis));
+                let turn = |v: Vec3| r.x_axis * v.x + r.y_axis * v.y + r.z_axis * v.z;
                 let q = local.abs() - half_extents;
                 let outside = q.max(Vec3::ZERO);
                 let out_len = outside.length();
                 if out_len > 0.0 {
                     let n_local = outside * local.signum() / out_len;
-                    (out_len, rotation * n_local)
+                    (out_len, turn(n_local))
                 } else {
                     // Inside: the nearest face is the one with the largest q component.
                     let (axis, depth) = if q.x >= q.y && q.x >= q.z {
@@ -86,7 +93,7 @@ impl Shape {
                     } else {
                         (Vec3::Z * local.z.signum(), q.z)
                     };
-                    (depth, rotation * axis)
+                    (depth, turn(axis))
                 }
             }
         }

@@ -370,6 +370,21 @@ impl ForceSolver {
         &self.settings
     }
 
+    /// Implicit Euler only: the velocity change Δv (m/s, f64, one per particle) of the last
+    /// substep's linear solve — on pinned particles the prescribed values — for checking the
+    /// solve against an independent assembly of (M − h ∂f/∂v − h² ∂f/∂x) Δv = h (f + h ∂f/∂x v).
+    /// `None` for the other integrators.
+    pub fn implicit_velocity_change(&self) -> Option<&[glam::DVec3]> {
+        self.implicit.as_ref().map(|s| &s.dv[..])
+    }
+
+    /// The force on each particle (N, one per particle) of the last force evaluation of
+    /// implicit Euler — springs and aerodynamics, without gravity — the f of its last system.
+    /// Empty for the explicit integrators, which fuse the force into their particle pass.
+    pub fn implicit_forces(&self) -> &[Vec3] {
+        if self.implicit.is_some() { &self.force } else { &[] }
+    }
+
     /// Current velocities (m/s), one per particle, without copying. For Verlet this is
     /// (x⁺ − x)/h of the last step (see [`verlet`]).
     pub fn velocities(&self) -> &[Vec3] {

@@ -1,11 +1,11 @@
 //! Golden trajectories: positions and velocities after a fixed number of frames of example
 //! scenes, hashed bit for bit. The hashes were recorded on commit 788a7c7, before the solver
-//! pipeline was rewritten into shared stages; the rewrite must change no result.
+//! pipeline was rewritten into shared stages, which changed no result. One deliberate change
+//! since: the CPU turns box colliders by the rotation matrix the GPU uses instead of the
+//! quaternion (the cases with a box were re-recorded), so that boxes too are bit-identical on
+//! the CPU and on lavapipe.
 
-#[path = "../../hooke-gpu/tests/common/mod.rs"]
-#[macro_use]
-mod common;
-
+use crate::common;
 use hooke::{Solver, State};
 use hooke_io::scene::{self, Scene};
 use hooke_sim::{Backend, SolverOptions};
@@ -95,20 +95,20 @@ const CPU: [(&str, Option<&str>, usize, u64); 12] = [
     ("cloth_on_sphere.toml", None, 90, 0x6013434c1aba6f01),
     ("rope_bridge.toml", None, 60, 0xc336c05cb7ee60f8),
     ("flag.toml", None, 60, 0x919812898c6f9e77),
-    ("curtain_box.toml", None, 90, 0xe718e293f5393332),
+    ("curtain_box.toml", None, 90, 0x522341e28a4f5db4),
     ("flag.toml", Some("implicit-euler"), 30, 0xec3e895ffe96fec0),
     ("rope_bridge.toml", Some("implicit-euler"), 30, 0x2dd8eba5d2225827),
     ("cloth_on_sphere.toml", Some("pbd"), 60, 0x16e075fae2444a29),
-    ("curtain_box.toml", Some("implicit-euler"), 30, 0xdbde3e254572eda0),
+    ("curtain_box.toml", Some("implicit-euler"), 30, 0x2444416259edce3a),
     ("explicit", Some("forward-euler"), 2, 0x1d1534552117f6c5),
-    ("explicit", Some("symplectic-euler"), 60, 0x2454dc773e35d34e),
-    ("explicit", Some("verlet"), 60, 0x3a3eca5fa5f7ed22),
-    ("explicit", Some("implicit-euler"), 60, 0xa29cfe41f56ee925),
+    ("explicit", Some("symplectic-euler"), 60, 0x3248a3926f771dbe),
+    ("explicit", Some("verlet"), 60, 0xb4c67eeb32d234b6),
+    ("explicit", Some("implicit-euler"), 60, 0xb1920826ea52f812),
 ];
 
 /// (scene file, method override, frames, hash with Gauss–Seidel, hash with Jacobi ω = 0.3) on
-/// Mesa's lavapipe, which rounds as the CPU does: Gauss–Seidel gives the CPU's hash except
-/// where a box collider is involved (the GPU rotates by a matrix, the CPU by a quaternion).
+/// Mesa's lavapipe, which rounds as the CPU does: Gauss–Seidel gives the CPU's hash, bit for
+/// bit (asserted below).
 const GPU: [(&str, Option<&str>, usize, u64, u64); 5] = [
     ("cloth_on_sphere.toml", None, 90, 0x6013434c1aba6f01, 0xb7ea3e3f7b8cb517),
     ("rope_bridge.toml", None, 60, 0xc336c05cb7ee60f8, 0xda68c9c292179a80),
@@ -140,6 +140,10 @@ fn golden_trajectories_on_lavapipe_are_unchanged() {
         return;
     }
     let mut wrong = Vec::new();
+    for (file, method, frames, gauss_seidel, _) in GPU {
+        let cpu = CPU.iter().find(|c| c.0 == file && c.1 == method && c.2 == frames).map(|c| c.3);
+        assert_eq!(cpu, Some(gauss_seidel), "{file} {method:?}: Gauss–Seidel on lavapipe is the CPU's trajectory");
+    }
     for (file, method, frames, gauss_seidel, jacobi) in GPU {
         let scene = load(file, method);
         let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else { unreachable!() };
