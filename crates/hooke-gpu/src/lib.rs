@@ -21,7 +21,8 @@
 //! With substeps of length h (Macklin et al. 2019), each particle keeps x⁰, its position at
 //! the start of the substep (with its inverse mass w in the fourth lane), and d, its
 //! displacement in the substep — two buffers of 16-byte `vec4` records, plus one for the
-//! velocity v. Per substep:
+//! velocity v. Per substep, the stages of every hooke solver (`hooke::solver::stages`), from
+//! the frame's `hooke::SubstepPlan` (computed on the host and uploaded):
 //!
 //! 1. **aerodynamics** (if the air is active, article §1.4): drag and lift per triangle,
 //!    gathered per particle;
@@ -31,16 +32,24 @@
 //!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep —
 //!    or, with [`GpuSolve::Jacobi`], `iterations` × one dispatch over particles (see
 //!    [`GpuSolve`]);
-//! 4. **collide**: projection out of planes, spheres, capsules and boxes, then clamped Coulomb
-//!    friction relative to the collider's motion;
-//! 5. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0.
+//! 4. (contacts: none yet);
+//! 5. **collide**: projection out of planes, spheres, capsules and boxes, each at its placement
+//!    of the substep (translated and turned), then clamped Coulomb friction relative to the
+//!    collider's surface motion;
+//! 6. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0.
 //!
 //! After the last substep, **normals** (§6), **tangents** (for models with UVs) and the
-//! **health** check run. A whole frame —
-//! substeps × iterations × colours dispatches — is recorded into one compute pass and sent in
-//! one submission; per-dispatch constants (substep, colour) come from uniform slots selected by
-//! dynamic offsets. Nothing is read back unless asked for: [`GpuXpbdSolver::position_buffer`]
-//! and [`GpuXpbdSolver::normal_buffer`] are meant to be bound by a renderer directly.
+//! **health** check run. A whole frame — its constants uploaded, then substeps × iterations ×
+//! colours dispatches in one compute pass — is recorded into one command encoder: the
+//! caller's own with [`GpuXpbdSolver::encode_frame`] (a renderer records its draw after it,
+//! no CPU synchronisation), or one that [`hooke::Solver::step`] submits. Per-dispatch
+//! constants (substep, colour) come from uniform slots selected by dynamic offsets. Nothing is
+//! read back unless asked for — the health record every [`GpuSettings::health_interval`]
+//! steps, or on a read: [`GpuXpbdSolver::position_buffer`], [`GpuXpbdSolver::normal_buffer`]
+//! and [`GpuXpbdSolver::triangle_buffer`] are meant to be bound by a renderer directly. The
+//! kernels are compiled once per device ([`GpuContext`] keeps them), so a second solver, a
+//! material change ([`hooke::Solver::notify_model_changed`]: new parameters uploaded into
+//! the same buffers) or a rebuild ([`hooke::Solver::rebuild`]: new buffers) compiles nothing.
 //!
 //! ## Matching the CPU
 //!

@@ -25,7 +25,7 @@ pub struct ClothMaterial {
     pub compression_stiffness: f32,
     /// Shear modulus (N/m) for the shear (diagonal) springs; may be `INFINITY`.
     pub shear_stiffness: f32,
-    /// Bending modulus (N/m) for the distance-2 bending springs, scaled like the others.
+    /// Bending modulus (N/m) for the distance-2 bend springs, scaled like the others.
     pub bend_stiffness: f32,
     /// Axial damping time τ = k_d/k (s), applied to every spring; 0 for none.
     pub damping: f32,
