@@ -68,7 +68,7 @@ fn validate(path: &std::path::Path) -> Result<()> {
         scene.pins.len(),
         scene.frames,
         scene.fps,
-        scene.solver.build(scene.model.clone())?.info().name,
+        hooke_sim::make_cpu_solver(&scene)?.info().name,
         scene.solver.substeps(),
         scene.solver.iterations()
     );

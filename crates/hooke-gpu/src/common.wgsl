@@ -93,9 +93,13 @@ struct Health {
 }
 
 // One distance-constraint projection from the current iterate (article §3.3; hooke's CPU
-// kernel `project_one` in solver/distance.rs, operation for operation, so that both round
-// alike): x = xᵢ − xⱼ rebuilt as (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ), and t = Δλ/‖x‖, the step along x.
-// `moves` is false when both ends are fixed or the particles coincide (then t = 0).
+// kernel `project_one` in solver/xpbd/distance_kernel.rs, operation for operation, so that both
+// round alike): C from the pair now, x = (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ); the direction u from the pair
+// at the start of the substep, x⁰ = xᵢ⁰ − xⱼ⁰ (which conserves angular momentum), or from x if
+// the pair turned by more than 25°; t = Δλ/‖u‖, the step along u (returned as `x`, with
+// `len` = ‖u‖). `moves` is false when both ends are
+// fixed or the pair started at one point (then t = 0). The compliance is the stretch one while
+// λ < 0, the compression one while λ > 0, and at λ = 0 that of the side C is on.
 struct DistanceStep {
     x: vec3<f32>,
     len: f32,
@@ -103,23 +107,43 @@ struct DistanceStep {
     moves: bool,
 }
 
+// cos² of the largest turn within a substep for which the start direction is used
+// (`COS2_TURN` in distance_kernel.rs).
+const COS2_TURN: f32 = 0.82;
+
 fn distance_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj: vec3<f32>, lam: f32) -> DistanceStep {
     let wsum = pi.w + pj.w;
-    // xᵢ − xⱼ = (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ): the precision note of the CPU solver.
-    let x = (pi.xyz - pj.xyz) + (di - dj);
+    let x0 = pi.xyz - pj.xyz;
+    let delta = di - dj;
+    let x = x0 + delta;
+    let l02 = x0.x * x0.x + x0.y * x0.y + x0.z * x0.z;
     let len2 = x.x * x.x + x.y * x.y + x.z * x.z;
-    if wsum == 0.0 || len2 < 1e-18 {
-        return DistanceStep(x, 0.0, 0.0, false);
+    // The direction: the pair at the start of the substep, unless it has turned by more than
+    // 25° since (or started at one point); then the pair now.
+    let dot = x0.x * x.x + x0.y * x.y + x0.z * x.z;
+    var u = x;
+    var u2 = len2;
+    if l02 >= 1e-18 && dot > 0.0 && dot * dot >= COS2_TURN * (l02 * len2) {
+        u = x0;
+        u2 = l02;
+    }
+    if wsum == 0.0 || u2 < 1e-18 {
+        return DistanceStep(u, 0.0, 0.0, false);
     }
     let len = sqrt(len2);
+    let ul = sqrt(u2);
     let cval = len - c.rest_length;
     if P.method == 1u {
-        // PBD: Δλ = −s C/(wᵢ + wⱼ), written as t = Δλ/‖x‖.
-        return DistanceStep(x, len, -(P.pbd_stiffness * cval) / (wsum * len), true);
+        // PBD: Δλ = −s C/(wᵢ + wⱼ), written as t = Δλ/‖u‖.
+        return DistanceStep(u, ul, -(P.pbd_stiffness * cval) / (wsum * ul), true);
     }
-    // XPBD with damping γ = τ/h: t = (−(C + α̃λ)‖x‖ − γ x·Δ) / (((1+γ)(wᵢ+wⱼ) + α̃)‖x‖²).
+    // XPBD with damping γ = τ/h: t = (−(C + α̃λ)‖x⁰‖ − γ x⁰·Δ) / (((1+γ)(wᵢ+wⱼ) + α̃)‖x⁰‖²).
+    var tension = lam < 0.0;
+    if lam == 0.0 {
+        tension = cval >= 0.0;
+    }
     var alpha = c.compliance_compression;
-    if cval >= 0.0 {
+    if tension {
         alpha = c.compliance_stretch;
     }
     alpha = alpha * P.inv_h2;
@@ -127,9 +151,8 @@ fn distance_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj:
     if alpha > 0.0 {
         gamma = c.damping * P.inv_h;
     }
-    let delta = di - dj;
-    let xd = x.x * delta.x + x.y * delta.y + x.z * delta.z;
-    let numer = -(cval + alpha * lam) * len - gamma * xd;
-    let denom = ((1.0 + gamma) * wsum + alpha) * len2;
-    return DistanceStep(x, len, numer / denom, true);
+    let ud = u.x * delta.x + u.y * delta.y + u.z * delta.z;
+    let numer = -(cval + alpha * lam) * ul - gamma * ud;
+    let denom = ((1.0 + gamma) * wsum + alpha) * u2;
+    return DistanceStep(u, ul, numer / denom, true);
 }

@@ -733,14 +733,22 @@ impl Solver for GpuXpbdSolver {
         let jacobi = matches!(self.settings.solve, GpuSolve::Jacobi { .. });
         let b = Buffers::new(device, &model, self.settings.xpbd.substeps, self.settings.health_interval == 1, jacobi)
             .map_err(|e| SolverError::InvalidSettings { setting: "model", message: e.to_string() })?;
-        self.k = Bindings::new(&self.kernels, device, &b, &model, &self.settings);
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let k = Bindings::new(&self.kernels, device, &b, &model, &self.settings);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(SolverError::InvalidSettings { setting: "model", message: format!("wgpu validation: {e}") });
+        }
+        self.k = k;
         self.colours = model.distance().colour_ranges().iter().map(|r| (r.start, r.end - r.start)).collect();
         write_colour_slots(self.ctx.queue(), &b, &self.colours);
         self.b = b;
         self.structural = buffers::structural_constraints(&model).len() as u32;
         self.normal_scale = normals::fixed_point_scale(&model);
         self.tangent_scale = tangents::fixed_point_scale(&model);
-        self.collider_pose = vec![Pose::IDENTITY; model.colliders().len()];
+        // The colliders go on from where they are, when the model keeps them.
+        if self.collider_pose.len() != model.colliders().len() {
+            self.collider_pose = vec![Pose::IDENTITY; model.colliders().len()];
+        }
         self.pinned.clear();
         self.unchecked = 0;
         self.model = model;

@@ -85,19 +85,25 @@ pub enum FactoryError {
 /// [`FactoryError::Gpu`] when no device can be opened or the model does not fit it.
 pub fn make_solver(scene: &Scene, options: &SolverOptions) -> Result<MadeSolver, FactoryError> {
     match options.backend {
-        Backend::Cpu => {
-            let solver: Box<dyn Solver> = match scene.solver {
-                SolverChoice::Position(s) => Box::new(hooke::XpbdSolver::new(scene.model.clone(), s)?),
-                SolverChoice::Force(s) => Box::new(hooke::ForceSolver::new(scene.model.clone(), s)?),
-            };
-            Ok(MadeSolver { solver, device: "cpu".into() })
-        }
+        Backend::Cpu => Ok(MadeSolver { solver: make_cpu_solver(scene)?, device: "cpu".into() }),
         Backend::Gpu => {
             let solver = make_gpu_solver(scene, options)?;
             let device = solver.context().describe();
             Ok(MadeSolver { solver: Box::new(solver), device })
         }
     }
+}
+
+/// The scene's solver on the CPU, as [`make_solver`] makes it for [`Backend::Cpu`].
+///
+/// # Errors
+/// [`FactoryError::Solver`] for settings the solver rejects, or a rigid constraint for a
+/// force-based integrator.
+pub fn make_cpu_solver(scene: &Scene) -> Result<Box<dyn Solver>, FactoryError> {
+    Ok(match scene.solver {
+        SolverChoice::Position(s) => Box::new(hooke::XpbdSolver::new(scene.model.clone(), s)?),
+        SolverChoice::Force(s) => Box::new(hooke::ForceSolver::new(scene.model.clone(), s)?),
+    })
 }
 
 /// The scene's solver on the GPU, as [`make_solver`] makes it for [`Backend::Gpu`], with its

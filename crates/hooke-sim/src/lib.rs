@@ -20,4 +20,4 @@
 
 mod factory;
 
-pub use factory::{Backend, FactoryError, MadeSolver, SolverOptions, make_gpu_solver, make_solver};
+pub use factory::{Backend, FactoryError, MadeSolver, SolverOptions, make_cpu_solver, make_gpu_solver, make_solver};

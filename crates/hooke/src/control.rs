@@ -33,7 +33,9 @@ pub struct Gust {
 /// How a collider moves during a frame.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum ColliderMotion {
-    /// At its rest placement in the model.
+    /// At its rest placement in the model. A collider switched to `Rest` from another motion
+    /// is back at rest at the start of the frame (no interpolation); give it a
+    /// [`Pose`](ColliderMotion::Pose) of [`Pose::IDENTITY`] to move it back over a frame.
     #[default]
     Rest,
     /// Along keyframes, sampled by the solver at the start and end of every substep.

@@ -303,7 +303,7 @@ fn independent_residual(
     ((rr / reference).sqrt(), df / weight)
 }
 
-/// Implicit Euler on a stiff hanging cloth (ω_max Δt ≈ 100 at one step per 1/60 s frame):
+/// Implicit Euler on a stiff hanging cloth (ω_max Δt ≈ 90 at one step per 1/60 s frame):
 /// every frame's CG meets its relative tolerance — checked against the residual recomputed
 /// here from an independent assembly of the system, not only the solver's own report — and
 /// the cloth settles to the drape a converged XPBD run gives (within 3 % of the sag). The

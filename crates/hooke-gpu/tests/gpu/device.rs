@@ -72,6 +72,16 @@ impl Rounding {
 }
 
 pub(crate) fn rounding(ctx: &GpuContext) -> Rounding {
+    let r = measure_rounding(ctx);
+    // Mesa's lavapipe rounds like the CPU (measured); if the probe ever says otherwise there,
+    // the exactness checks that depend on it would be skipped silently: fail instead.
+    if ctx.describe().contains("llvmpipe") {
+        assert!(r.exact(), "lavapipe no longer rounds like the CPU: {}", ctx.describe());
+    }
+    r
+}
+
+fn measure_rounding(ctx: &GpuContext) -> Rounding {
     use wgpu::util::DeviceExt;
     let device = ctx.device();
     let n = 1 << 14;

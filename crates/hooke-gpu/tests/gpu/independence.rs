@@ -25,7 +25,7 @@ fn rope() -> (Arc<Model>, Control) {
             linear_density: DENSITY,
             stretch_stiffness: EA,
             compression_stiffness: EA,
-            bend_stiffness: 1.0, // unused: no bending springs
+            bend_stiffness: 1.0, // unused: no bend springs
             damping: 0.0,
             radius: 0.005,
         },

@@ -1,16 +1,15 @@
 //! The `[solver]` section: which solver a scene runs, with its numerical settings.
 
 use super::schema::SolverSection;
-use hooke::solver::force_based::{ForceSettings, ForceSolver, Integrator};
-use hooke::{Method, Model, Solver, SolverError, XpbdSettings, XpbdSolver};
-use std::sync::Arc;
+use hooke::solver::force_based::{ForceSettings, Integrator};
+use hooke::{Method, SolverError, XpbdSettings};
 
-/// Which solver a scene runs, with its numerical settings.
+/// Which solver a scene runs, with its numerical settings (`hooke_sim::make_solver` makes it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SolverChoice {
-    /// XPBD or PBD ([`XpbdSolver`]).
+    /// XPBD or PBD ([`hooke::XpbdSolver`]).
     Position(XpbdSettings),
-    /// A force-based integrator ([`ForceSolver`]).
+    /// A force-based integrator ([`hooke::ForceSolver`]).
     Force(ForceSettings),
 }
 
@@ -58,17 +57,6 @@ impl SolverChoice {
             SolverChoice::Position(s) => s.validate(),
             SolverChoice::Force(s) => s.validate(),
         }
-    }
-    /// The CPU solver for `model` (`hooke-sim` makes GPU solvers too).
-    ///
-    /// # Errors
-    /// The solver's [`SolverError`] for settings out of range (or, for force-based
-    /// integrators, a rigid constraint).
-    pub fn build(&self, model: Arc<Model>) -> Result<Box<dyn Solver>, SolverError> {
-        Ok(match *self {
-            SolverChoice::Position(s) => Box::new(XpbdSolver::new(model, s)?),
-            SolverChoice::Force(s) => Box::new(ForceSolver::new(model, s)?),
-        })
     }
 }
 

@@ -7,9 +7,11 @@
 //! 0 for a rigid constraint) and its damping time τ. The solver needs nothing else: one
 //! shared update (in `solver/xpbd/projection.rs`),
 //!
-//! Δλ = (−C − α̃λ − γ Σᵢ ∇ᵢC·(xᵢ − xᵢ⁰)) / ((1 + γ) Σᵢ wᵢ‖∇ᵢC‖² + α̃),  xᵢ += wᵢ ∇ᵢC Δλ,
+//! Δλ = (−C − α̃λ − γ Σᵢ ∇ᵢC⁰·(xᵢ − xᵢ⁰)) / ((1 + γ) Σᵢ wᵢ‖∇ᵢC⁰‖² + α̃),  xᵢ += wᵢ ∇ᵢC⁰ Δλ,
 //!
-//! with α̃ = α/h², γ = τ/h and w the inverse masses, projects any type. The model keeps one
+//! with α̃ = α/h², γ = τ/h, w the inverse masses, C at the current positions and its gradients
+//! ∇C⁰ at the positions of the start of the substep (which conserves angular momentum; see
+//! that file), projects any type. The model keeps one
 //! [`ConstraintSet`](super::ConstraintSet) per type, coloured over its particle tuples
 //! ([`colouring`](super::colouring)), so every set is solved in parallel colour by colour.
 //! A type with a hot loop (the distance constraint) may add its own kernel, which must agree
@@ -59,8 +61,10 @@ pub trait ParticleConstraint<const N: usize>: Copy + Send + Sync + 'static {
     /// undefined (coincident particles): the solver skips the constraint for that iteration.
     fn evaluate(&self, x: &[Vec3; N]) -> Option<(f32, [Vec3; N])>;
 
-    /// Compliance α ≥ 0 for the constraint value `c` (0 = rigid); may differ between c > 0
-    /// and c < 0 (stretch and compression).
+    /// Compliance α ≥ 0 on the side `c` of the constraint (0 = rigid): c ≥ 0 is the stretch
+    /// side, c < 0 the compression side, and the two may differ. The solver passes the sign
+    /// of the constraint's force — −λ once λ ≠ 0 — and C only while λ = 0 (see the shared
+    /// update's file for why).
     fn compliance(&self, c: f32) -> f32;
 
     /// Stiffness-proportional damping time τ (s) ≥ 0, γ = τ/h in the update.

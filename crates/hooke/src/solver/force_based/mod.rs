@@ -720,6 +720,10 @@ impl Solver for ForceSolver {
         check_state(&model, state)?;
         let mut fresh = ForceSolver::new(model, self.settings)?;
         fresh.write_state(state)?;
+        // The colliders go on from where they are, when the model keeps them.
+        if fresh.collider_pose.len() == self.collider_pose.len() {
+            fresh.collider_pose.clone_from(&self.collider_pose);
+        }
         *self = fresh;
         Ok(())
     }

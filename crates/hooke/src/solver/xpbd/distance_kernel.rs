@@ -1,10 +1,14 @@
 //! Distance-constraint projection kernels (article §3.2–3.3), shared by the XPBD and PBD modes.
 //!
-//! For C = ‖xᵢ − xⱼ‖ − L₀ with n = (xᵢ − xⱼ)/‖xᵢ − xⱼ‖ and wᵢ, wⱼ the inverse masses:
+//! For C = ‖xᵢ − xⱼ‖ − L₀ at the current positions, with the direction n⁰ = (xᵢ⁰ − xⱼ⁰)/‖xᵢ⁰ − xⱼ⁰‖
+//! of the pair at the start of the substep — or the current one if the pair turned by more
+//! than 25° (the shared update's rule, see [`projection`](super::projection)) — and wᵢ, wⱼ the
+//! inverse masses:
 //!
 //! * **XPBD** (Macklin, Müller & Chentanez 2016): α̃ = α/Δt², γ = τ/Δt (damping),
-//!   Δλ = (−C − α̃λ − γ n·((xᵢ−xᵢ⁰) − (xⱼ−xⱼ⁰))) / ((1+γ)(wᵢ+wⱼ) + α̃), λ += Δλ,
-//!   xᵢ += wᵢ n Δλ, xⱼ −= wⱼ n Δλ.
+//!   Δλ = (−C − α̃λ − γ n⁰·((xᵢ−xᵢ⁰) − (xⱼ−xⱼ⁰))) / ((1+γ)(wᵢ+wⱼ) + α̃), λ += Δλ,
+//!   xᵢ += wᵢ n⁰ Δλ, xⱼ −= wⱼ n⁰ Δλ, α the stretch compliance while λ < 0 and the compression
+//!   one while λ > 0.
 //! * **PBD** (Müller et al. 2007): Δλ = −s·C/(wᵢ+wⱼ) with the stiffness factor s ∈ [0, 1];
 //!   its effective stiffness depends on the iteration count, 1 − (1 − s)ⁿ.
 //!
@@ -13,8 +17,8 @@
 //! costs no extra load.
 //!
 //! Each particle is one 32-byte [`Particle`] record (x⁰ with w, then d), so one constraint
-//! touches two records. When ‖xᵢ − xⱼ‖ → 0 the direction is undefined and the constraint is
-//! skipped for that iteration (the article's guard against division by ~0).
+//! touches two records. When both directions are undefined (‖x‖ → 0) the constraint is skipped
+//! for that iteration (the article's guard against division by ~0).
 
 use crate::model::DistanceConstraint;
 use crate::solver::state::Particle;
@@ -64,6 +68,11 @@ pub(crate) struct Sweep {
     pub pbd_stiffness: f32,
 }
 
+/// cos² of the largest turn of a pair within a substep for which its start direction is used
+/// (cos 25° ≈ 0.906): beyond it the start direction no longer brings the pair back to length
+/// (past 90° it pushes the wrong way), and the current one is used instead.
+pub(crate) const COS2_TURN: f32 = 0.82;
+
 /// Raw pointer that may cross threads. Sound only where the colouring guarantees that no two
 /// threads touch the same particle.
 #[derive(Clone, Copy)]
@@ -99,10 +108,13 @@ pub(crate) unsafe fn project<const PBD: bool>(
 
 /// Projects one constraint. Same contract as [`project`].
 ///
-/// With Δ = dᵢ − dⱼ the XPBD update is computed as t = Δλ/‖x‖ =
-/// (−(C + α̃λ)‖x‖ − γ x·Δ) / (((1+γ)(wᵢ+wⱼ) + α̃)‖x‖²), correction = x·t, λ += t‖x‖ — the
-/// formula of the module docs with both sides multiplied by ‖x‖, which needs one square root
-/// and one division.
+/// With x⁰ = xᵢ⁰ − xⱼ⁰ (the pair at the start of the substep), Δ = dᵢ − dⱼ and x = x⁰ + Δ
+/// (the pair now), C = ‖x‖ − L₀ and the direction u = x⁰ (or u = x if the pair turned by more
+/// than 25°; see the module documentation), the XPBD update is computed as t = Δλ/‖u‖ =
+/// (−(C + α̃λ)‖u‖ − γ u·Δ) / (((1+γ)(wᵢ+wⱼ) + α̃)‖u‖²), correction = u·t, λ += t‖u‖ — the
+/// formula of the module docs with both sides multiplied by ‖u‖, which needs one division.
+/// The compliance is the stretch one while λ < 0 (tension), the compression one while
+/// λ > 0, and at λ = 0 the one of the side C is on.
 #[inline(always)]
 pub(crate) unsafe fn project_one<const PBD: bool>(
     c: &DistanceConstraint,
@@ -113,27 +125,36 @@ pub(crate) unsafe fn project_one<const PBD: bool>(
     let (pi, pj) = unsafe { (&mut *p.add(c.i as usize), &mut *p.add(c.j as usize)) };
     let (wi, wj) = (pi.x.w, pj.x.w);
     let wsum = wi + wj;
-    let x = ((pi.x - pj.x) + (pi.d - pj.d)).truncate();
+    let x0 = (pi.x - pj.x).truncate();
+    let delta = (pi.d - pj.d).truncate();
+    let x = x0 + delta;
+    let l02 = x0.x * x0.x + x0.y * x0.y + x0.z * x0.z;
     let len2 = x.x * x.x + x.y * x.y + x.z * x.z;
-    if wsum == 0.0 || len2 < 1e-18 {
+    // The direction: the pair at the start of the substep, unless it has turned by more than
+    // TURN since (or started at one point); then the pair now.
+    let dot = x0.x * x.x + x0.y * x.y + x0.z * x.z;
+    let start = l02 >= 1e-18 && dot > 0.0 && dot * dot >= COS2_TURN * (l02 * len2);
+    let (u, u2) = if start { (x0, l02) } else { (x, len2) };
+    if wsum == 0.0 || u2 < 1e-18 {
         return;
     }
     let len = len2.sqrt();
+    let ul = u2.sqrt();
     let cval = len - c.rest_length;
     let t = if PBD {
-        -(sweep.pbd_stiffness * cval) / (wsum * len)
+        -(sweep.pbd_stiffness * cval) / (wsum * ul)
     } else {
-        let alpha = c.compliance_for(cval) * sweep.inv_h2;
+        let side = if *lambda != 0.0 { -*lambda } else { cval };
+        let alpha = c.compliance_for(side) * sweep.inv_h2;
         let gamma = if alpha > 0.0 { c.damping * sweep.inv_h } else { 0.0 };
-        let delta = (pi.d - pj.d).truncate();
-        let xd = x.x * delta.x + x.y * delta.y + x.z * delta.z;
-        let numer = -(cval + alpha * *lambda) * len - gamma * xd;
-        let denom = ((1.0 + gamma) * wsum + alpha) * len2;
+        let ud = u.x * delta.x + u.y * delta.y + u.z * delta.z;
+        let numer = -(cval + alpha * *lambda) * ul - gamma * ud;
+        let denom = ((1.0 + gamma) * wsum + alpha) * u2;
         let t = numer / denom;
-        *lambda += t * len;
+        *lambda += t * ul;
         t
     };
-    let corr = x * t;
+    let corr = u * t;
     pi.d += (corr * wi).extend(0.0);
     pj.d -= (corr * wj).extend(0.0);
 }
@@ -152,29 +173,37 @@ pub(crate) unsafe fn project4<const PBD: bool>(c: &Block4, lambda: &mut [f32; 4]
     let (xi, xj, di, dj) = (gather(pi, false), gather(pj, false), gather(pi, true), gather(pj, true));
     let (wi, wj) = (xi.w_axis, xj.w_axis);
     let wsum = wi + wj;
-    let xx = (xi.x_axis - xj.x_axis) + (di.x_axis - dj.x_axis);
-    let xy = (xi.y_axis - xj.y_axis) + (di.y_axis - dj.y_axis);
-    let xz = (xi.z_axis - xj.z_axis) + (di.z_axis - dj.z_axis);
+    let (x0x, x0y, x0z) = (xi.x_axis - xj.x_axis, xi.y_axis - xj.y_axis, xi.z_axis - xj.z_axis);
+    let (ddx, ddy, ddz) = (di.x_axis - dj.x_axis, di.y_axis - dj.y_axis, di.z_axis - dj.z_axis);
+    let (xx, xy, xz) = (x0x + ddx, x0y + ddy, x0z + ddz);
+    let l02 = x0x * x0x + x0y * x0y + x0z * x0z;
     let len2 = xx * xx + xy * xy + xz * xz;
-    let valid = wsum.cmpne(Vec4::ZERO) & len2.cmpge(Vec4::splat(1e-18));
+    let dot = x0x * xx + x0y * xy + x0z * xz;
+    let start = l02.cmpge(Vec4::splat(1e-18))
+        & dot.cmpgt(Vec4::ZERO)
+        & (dot * dot).cmpge(Vec4::splat(COS2_TURN) * (l02 * len2));
+    let (ux, uy, uz) = (Vec4::select(start, x0x, xx), Vec4::select(start, x0y, xy), Vec4::select(start, x0z, xz));
+    let u2 = Vec4::select(start, l02, len2);
+    let valid = wsum.cmpne(Vec4::ZERO) & u2.cmpge(Vec4::splat(1e-18));
     let len = len2.sqrt();
+    let ul = u2.sqrt();
     let cval = len - c.rest;
     let t = if PBD {
-        -(Vec4::splat(sweep.pbd_stiffness) * cval) / (wsum * len)
+        -(Vec4::splat(sweep.pbd_stiffness) * cval) / (wsum * ul)
     } else {
-        let alpha = Vec4::select(cval.cmpge(Vec4::ZERO), c.compliance_stretch, c.compliance_compression) * sweep.inv_h2;
-        let gamma = Vec4::select(alpha.cmpgt(Vec4::ZERO), c.damping * sweep.inv_h, Vec4::ZERO);
-        let (ddx, ddy, ddz) = (di.x_axis - dj.x_axis, di.y_axis - dj.y_axis, di.z_axis - dj.z_axis);
-        let xd = xx * ddx + xy * ddy + xz * ddz;
         let lam = Vec4::from_array(*lambda);
-        let numer = -(cval + alpha * lam) * len - gamma * xd;
-        let denom = ((Vec4::ONE + gamma) * wsum + alpha) * len2;
+        let tension = lam.cmplt(Vec4::ZERO) | (lam.cmpeq(Vec4::ZERO) & cval.cmpge(Vec4::ZERO));
+        let alpha = Vec4::select(tension, c.compliance_stretch, c.compliance_compression) * sweep.inv_h2;
+        let gamma = Vec4::select(alpha.cmpgt(Vec4::ZERO), c.damping * sweep.inv_h, Vec4::ZERO);
+        let ud = ux * ddx + uy * ddy + uz * ddz;
+        let numer = -(cval + alpha * lam) * ul - gamma * ud;
+        let denom = ((Vec4::ONE + gamma) * wsum + alpha) * u2;
         let t = Vec4::select(valid, numer / denom, Vec4::ZERO);
-        *lambda = Vec4::select(valid, lam + t * len, lam).to_array();
+        *lambda = Vec4::select(valid, lam + t * ul, lam).to_array();
         t
     };
     let t = Vec4::select(valid, t, Vec4::ZERO);
-    let (cx, cy, cz) = (xx * t, xy * t, xz * t);
+    let (cx, cy, cz) = (ux * t, uy * t, uz * t);
     let ci = Mat4::from_cols(cx * wi, cy * wi, cz * wi, Vec4::ZERO).transpose();
     let cj = Mat4::from_cols(cx * wj, cy * wj, cz * wj, Vec4::ZERO).transpose();
     for k in 0..4 {

@@ -239,7 +239,10 @@ impl XpbdSolver {
                     parallel,
                 );
                 stages::aerodynamics::gather(&model, &self.triangle_force, &mut self.force, parallel);
-                check(self, Stage::Aerodynamics)?;
+                if trace && let Some(k) = self.force.iter().position(|f| !f.is_finite()) {
+                    let what = format!("in {}", Stage::Aerodynamics.describe());
+                    return Err(self.blow_up(t0, k as u32, None, what));
+                }
             }
             // 2. Predict.
             let force = aero.then_some(&self.force[..]);
@@ -462,6 +465,11 @@ impl Solver for XpbdSolver {
         check_state(&model, state)?;
         let mut fresh = XpbdSolver::new(model, self.settings)?;
         fresh.write_state(state)?;
+        // The colliders go on from where they are (a collider moved frame by frame must not
+        // sweep back from rest), when the model keeps them.
+        if fresh.collider_pose.len() == self.collider_pose.len() {
+            fresh.collider_pose.clone_from(&self.collider_pose);
+        }
         *self = fresh;
         Ok(())
     }
