@@ -101,7 +101,7 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     let mut b = ModelBuilder::new();
     const REST: f32 = 100.0;
     let mut rope = Rope::straight("oscillator", Vec3::ZERO, Vec3::X * REST, 2);
-    rope.bend_springs = false;
+    rope.bending = hooke::Bending::None;
     let ea = args.k * REST;
     rope.material =
         RopeMaterial { stretch_stiffness: ea, compression_stiffness: ea, damping: 0.0, ..RopeMaterial::default() };

@@ -68,6 +68,7 @@ pub fn warp_cloth(n: usize) -> Result<Scene> {
     let mut g = ClothGrid::new("cloth", n, n, 0.1);
     g.particle_mass = Some(0.1);
     g.spring_stiffness = Some(1000.0);
+    g.bending = hooke::Bending::Springs;
     g.material = ClothMaterial { damping: 10.0 / 1000.0, thickness: 0.0, ..ClothMaterial::default() };
     let id = b.add_cloth_grid(&g)?;
     let model = Arc::new(b.finalize()?);
@@ -109,6 +110,7 @@ pub fn newton_hanging(w: usize, h: usize) -> Result<Scene> {
         ..ClothMaterial::default()
     };
     g.spring_stiffness = None;
+    g.bending = hooke::Bending::Springs;
     let id = b.add_cloth_grid(&g)?;
     b.add_collider(
         hooke::collision::Collider::new(

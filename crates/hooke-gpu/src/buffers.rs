@@ -144,6 +144,15 @@ pub(crate) struct Buffers {
     pub structural: wgpu::Buffer,
     /// λ per constraint.
     pub lambda: wgpu::Buffer,
+    /// The model's cloth hinges ([`hooke::DihedralBending`] records as they are), sorted by
+    /// colour; 16 zero bytes without any.
+    pub dihedral: wgpu::Buffer,
+    /// λ per hinge.
+    pub lambda_dihedral: wgpu::Buffer,
+    /// The model's rope joints ([`hooke::RopeBending`] records as they are), sorted by colour.
+    pub rope_bending: wgpu::Buffer,
+    /// λ per rope joint.
+    pub lambda_rope_bending: wgpu::Buffer,
     /// Pins, capacity one per particle.
     pub pins: wgpu::Buffer,
     /// Colliders.
@@ -172,7 +181,8 @@ pub(crate) struct Buffers {
     pub health: wgpu::Buffer,
     /// Per-substep [`Params`], [`UNIFORM_SLOT`] apart (capacity: the settings' substeps).
     pub params: wgpu::Buffer,
-    /// Per-(colour, first iteration) [`ColourSlot`]s, [`UNIFORM_SLOT`] apart.
+    /// Per-(colour, first iteration) [`ColourSlot`]s, [`UNIFORM_SLOT`] apart: the distance
+    /// set's colours, then the hinges', then the rope joints'.
     pub colours: wgpu::Buffer,
     /// Start-of-frame copies of positions and velocities (only with a health check after
     /// every frame, which restores them on a blow-up).
@@ -204,6 +214,8 @@ impl Buffers {
         let largest = [
             ("the particle positions", n as u64 * VEC4 * 2),
             ("the constraints", set.len() as u64 * size_of::<hooke::DistanceConstraint>() as u64),
+            ("the hinges", model.dihedral().len() as u64 * size_of::<hooke::DihedralBending>() as u64),
+            ("the rope joints", model.rope_bending().len() as u64 * size_of::<hooke::RopeBending>() as u64),
             ("the normal accumulator", n as u64 * 12),
             ("the Jacobi adjacency", if jacobi { (n as u64 + 1 + 2 * set.len() as u64) * 4 } else { 0 }),
         ];
@@ -248,7 +260,8 @@ impl Buffers {
         let snapshot =
             snapshot.then(|| (zeroed(device, "hooke snapshot x", v4(n)), zeroed(device, "hooke snapshot v", v4(n))));
         let substeps = substeps as u64;
-        let colour_count = set.colour_count() as u64;
+        let colour_count =
+            (set.colour_count() + model.dihedral().colour_count() + model.rope_bending().colour_count()) as u64;
         Ok(Buffers {
             position: storage_with(device, "hooke position", &position, wgpu::BufferUsages::VERTEX),
             displacement: zeroed(device, "hooke displacement", v4(n)),
@@ -259,6 +272,10 @@ impl Buffers {
             constraints: storage(device, "hooke constraints", set.constraints()),
             structural: storage(device, "hooke structural", &structural),
             lambda: zeroed(device, "hooke lambda", 4 * set.len() as u64),
+            dihedral: storage(device, "hooke hinges", model.dihedral().constraints()),
+            lambda_dihedral: zeroed(device, "hooke hinge lambda", 4 * model.dihedral().len() as u64),
+            rope_bending: storage(device, "hooke rope joints", model.rope_bending().constraints()),
+            lambda_rope_bending: zeroed(device, "hooke rope joint lambda", 4 * model.rope_bending().len() as u64),
             pins: zeroed(device, "hooke pins", n as u64 * size_of::<GpuPin>() as u64),
             colliders: storage(device, "hooke colliders", &colliders),
             placements: zeroed(
@@ -290,6 +307,12 @@ impl Buffers {
         let set = model.distance();
         if !set.is_empty() {
             queue.write_buffer(&self.constraints, 0, bytemuck::cast_slice(set.constraints()));
+        }
+        if !model.dihedral().is_empty() {
+            queue.write_buffer(&self.dihedral, 0, bytemuck::cast_slice(model.dihedral().constraints()));
+        }
+        if !model.rope_bending().is_empty() {
+            queue.write_buffer(&self.rope_bending, 0, bytemuck::cast_slice(model.rope_bending().constraints()));
         }
         queue.write_buffer(&self.inv_mass, 0, bytemuck::cast_slice(model.particle_inv_mass()));
         queue.write_buffer(&self.radius, 0, bytemuck::cast_slice(model.particle_radius()));
@@ -435,6 +458,27 @@ mod tests {
             fields!(hooke::DistanceConstraint; i, j, rest_length, compliance_stretch, compliance_compression, damping),
             size_of::<hooke::DistanceConstraint>(),
         );
+        let p = offset_of!(hooke::DihedralBending, particles);
+        let hinge: &[(&str, usize)] = &[
+            ("p0", p),
+            ("p1", p + 4),
+            ("p2", p + 8),
+            ("p3", p + 12),
+            ("rest_angle", offset_of!(hooke::DihedralBending, rest_angle)),
+            ("compliance", offset_of!(hooke::DihedralBending, compliance)),
+            ("damping", offset_of!(hooke::DihedralBending, damping)),
+        ];
+        check(crate::shaders::DIHEDRAL, "Hinge", hinge, size_of::<hooke::DihedralBending>());
+        let p = offset_of!(hooke::RopeBending, particles);
+        let joint: &[(&str, usize)] = &[
+            ("p0", p),
+            ("p1", p + 4),
+            ("p2", p + 8),
+            ("compliance", offset_of!(hooke::RopeBending, compliance)),
+            ("damping", offset_of!(hooke::RopeBending, damping)),
+            ("_pad", offset_of!(hooke::RopeBending, _pad)),
+        ];
+        check(crate::shaders::ROPE_BENDING, "Joint", joint, size_of::<hooke::RopeBending>());
         check(PREDICT, "Pin", fields!(GpuPin; particle, has_target, _pad, goal, start), size_of::<GpuPin>());
         let r = offset_of!(GpuCollider, r);
         let collider: &[(&str, usize)] = &[

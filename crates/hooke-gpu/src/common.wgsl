@@ -156,3 +156,63 @@ fn distance_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj:
     let denom = ((1.0 + gamma) * wsum + alpha) * u2;
     return DistanceStep(u, ul, numer / denom, true);
 }
+
+// The colour being swept by a constraint kernel (`ColourSlot` in buffers.rs): constraints
+// start..start+count of its set; `first` is set on the first iteration of a substep, where λ
+// starts from 0.
+struct Colour {
+    start: u32,
+    count: u32,
+    first: u32,
+    _pad: u32,
+}
+
+// atan(a) for a in [0, 1]: hooke's `angle::atan2` (Cephes), operation for operation.
+fn atan_unit(a: f32) -> f32 {
+    var x = a;
+    var offset = 0.0f;
+    if a > 0.41421357f {
+        x = (a - 1.0f) / (a + 1.0f);
+        offset = 0.7853982f;
+    }
+    let z = x * x;
+    let p = (((0.080537446f * z - 0.13877685f) * z + 0.1997771f) * z - 0.3333295f) * z;
+    return offset + (p * x + x);
+}
+
+// The angle of (x, y) from +x in (−π, π]; 0 at the origin (`angle::atan2`).
+fn atan2_hooke(y: f32, x: f32) -> f32 {
+    let ax = abs(x);
+    let ay = abs(y);
+    if ax == 0.0 && ay == 0.0 {
+        return 0.0;
+    }
+    var a = 0.0f;
+    if ay <= ax {
+        a = atan_unit(ay / ax);
+    } else {
+        a = 1.5707964f - atan_unit(ax / ay);
+    }
+    if x < 0.0 {
+        a = 3.1415927f - a;
+    }
+    if y < 0.0 {
+        a = -a;
+    }
+    return a;
+}
+
+// The shared XPBD/PBD update of an N-particle constraint (solver/xpbd/projection.rs, `project`):
+// Δλ from C (`value`), Σ wᵢ‖∇ᵢC‖² (`weight`), Σ ∇ᵢC·dᵢ (`rate`), λ, the compliance α and the
+// damping time τ, in the CPU's order.
+fn xpbd_delta(value: f32, weight: f32, rate: f32, lam: f32, compliance: f32, damping: f32) -> f32 {
+    if P.method == 1u {
+        return -(P.pbd_stiffness * value) / weight;
+    }
+    let alpha = compliance * P.inv_h2;
+    var gamma = 0.0f;
+    if alpha > 0.0 {
+        gamma = damping * P.inv_h;
+    }
+    return (-value - alpha * lam - gamma * rate) / ((1.0 + gamma) * weight + alpha);
+}

@@ -20,10 +20,9 @@
 //! λ is not cleared with a separate command: the colour slot used on the first iteration of a
 //! substep carries `first = 1`, and the kernel then starts from λ = 0.
 
-use crate::buffers::Buffers;
-use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+use crate::kernel::{Access::*, KernelSpec};
 
-/// The file's pipelines and bindings, in binding order.
+/// The file's pipelines and bindings, in binding order (a [`SetSweep`](crate::set_sweep::SetSweep)).
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "distance.wgsl",
     source: crate::shaders::DISTANCE,
@@ -31,23 +30,3 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
     access: &[Read, ReadWrite, Read, ReadWrite],
     slot: true,
 };
-
-/// The constraint kernel.
-pub(crate) struct Distance(Bound);
-
-impl Distance {
-    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Distance {
-        Distance(kernels.get(&SPEC).bind(device, &[&b.position, &b.displacement, &b.constraints, &b.lambda]))
-    }
-
-    /// Records the sweep of one colour of `count` constraints, its slot at `colour_offset`.
-    pub fn record(
-        &self,
-        pass: &mut wgpu::ComputePass<'_>,
-        params: (&wgpu::BindGroup, u32),
-        colour: (&wgpu::BindGroup, u32),
-        count: u32,
-    ) {
-        self.0.run_slot(pass, 0, params, colour, count);
-    }
-}

@@ -2,15 +2,6 @@
 // Dispatched by distance.rs. The arithmetic is that of hooke's CPU kernel
 // (`solver/distance.rs`, `project_one`), operation for operation, so that both round alike.
 
-// The colour being swept: constraints start..start+count; `first` is set on the first
-// iteration of a substep, where λ starts from 0.
-struct Colour {
-    start: u32,
-    count: u32,
-    first: u32,
-    _pad: u32,
-}
-
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> constraints: array<Constraint>;

@@ -81,6 +81,8 @@ struct JacobiSlot {
 /// buffers, and two uniform slots (first iteration or not).
 pub(crate) struct Jacobi {
     bound: Bound,
+    /// The second displacement buffer (`vec4<f32>` per particle), which even iterations write.
+    pub displacement: wgpu::Buffer,
     /// Reads (displacement, λ) and writes the second pair; and the reverse.
     groups: [wgpu::BindGroup; 2],
     slot_group: wgpu::BindGroup,
@@ -121,16 +123,19 @@ impl Jacobi {
         });
         let slot_group =
             SharedLayouts::uniform_group(device, &kernels.layouts.slot, &uniform, size_of::<JacobiSlot>() as u64);
-        Jacobi { bound, groups: [forward, backward], slot_group }
+        Jacobi { bound, displacement, groups: [forward, backward], slot_group }
     }
 
-    /// Records the `iterations` Jacobi iterations of one substep over `n` particles, leaving
-    /// the displacements in `Buffers::displacement`.
-    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, iterations: u32) {
-        for it in 0..iterations {
-            let slot = if it == 0 { UNIFORM_SLOT as u32 } else { 0 };
-            self.bound.run_group(pass, 0, &self.groups[(it % 2) as usize], params, (&self.slot_group, slot), n);
-        }
+    /// Records Jacobi iteration `it` of a substep over `n` particles: even iterations read
+    /// `Buffers::displacement` and write [`Jacobi::displacement`], odd ones the reverse.
+    pub fn record_iteration(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, it: u32) {
+        let slot = if it == 0 { UNIFORM_SLOT as u32 } else { 0 };
+        self.bound.run_group(pass, 0, &self.groups[(it % 2) as usize], params, (&self.slot_group, slot), n);
+    }
+
+    /// After `iterations` iterations, brings the displacements back into
+    /// `Buffers::displacement` (a copy after an odd count).
+    pub fn finish(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, iterations: u32) {
         if iterations % 2 == 1 {
             self.bound.run_group(pass, 1, &self.groups[1], params, (&self.slot_group, 0), n);
         }

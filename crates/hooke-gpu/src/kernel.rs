@@ -193,6 +193,11 @@ impl Bound {
         &self.kernel
     }
 
+    /// The `@group(0)` bind group it was bound with.
+    pub fn group(&self) -> &wgpu::BindGroup {
+        &self.group
+    }
+
     /// Records entry point `entry` over `n` threads with the params slot `params`.
     pub fn run(&self, pass: &mut wgpu::ComputePass<'_>, entry: usize, params: (&wgpu::BindGroup, u32), n: u32) {
         if n == 0 {
@@ -204,19 +209,8 @@ impl Bound {
         dispatch(pass, n);
     }
 
-    /// As [`Bound::run`], with a slot bound to `@group(2)`.
-    pub fn run_slot(
-        &self,
-        pass: &mut wgpu::ComputePass<'_>,
-        entry: usize,
-        params: (&wgpu::BindGroup, u32),
-        slot: (&wgpu::BindGroup, u32),
-        n: u32,
-    ) {
-        self.run_group(pass, entry, &self.group, params, slot, n);
-    }
-
-    /// As [`Bound::run_slot`] with `group` (from [`Kernel::group`]) as `@group(0)`.
+    /// As [`Bound::run`], with `group` (from [`Kernel::group`]) as `@group(0)` and a slot bound
+    /// to `@group(2)`.
     pub fn run_group(
         &self,
         pass: &mut wgpu::ComputePass<'_>,

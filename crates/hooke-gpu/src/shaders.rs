@@ -7,6 +7,10 @@ pub const PREDICT: &str = concat!(include_str!("common.wgsl"), include_str!("pre
 pub const AERODYNAMICS: &str = concat!(include_str!("common.wgsl"), include_str!("aerodynamics.wgsl"));
 /// `distance.wgsl`: the XPBD/PBD distance-constraint sweep of one colour.
 pub const DISTANCE: &str = concat!(include_str!("common.wgsl"), include_str!("distance.wgsl"));
+/// `dihedral.wgsl`: the XPBD/PBD sweep of one colour of cloth hinges (dihedral bending).
+pub const DIHEDRAL: &str = concat!(include_str!("common.wgsl"), include_str!("dihedral.wgsl"));
+/// `rope_bending.wgsl`: the XPBD/PBD sweep of one colour of rope joints (bending).
+pub const ROPE_BENDING: &str = concat!(include_str!("common.wgsl"), include_str!("rope_bending.wgsl"));
 /// `jacobi.wgsl`: the Jacobi distance-constraint iteration, one thread per particle.
 pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jacobi.wgsl"));
 /// `collide.wgsl`: colliders and Coulomb friction.
@@ -25,6 +29,8 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::predict::SPEC,
     crate::aerodynamics::SPEC,
     crate::distance::SPEC,
+    crate::dihedral::SPEC,
+    crate::rope_bending::SPEC,
     crate::jacobi::SPEC,
     crate::collide::SPEC,
     crate::finish::SPEC,
@@ -34,14 +40,12 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
 ];
 
 /// Every kernel file: (file name, full source, entry points).
-pub const ALL: &[(&str, &str, &[&str])] = &[
-    (KERNELS[0].name, KERNELS[0].source, KERNELS[0].entries),
-    (KERNELS[1].name, KERNELS[1].source, KERNELS[1].entries),
-    (KERNELS[2].name, KERNELS[2].source, KERNELS[2].entries),
-    (KERNELS[3].name, KERNELS[3].source, KERNELS[3].entries),
-    (KERNELS[4].name, KERNELS[4].source, KERNELS[4].entries),
-    (KERNELS[5].name, KERNELS[5].source, KERNELS[5].entries),
-    (KERNELS[6].name, KERNELS[6].source, KERNELS[6].entries),
-    (KERNELS[7].name, KERNELS[7].source, KERNELS[7].entries),
-    (KERNELS[8].name, KERNELS[8].source, KERNELS[8].entries),
-];
+pub const ALL: &[(&str, &str, &[&str])] = &{
+    let mut all: [(&str, &str, &[&str]); KERNELS.len()] = [("", "", &[]); KERNELS.len()];
+    let mut k = 0;
+    while k < KERNELS.len() {
+        all[k] = (KERNELS[k].name, KERNELS[k].source, KERNELS[k].entries);
+        k += 1;
+    }
+    all
+};

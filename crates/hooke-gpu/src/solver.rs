@@ -4,7 +4,6 @@ use crate::aerodynamics::Aerodynamics;
 use crate::buffers::{self, Buffers, ColourSlot, GpuPin, HealthRecord, Params, Placement, UNIFORM_SLOT, VEC4};
 use crate::collide::Collide;
 use crate::context::{GpuContext, GpuError};
-use crate::distance::Distance;
 use crate::finish::Finish;
 use crate::health::Health;
 use crate::jacobi::Jacobi;
@@ -12,6 +11,7 @@ use crate::kernel::{Kernels, SharedLayouts};
 use crate::normals::{self, Normals};
 use crate::predict::Predict;
 use crate::readback;
+use crate::set_sweep::SetSweep;
 use crate::tangents::{self, Tangents};
 use crate::timing::FrameTimer;
 use glam::Vec3;
@@ -98,8 +98,11 @@ struct Bindings {
     colour_group: wgpu::BindGroup,
     predict: Predict,
     aerodynamics: Aerodynamics,
-    distance: Distance,
-    /// The Jacobi solve, when [`GpuSettings::solve`] asks for it.
+    /// The constraint sets' Gauss–Seidel sweeps: distance, cloth hinges, rope joints.
+    distance: SetSweep,
+    dihedral: SetSweep,
+    rope_bending: SetSweep,
+    /// The Jacobi solve of the distance set, when [`GpuSettings::solve`] asks for it.
     jacobi: Option<Jacobi>,
     collide: Collide,
     finish: Finish,
@@ -113,6 +116,26 @@ impl Bindings {
     fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model, settings: &GpuSettings) -> Bindings {
         let layouts = &kernels.layouts;
         let has_uv = model.particle_uv().is_some() && !model.triangles().is_empty();
+        let jacobi = match settings.solve {
+            GpuSolve::GaussSeidel => None,
+            GpuSolve::Jacobi { relaxation } => Some(Jacobi::new(kernels, device, b, model, relaxation)),
+        };
+        let alternate = jacobi.as_ref().map(|j| &j.displacement);
+        let [distance, dihedral, rope_bending] = set_colours(model);
+        let sweep = |spec, records, lambda, colours: (Vec<(u32, u32)>, u32)| {
+            let kernel = kernels.get(spec);
+            SetSweep::new(
+                kernel,
+                device,
+                &b.position,
+                &b.displacement,
+                records,
+                lambda,
+                alternate,
+                colours.0,
+                colours.1,
+            )
+        };
         Bindings {
             params_group: SharedLayouts::uniform_group(device, &layouts.params, &b.params, size_of::<Params>() as u64),
             colour_group: SharedLayouts::uniform_group(
@@ -123,11 +146,10 @@ impl Bindings {
             ),
             predict: Predict::new(kernels, device, b),
             aerodynamics: Aerodynamics::new(kernels, device, b),
-            distance: Distance::new(kernels, device, b),
-            jacobi: match settings.solve {
-                GpuSolve::GaussSeidel => None,
-                GpuSolve::Jacobi { relaxation } => Some(Jacobi::new(kernels, device, b, model, relaxation)),
-            },
+            distance: sweep(&crate::distance::SPEC, &b.constraints, &b.lambda, distance),
+            dihedral: sweep(&crate::dihedral::SPEC, &b.dihedral, &b.lambda_dihedral, dihedral),
+            rope_bending: sweep(&crate::rope_bending::SPEC, &b.rope_bending, &b.lambda_rope_bending, rope_bending),
+            jacobi,
             collide: Collide::new(kernels, device, b),
             finish: Finish::new(kernels, device, b),
             normals: Normals::new(kernels, device, b),
@@ -151,8 +173,6 @@ pub struct GpuXpbdSolver {
     settings: GpuSettings,
     b: Buffers,
     k: Bindings,
-    /// (start, count) of each colour.
-    colours: Vec<(u32, u32)>,
     /// Number of structural constraints (checked for runaway strain).
     structural: u32,
     normal_scale: (f32, f32),
@@ -194,14 +214,11 @@ impl GpuXpbdSolver {
             matches!(settings.solve, GpuSolve::Jacobi { .. }),
         )?;
         let k = Bindings::new(&kernels, device, &b, &model, &settings);
-        let colours: Vec<(u32, u32)> =
-            model.distance().colour_ranges().iter().map(|r| (r.start, r.end - r.start)).collect();
-        write_colour_slots(ctx.queue(), &b, &colours);
+        write_colour_slots(ctx.queue(), &b, &model);
         let mut solver = GpuXpbdSolver {
             structural: buffers::structural_constraints(&model).len() as u32,
             normal_scale: normals::fixed_point_scale(&model),
             tangent_scale: tangents::fixed_point_scale(&model),
-            colours,
             time: 0.0,
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
             pinned: Vec::new(),
@@ -516,17 +533,29 @@ impl GpuXpbdSolver {
             }
             // Predict.
             k.predict.substep(&mut pass, slot(sub), n, pins);
-            // Constraint sets.
-            match &k.jacobi {
-                Some(jacobi) => jacobi.record(&mut pass, slot(sub), n, s.iterations),
-                None => {
-                    for it in 0..s.iterations {
-                        for (c, &(_, count)) in self.colours.iter().enumerate() {
-                            let colour_slot = (2 * c as u32 + (it > 0) as u32) * UNIFORM_SLOT as u32;
-                            k.distance.record(&mut pass, slot(sub), (&k.colour_group, colour_slot), count);
-                        }
+            // Constraint sets: the distance set (colour by colour, or Jacobi), then the angle
+            // sets colour by colour, every iteration.
+            for it in 0..s.iterations {
+                // Where the displacements are after this iteration's distance solve (Jacobi
+                // writes the second buffer on even iterations).
+                let alternate = match &k.jacobi {
+                    Some(jacobi) => {
+                        jacobi.record_iteration(&mut pass, slot(sub), n, it);
+                        it % 2 == 0
+                    }
+                    None => {
+                        k.distance.record(&mut pass, slot(sub), &k.colour_group, it == 0, false);
+                        false
+                    }
+                };
+                for set in [&k.dihedral, &k.rope_bending] {
+                    if !set.is_empty() {
+                        set.record(&mut pass, slot(sub), &k.colour_group, it == 0, alternate);
                     }
                 }
+            }
+            if let Some(jacobi) = &k.jacobi {
+                jacobi.finish(&mut pass, slot(sub), n, s.iterations);
             }
             // Contacts: none yet. Colliders.
             if !model.colliders().is_empty() {
@@ -596,9 +625,22 @@ fn upload(device: &wgpu::Device, enc: &mut wgpu::CommandEncoder, dst: &wgpu::Buf
     enc.copy_buffer_to_buffer(&src, 0, dst, 0, bytes.len() as u64);
 }
 
-/// Fills the colour slots: for colour c, slot 2c (first iteration of a substep: λ from 0) and
-/// 2c + 1 (later iterations).
-fn write_colour_slots(queue: &wgpu::Queue, b: &Buffers, colours: &[(u32, u32)]) {
+/// The (start, count) of each colour of the distance set, the hinges and the rope joints, each
+/// with the index of its first colour slot pair: the sets' colours are numbered one after the
+/// other.
+fn set_colours(model: &Model) -> [(Vec<(u32, u32)>, u32); 3] {
+    let ranges = |r: &[std::ops::Range<u32>]| r.iter().map(|r| (r.start, r.end - r.start)).collect::<Vec<_>>();
+    let distance = ranges(model.distance().colour_ranges());
+    let dihedral = ranges(model.dihedral().colour_ranges());
+    let rope = ranges(model.rope_bending().colour_ranges());
+    let (d, h) = (distance.len() as u32, dihedral.len() as u32);
+    [(distance, 0), (dihedral, d), (rope, d + h)]
+}
+
+/// Fills the colour slots of every set's colours, in [`set_colours`] order: for colour c, slot
+/// 2c (first iteration of a substep: λ from 0) and 2c + 1 (later iterations).
+fn write_colour_slots(queue: &wgpu::Queue, b: &Buffers, model: &Model) {
+    let colours: Vec<(u32, u32)> = set_colours(model).into_iter().flat_map(|(c, _)| c).collect();
     let mut slots = vec![0u8; (2 * colours.len() as u64 * UNIFORM_SLOT) as usize];
     for (c, &(start, count)) in colours.iter().enumerate() {
         for first in 0..2u32 {
@@ -739,8 +781,7 @@ impl Solver for GpuXpbdSolver {
             return Err(SolverError::InvalidSettings { setting: "model", message: format!("wgpu validation: {e}") });
         }
         self.k = k;
-        self.colours = model.distance().colour_ranges().iter().map(|r| (r.start, r.end - r.start)).collect();
-        write_colour_slots(self.ctx.queue(), &b, &self.colours);
+        write_colour_slots(self.ctx.queue(), &b, &model);
         self.b = b;
         self.structural = buffers::structural_constraints(&model).len() as u32;
         self.normal_scale = normals::fixed_point_scale(&model);

@@ -117,8 +117,8 @@ fn obj_meshes_keep_vertex_order_and_are_not_split_by_uvs() {
     assert_eq!(s.model.particle_position()[0], glam::Vec3::ZERO);
     assert_eq!(s.model.particle_position()[3], glam::Vec3::new(1.0, 1.0, 0.0));
     assert_eq!(s.pins[0].pin.particle, 0);
-    // Two triangles sharing an edge: 5 edges, 1 bending pair.
-    assert_eq!(s.model.distance().constraints().len(), 6);
+    // Two triangles sharing an edge: 5 edges, 1 hinge across the shared one.
+    assert_eq!((s.model.distance().len(), s.model.dihedral().len()), (5, 1));
     // Not a regular file: a clear error, not an attempt to read it.
     std::fs::write(&scene_path, "[[cloth]]\nmesh = \".\"\n").unwrap();
     let e = scene::load(&scene_path, LIMIT).unwrap_err().to_string();

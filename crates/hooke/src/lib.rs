@@ -46,6 +46,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod angle;
 pub mod collision;
 pub mod control;
 pub mod diagnostics;
@@ -62,8 +63,9 @@ pub use diagnostics::Diagnostics;
 pub use error::ModelError;
 pub use glam;
 pub use model::{
-    Air, Body, BodyId, BodyKind, BodyMaterial, ClothGrid, ClothMaterial, ClothMesh, ConstraintFamily, ConstraintSet,
-    DistanceConstraint, Model, ModelBuilder, ParticleConstraint, Rope, RopeMaterial,
+    Air, Bending, Body, BodyId, BodyKind, BodyMaterial, ClothGrid, ClothMaterial, ClothMesh, ConstraintFamily,
+    ConstraintSet, DihedralBending, DistanceConstraint, Model, ModelBuilder, ParticleConstraint, Rope, RopeBending,
+    RopeMaterial,
 };
 pub use solver::{
     ForceSettings, ForceSolver, Integrator, Method, Solver, SolverError, SolverInfo, StepReport, SubstepPlan,

@@ -49,7 +49,7 @@ fn xpbd_hanging_rope_is_a_catenary() {
     // Start as a V of the right length.
     let depth = ((length / 2.0).powi(2) - (span / 2.0).powi(2)).sqrt();
     let mut rope = Rope::polyline("rope", vec![left, Vec3::new(0.0, y0 - depth, 0.0), right], n);
-    rope.bend_springs = false;
+    rope.bending = hooke::Bending::None;
     rope.material = RopeMaterial {
         linear_density: 0.1,
         stretch_stiffness: f32::INFINITY,

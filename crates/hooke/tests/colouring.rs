@@ -1,40 +1,70 @@
-//! Graph colouring (article §5.2): conflict-free on grids, ropes and an irregular mesh; 12
-//! colours on a full grid cloth, 2 on a stretch-only rope.
+//! Graph colouring (article §5.2): conflict-free on grids, ropes and an irregular mesh, for
+//! every constraint set; 12 distance colours on a grid cloth with bend springs, 8 without, 2
+//! on a stretch-only rope, 3 for a rope's joints.
 
 use glam::Vec3;
 use hooke::model::colouring;
-use hooke::{ClothGrid, ClothMesh, ModelBuilder, Rope};
+use hooke::{Bending, ClothGrid, ClothMesh, ConstraintSet, ModelBuilder, ParticleConstraint, Rope};
 
-fn conflict_free(model: &hooke::Model) {
-    let pairs: Vec<[u32; 2]> = model.distance().constraints().iter().map(|c| [c.i, c.j]).collect();
-    let mut colour = vec![0u32; pairs.len()];
-    for (k, r) in model.distance().colour_ranges().iter().enumerate() {
+fn set_conflict_free<T: ParticleConstraint<N>, const N: usize>(n: usize, set: &ConstraintSet<T>) {
+    let tuples: Vec<[u32; N]> = set.constraints().iter().map(|c| c.particles()).collect();
+    let mut colour = vec![0u32; tuples.len()];
+    for (k, r) in set.colour_ranges().iter().enumerate() {
         colour[r.start as usize..r.end as usize].iter_mut().for_each(|c| *c = k as u32);
     }
-    colouring::validate(model.particle_count(), &pairs, &colour).unwrap();
+    colouring::validate(n, &tuples, &colour).unwrap();
+}
+
+fn conflict_free(model: &hooke::Model) {
+    let n = model.particle_count();
+    set_conflict_free(n, model.distance());
+    set_conflict_free(n, model.dihedral());
+    set_conflict_free(n, model.rope_bending());
 }
 
 #[test]
 fn grid_cloth_takes_twelve_colours_rope_two() {
     let mut b = ModelBuilder::new();
-    b.add_cloth_grid(&ClothGrid::new("cloth", 20, 17, 0.05)).unwrap();
+    let mut grid = ClothGrid::new("cloth", 20, 17, 0.05);
+    grid.bending = Bending::Springs;
+    b.add_cloth_grid(&grid).unwrap();
     let m = b.finalize().unwrap();
     conflict_free(&m);
     assert_eq!(m.distance().colour_count(), 12);
+    assert!(m.dihedral().is_empty());
+
+    // Angle bending: 8 distance colours, and the hinges (every interior edge) coloured apart;
+    // an interior particle lies on 12 hinges (6 edges, 6 opposite ones), so 12 is the least.
+    let mut b = ModelBuilder::new();
+    b.add_cloth_grid(&ClothGrid::new("cloth", 20, 17, 0.05)).unwrap();
+    let m = b.finalize().unwrap();
+    conflict_free(&m);
+    assert_eq!(m.distance().colour_count(), 8);
+    let (r, c) = (20, 17);
+    assert_eq!(m.dihedral().len(), r * (c - 1) + (r - 1) * c + (r - 1) * (c - 1) - 2 * (r - 1) - 2 * (c - 1));
+    assert!((12..=16).contains(&m.dihedral().colour_count()), "{}", m.dihedral().colour_count());
 
     let mut b = ModelBuilder::new();
     let mut rope = Rope::straight("rope", Vec3::ZERO, Vec3::X, 31);
-    rope.bend_springs = false;
+    rope.bending = Bending::None;
     b.add_rope(&rope).unwrap();
     let m = b.finalize().unwrap();
     conflict_free(&m);
     assert_eq!(m.distance().colour_count(), 2);
 
     let mut b = ModelBuilder::new();
-    b.add_rope(&Rope::straight("rope", Vec3::ZERO, Vec3::X, 31)).unwrap();
+    let mut rope = Rope::straight("rope", Vec3::ZERO, Vec3::X, 31);
+    rope.bending = Bending::Springs;
+    b.add_rope(&rope).unwrap();
     let m = b.finalize().unwrap();
     conflict_free(&m);
     assert_eq!(m.distance().colour_count(), 4);
+
+    let mut b = ModelBuilder::new();
+    b.add_rope(&Rope::straight("rope", Vec3::ZERO, Vec3::X, 31)).unwrap();
+    let m = b.finalize().unwrap();
+    conflict_free(&m);
+    assert_eq!((m.distance().colour_count(), m.rope_bending().colour_count(), m.rope_bending().len()), (2, 3, 29));
 }
 
 /// A jittered grid triangulated with random diagonal directions and holes punched in it.

@@ -19,6 +19,7 @@ fn soft() -> ClothMaterial {
         compression_stiffness: 20.0,
         shear_stiffness: 20.0,
         bend_stiffness: 0.2,
+        bending_modulus: 1e-5,
         damping: 0.01,
         thickness: 0.01,
     }
@@ -351,7 +352,7 @@ fn the_stability_limit_of_one_spring_is_two_over_omega() {
         points: vec![glam::Vec3::ZERO, glam::Vec3::new(0.3, 0.4, 0.0)],
         particles: 2,
         material: hooke::RopeMaterial { stretch_stiffness: 40.0, compression_stiffness: 40.0, ..Default::default() },
-        bend_springs: false,
+        bending: hooke::Bending::None,
         particle_mass: None,
     };
     b.add_rope(&rope).unwrap();

@@ -23,7 +23,7 @@ const AMPLITUDE: f32 = 0.1;
 /// A pinned particle and a mass `m` (kg) on a spring of stiffness `k` (N/m), undamped.
 fn spring_pair(k: f32, m: f32) -> (Arc<hooke::Model>, Control) {
     let mut rope = Rope::straight("spring", Vec3::ZERO, Vec3::X * REST, 2);
-    rope.bend_springs = false;
+    rope.bending = hooke::Bending::None;
     rope.material = RopeMaterial {
         stretch_stiffness: k * REST, // k = EA/L
         compression_stiffness: k * REST,

@@ -13,7 +13,7 @@ fn xpbd_pendulum_period_matches_small_angle_formula() {
     let top = Vec3::new(0.0, 2.0, 0.0);
     let end = top + Vec3::new(amplitude.sin(), -amplitude.cos(), 0.0) * length;
     let mut rope = Rope::straight("pendulum", top, end, n);
-    rope.bend_springs = false;
+    rope.bending = hooke::Bending::None;
     rope.material = RopeMaterial {
         linear_density: 0.005, // 5 g/m: 5 g of rope against a 1 kg bob
         stretch_stiffness: f32::INFINITY,

@@ -20,6 +20,7 @@ fn material() -> ClothMaterial {
         compression_stiffness: 50.0,
         shear_stiffness: 50.0,
         bend_stiffness: 0.01,
+        bending_modulus: 1e-5,
         // Axial damping adds γ = τ/h to the denominator of every Δλ and so slows each
         // substep's Gauss–Seidel convergence; these tests settle through air damping instead.
         damping: 0.0,
@@ -103,7 +104,7 @@ fn xpbd_rope_drop_is_the_analytic_static_elongation() {
         damping: 0.0,
         ..RopeMaterial::default()
     };
-    rope.bend_springs = false;
+    rope.bending = hooke::Bending::None;
     b.add_rope(&rope).unwrap();
     let model = Arc::new(b.finalize().unwrap());
     let m = model.particle_mass();

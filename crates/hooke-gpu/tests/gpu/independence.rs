@@ -26,10 +26,11 @@ fn rope() -> (Arc<Model>, Control) {
             stretch_stiffness: EA,
             compression_stiffness: EA,
             bend_stiffness: 1.0, // unused: no bend springs
+            bending_modulus: 1.0,
             damping: 0.0,
             radius: 0.005,
         },
-        bend_springs: false,
+        bending: hooke::Bending::None,
         particle_mass: None,
     })
     .unwrap();

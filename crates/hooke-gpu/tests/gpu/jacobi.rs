@@ -32,6 +32,7 @@ fn jacobi_and_gauss_seidel_give_the_same_drape() {
         compression_stiffness: 10.0,
         shear_stiffness: 10.0,
         bend_stiffness: 0.01,
+        bending_modulus: 1e-5,
         damping: 0.0,
         thickness: 0.0,
         ..ClothMaterial::default()

@@ -6,7 +6,7 @@ use super::solver::{SolverChoice, solver_choice};
 use super::{Scene, ScheduledPin};
 use glam::{EulerRot, Quat, Vec3};
 use hooke::collision::{Collider, Keyframe, Motion, Shape};
-use hooke::{Air, ClothGrid, ClothMaterial, ClothMesh, ModelBuilder, Pin, Rope, RopeMaterial};
+use hooke::{Air, Bending, ClothGrid, ClothMaterial, ClothMesh, ModelBuilder, Pin, Rope, RopeMaterial};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -134,9 +134,43 @@ fn cloth_material(m: &MaterialSection, c: &ClothSection, key: &str) -> Result<Cl
         }),
         shear_stiffness: m.shear_stiffness.unwrap_or(d.shear_stiffness),
         bend_stiffness: m.bend_stiffness.unwrap_or(d.bend_stiffness),
+        bending_modulus: m.bending_modulus.unwrap_or(d.bending_modulus),
         damping: m.damping.unwrap_or(d.damping),
         thickness: m.thickness.unwrap_or(d.thickness),
     })
+}
+
+/// The bending model of a body from its `bending` key and its material: `"springs"` when the
+/// material gives `bend_stiffness` (the springs' modulus) and the body does not say, else
+/// `"angle"`; a modulus for the other model than the one chosen is an error.
+fn bending_model(bending: Option<&str>, m: &MaterialSection, key: &str) -> Result<Bending, String> {
+    let chosen = match bending {
+        None if m.bend_stiffness.is_some() && m.bending_modulus.is_some() => {
+            return Err(format!(
+                "{key}: its material sets both bend_stiffness (bend springs) and bending_modulus (angle \
+                 bending); say which with bending = \"springs\" or \"angle\""
+            ));
+        }
+        None if m.bend_stiffness.is_some() => Bending::Springs,
+        None => Bending::Angle,
+        Some("angle") => Bending::Angle,
+        Some("springs") => Bending::Springs,
+        Some("none") => Bending::None,
+        Some(other) => {
+            return Err(format!(
+                "{key}: bending = {other:?} is not a bending model (\"angle\", \"springs\" or \"none\")"
+            ));
+        }
+    };
+    match chosen {
+        Bending::Angle if m.bend_stiffness.is_some() => {
+            Err(format!("{key}: bend_stiffness is the modulus of bend springs; angle bending takes bending_modulus"))
+        }
+        Bending::Springs if m.bending_modulus.is_some() => {
+            Err(format!("{key}: bending_modulus is the modulus of angle bending; bend springs take bend_stiffness"))
+        }
+        _ => Ok(chosen),
+    }
 }
 
 /// Adds `[[cloth]]` number `k` (a grid or a mesh) and its pins.
@@ -150,7 +184,9 @@ fn add_cloth(
 ) -> Result<(), String> {
     let name = c.name.clone().unwrap_or(format!("cloth{k}"));
     let key = format!("cloth[{k}] {name:?}");
-    let mat = cloth_material(&material(f, &c.material, &key)?, c, &key)?;
+    let section = material(f, &c.material, &key)?;
+    let mat = cloth_material(&section, c, &key)?;
+    let bending = bending_model(c.bending.as_deref(), &section, &key)?;
     let center = vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?;
     let rot = rotation(c.rotation, &format!("{key}: rotation"))?;
     let (id, grid) = if let Some(mesh) = &c.mesh {
@@ -178,7 +214,7 @@ fn add_cloth(
         cm.rotation = rot;
         cm.translation = center;
         cm.material = mat;
-        cm.bend_springs = c.bending.unwrap_or(true);
+        cm.bending = bending;
         cm.particle_mass = c.particle_mass;
         (b.add_cloth_mesh(&cm).map_err(|e| e.to_string())?, None)
     } else {
@@ -200,7 +236,7 @@ fn add_cloth(
         g.material = mat;
         g.structural = c.structural.unwrap_or(true);
         g.shear = c.shear.unwrap_or(true);
-        g.bend_springs = c.bending.unwrap_or(true);
+        g.bending = bending;
         g.particle_mass = c.particle_mass;
         g.spring_stiffness = c.spring_stiffness;
         (b.add_cloth_grid(&g).map_err(|e| e.to_string())?, Some((g.rows, g.columns)))
@@ -280,9 +316,11 @@ fn add_rope(
         stretch_stiffness: stretch,
         compression_stiffness: m.compression_stiffness.unwrap_or(stretch),
         bend_stiffness: m.bend_stiffness.unwrap_or(d.bend_stiffness),
+        bending_modulus: m.bending_modulus.unwrap_or(d.bending_modulus),
         damping: m.damping.unwrap_or(d.damping),
         radius: m.radius.unwrap_or(d.radius),
     };
+    let bending = bending_model(r.bending.as_deref(), &m, &key)?;
     let points: Vec<Vec3> = match (&r.points, r.start, r.end) {
         (Some(p), None, None) => {
             p.iter().enumerate().map(|(i, &q)| vec3(q, &format!("{key}: points[{i}]"))).collect::<Result<_, _>>()?
@@ -292,7 +330,7 @@ fn add_rope(
     };
     let mut rope = Rope::polyline(name.clone(), points, count(r.particles, &format!("{key}: particles"))?);
     rope.material = mat;
-    rope.bend_springs = r.bending.unwrap_or(true);
+    rope.bending = bending;
     rope.particle_mass = r.particle_mass;
     let id = b.add_rope(&rope).map_err(|e| e.to_string())?;
     let body = b.body(id).clone();

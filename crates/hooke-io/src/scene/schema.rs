@@ -149,8 +149,11 @@ pub struct MaterialSection {
     pub compression_stiffness: Option<f32>,
     /// Shear modulus (N/m), cloth only.
     pub shear_stiffness: Option<f32>,
-    /// Bending stiffness (cloth N/m, rope N) of the distance-2 springs.
+    /// Modulus of the bend springs (`bending = "springs"`): N/m for cloth, N for rope.
     pub bend_stiffness: Option<f32>,
+    /// Bending modulus of angle bending (`bending = "angle"`): the flexural rigidity B in N·m
+    /// for cloth, EI in N·m² for rope. `inf` is rigid.
+    pub bending_modulus: Option<f32>,
     /// Axial damping time τ = k_d/k (s).
     pub damping: Option<f32>,
     /// Cloth thickness (m): collision radius is half of it.
@@ -187,8 +190,9 @@ pub struct ClothSection {
     pub structural: Option<bool>,
     /// Shear springs (default true; grids).
     pub shear: Option<bool>,
-    /// Bend springs (default true).
-    pub bending: Option<bool>,
+    /// Bending model: `"angle"` (dihedral angles), `"springs"` (bend springs) or `"none"`;
+    /// by default `"springs"` if the material sets `bend_stiffness`, else `"angle"`.
+    pub bending: Option<String>,
     /// Mass of every particle (kg) instead of density × area.
     pub particle_mass: Option<f32>,
     /// Stiffness of every spring (N/m) instead of the material moduli (grids).
@@ -237,8 +241,9 @@ pub struct RopeSection {
     pub points: Option<Vec<[f32; 3]>>,
     /// Number of particles.
     pub particles: i64,
-    /// Bend springs i–i+2 (default true).
-    pub bending: Option<bool>,
+    /// Bending model: `"angle"` (joint angles), `"springs"` (i–i+2 springs) or `"none"`; by
+    /// default `"springs"` if the material sets `bend_stiffness`, else `"angle"`.
+    pub bending: Option<String>,
     /// Mass of every particle (kg).
     pub particle_mass: Option<f32>,
     /// Mass of the last particle (kg), e.g. a pendulum bob.

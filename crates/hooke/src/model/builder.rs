@@ -1,9 +1,11 @@
 //! [`ModelBuilder`]: domain verbs that add cloths, ropes and colliders, then `finalize()`.
 
-use super::constraint::ConstraintFamily;
+use super::constraint::{ConstraintFamily, ParticleConstraint};
 use super::constraint_set::ConstraintSet;
+use super::dihedral::DihedralBending;
 use super::distance::DistanceConstraint;
 use super::material::{BodyMaterial, Element, ElementStiffness, MassSource};
+use super::rope_bending::RopeBending;
 use super::{Air, Body, BodyKind, ClothGrid, ClothMesh, Model, Rope};
 use crate::collision::{Collider, Shape};
 use crate::error::{self, ModelError};
@@ -21,6 +23,69 @@ const BYTES_PER_CONSTRAINT: u128 = 48;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BodyId(pub usize);
 
+/// The constraints of one type, with their families, elements and colours (all parallel),
+/// before they become a [`ConstraintSet`].
+#[derive(Debug)]
+pub(crate) struct SetParts<T, E> {
+    pub items: Vec<T>,
+    pub families: Vec<ConstraintFamily>,
+    /// Where each constraint's stiffness comes from: [`ElementStiffness`] in a body's parts,
+    /// [`Element`] (with the body) in the builder.
+    pub elements: Vec<E>,
+    /// Colour of each constraint (a pattern for grids and ropes, greedy for meshes).
+    pub colours: Vec<u32>,
+}
+
+impl<T, E> Default for SetParts<T, E> {
+    fn default() -> Self {
+        SetParts { items: Vec::new(), families: Vec::new(), elements: Vec::new(), colours: Vec::new() }
+    }
+}
+
+impl<T, E> SetParts<T, E> {
+    pub fn with_capacity(n: usize) -> Self {
+        SetParts {
+            items: Vec::with_capacity(n),
+            families: Vec::with_capacity(n),
+            elements: Vec::with_capacity(n),
+            colours: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn push(&mut self, item: T, family: ConstraintFamily, element: E, colour: u32) {
+        self.items.push(item);
+        self.families.push(family);
+        self.elements.push(element);
+        self.colours.push(colour);
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+}
+
+impl<T> SetParts<T, Element> {
+    /// Appends a body's constraints, its particles shifted by `p0`, its colours compacted
+    /// (bodies share no particles, so colour k of every body can go in global colour k).
+    fn append<const N: usize>(&mut self, body: u32, p0: u32, parts: &SetParts<T, ElementStiffness>)
+    where
+        T: ParticleConstraint<N>,
+    {
+        self.items.extend(parts.items.iter().map(|c| c.with_particles(c.particles().map(|i| i + p0))));
+        self.families.extend_from_slice(&parts.families);
+        self.elements.extend(parts.elements.iter().map(|&stiffness| Element { body, stiffness }));
+        self.colours.extend(compact(&parts.colours));
+    }
+
+    /// The coloured set over `n` particles.
+    fn build<const N: usize>(self, n: usize) -> Result<ConstraintSet<T>, ModelError>
+    where
+        T: ParticleConstraint<N>,
+    {
+        ConstraintSet::build::<N>(n, self.items, self.families, self.elements, self.colours)
+    }
+}
+
 /// One body's particles and constraints in local indices, before they are appended.
 #[derive(Default)]
 pub(crate) struct Parts {
@@ -30,12 +95,12 @@ pub(crate) struct Parts {
     pub radii: Vec<f32>,
     /// Where each particle's mass comes from, parallel to `masses`.
     pub mass_sources: Vec<MassSource>,
-    pub constraints: Vec<DistanceConstraint>,
-    pub families: Vec<ConstraintFamily>,
-    /// Where each constraint's stiffness comes from, parallel to `constraints`.
-    pub elements: Vec<ElementStiffness>,
-    /// Colour of each constraint (a pattern for grids and ropes, greedy for meshes).
-    pub colours: Vec<u32>,
+    /// Distance constraints (structural, shear, bend springs).
+    pub distance: SetParts<DistanceConstraint, ElementStiffness>,
+    /// Dihedral bending of cloth hinges.
+    pub dihedral: SetParts<DihedralBending, ElementStiffness>,
+    /// Bending at rope joints.
+    pub rope_bending: SetParts<RopeBending, ElementStiffness>,
     pub triangles: Vec<[u32; 3]>,
     /// Texture coordinates (u, v) per particle, if the body has them.
     pub uvs: Option<Vec<Vec2>>,
@@ -49,12 +114,9 @@ impl Parts {
             masses: Vec::with_capacity(particles),
             mass_sources: Vec::with_capacity(particles),
             radii: Vec::with_capacity(particles),
-            constraints: Vec::with_capacity(constraints),
-            families: Vec::with_capacity(constraints),
-            elements: Vec::with_capacity(constraints),
-            colours: Vec::with_capacity(constraints),
+            distance: SetParts::with_capacity(constraints),
             triangles: Vec::with_capacity(triangles),
-            uvs: None,
+            ..Parts::default()
         }
     }
 }
@@ -79,10 +141,9 @@ pub struct ModelBuilder {
     masses: Vec<f32>,
     mass_sources: Vec<MassSource>,
     radii: Vec<f32>,
-    constraints: Vec<DistanceConstraint>,
-    families: Vec<ConstraintFamily>,
-    elements: Vec<Element>,
-    colours: Vec<u32>,
+    distance: SetParts<DistanceConstraint, Element>,
+    dihedral: SetParts<DihedralBending, Element>,
+    rope_bending: SetParts<RopeBending, Element>,
     triangles: Vec<[u32; 3]>,
     /// UV per particle (NaN for particles of bodies without UVs).
     uvs: Vec<Vec2>,
@@ -110,10 +171,9 @@ impl ModelBuilder {
             masses: Vec::new(),
             mass_sources: Vec::new(),
             radii: Vec::new(),
-            constraints: Vec::new(),
-            families: Vec::new(),
-            elements: Vec::new(),
-            colours: Vec::new(),
+            distance: SetParts::default(),
+            dihedral: SetParts::default(),
+            rope_bending: SetParts::default(),
             triangles: Vec::new(),
             uvs: Vec::new(),
             any_uv: false,
@@ -271,7 +331,7 @@ impl ModelBuilder {
 
     fn check_size(&self, context: &str, particles: u128, constraints: u128) -> Result<(), ModelError> {
         let total_p = self.positions.len() as u128 + particles;
-        let total_c = self.constraints.len() as u128 + constraints;
+        let total_c = (self.distance.len() + self.dihedral.len() + self.rope_bending.len()) as u128 + constraints;
         let bytes = total_p * BYTES_PER_PARTICLE + total_c * BYTES_PER_CONSTRAINT;
         if total_p > u32::MAX as u128 || total_c > u32::MAX as u128 || bytes > self.memory_limit as u128 {
             return Err(ModelError::TooLarge {
@@ -305,16 +365,10 @@ impl ModelBuilder {
         self.masses.extend_from_slice(&parts.masses);
         self.mass_sources.extend_from_slice(&parts.mass_sources);
         self.radii.extend_from_slice(&parts.radii);
-        self.constraints.extend(parts.constraints.iter().map(|c| DistanceConstraint {
-            i: c.i + p0,
-            j: c.j + p0,
-            ..*c
-        }));
-        self.families.extend_from_slice(&parts.families);
         let body = self.bodies.len() as u32;
-        self.elements.extend(parts.elements.iter().map(|&stiffness| Element { body, stiffness }));
-        // Bodies share no particles, so colour k of every body can go in global colour k.
-        self.colours.extend(compact(&parts.colours));
+        self.distance.append::<2>(body, p0, &parts.distance);
+        self.dihedral.append::<4>(body, p0, &parts.dihedral);
+        self.rope_bending.append::<3>(body, p0, &parts.rope_bending);
         self.triangles.extend(parts.triangles.iter().map(|t| t.map(|v| v + p0)));
         match &parts.uvs {
             Some(uv) => {
@@ -345,7 +399,9 @@ impl ModelBuilder {
         if n == 0 {
             return Err(ModelError::invalid("model", "has no cloth or rope"));
         }
-        let distance = ConstraintSet::build::<2>(n, self.constraints, self.families, self.elements, self.colours)?;
+        let distance = self.distance.build::<2>(n)?;
+        let dihedral = self.dihedral.build::<4>(n)?;
+        let rope_bending = self.rope_bending.build::<3>(n)?;
         // Particle → triangle adjacency (CSR).
         let mut offsets = vec![0u32; n + 1];
         for t in &self.triangles {
@@ -373,6 +429,8 @@ impl ModelBuilder {
             particle_mass_source: self.mass_sources,
             particle_radius: self.radii,
             distance,
+            dihedral,
+            rope_bending,
             triangles: self.triangles,
             particle_uv: if self.any_uv { self.uvs } else { Vec::new() },
             particle_triangles_offsets: offsets,
@@ -419,34 +477,50 @@ impl Model {
                 ));
             }
             for (alpha, mode) in [(c.compliance_stretch, "stretch"), (c.compliance_compression, "compression")] {
-                // α = 1/k per element: ∞ when the stiffness underflowed, subnormal when it is
-                // beyond f32 (and read as 0, rigid, by CPUs that flush subnormals).
-                let problem = if !alpha.is_finite() {
-                    Some("is too small for f32 (its compliance 1/k overflows)")
-                } else if alpha != 0.0 && !alpha.is_normal() {
-                    Some("is too large for f32 (above 8.5e37 N/m per element); use inf for a rigid constraint")
-                } else {
-                    None
+                let key = match (family, mode) {
+                    (ConstraintFamily::Structural, "stretch") => "stretch_stiffness",
+                    (ConstraintFamily::Structural, _) => "compression_stiffness",
+                    (ConstraintFamily::Shear, _) => "shear_stiffness",
+                    (ConstraintFamily::BendSpring, _) => "bend_stiffness",
+                    (ConstraintFamily::Bending, _) => "bending_modulus",
                 };
-                if let Some(problem) = problem {
-                    let key = match (family, mode) {
-                        (ConstraintFamily::Structural, "stretch") => "stretch_stiffness",
-                        (ConstraintFamily::Structural, _) => "compression_stiffness",
-                        (ConstraintFamily::Shear, _) => "shear_stiffness",
-                        (ConstraintFamily::BendSpring, _) => "bend_stiffness",
-                    };
-                    return Err(ModelError::invalid(
-                        what(),
-                        format!(
-                            "its stiffness in {mode}, 1/α = {:.3e} N/m (from the material's {key}), {problem}",
-                            1.0 / alpha as f64
-                        ),
-                    ));
-                }
+                check_compliance(alpha, &format!("its stiffness in {mode}"), "N/m", key, what)?;
             }
+        }
+        for (k, c) in self.dihedral.items.iter().enumerate() {
+            let [a, b, ..] = c.particles;
+            let what = || format!("body {} bending hinge {k} (edge {a}–{b})", body_of(a as usize));
+            check_compliance(c.compliance, "its angular stiffness", "J/rad²", "bending_modulus", what)?;
+        }
+        for (k, c) in self.rope_bending.items.iter().enumerate() {
+            let j = c.particles[1];
+            let what = || format!("body {} bending joint {k} (particle {j})", body_of(j as usize));
+            check_compliance(c.compliance, "its angular stiffness", "J/rad²", "bending_modulus", what)?;
         }
         Ok(())
     }
+}
+
+/// Rejects a compliance α = 1/k that over- or underflowed: ∞ when the stiffness underflowed,
+/// subnormal when it is beyond f32 (and read as 0, rigid, by CPUs that flush subnormals).
+fn check_compliance(
+    alpha: f32,
+    stiffness: &str,
+    unit: &str,
+    key: &str,
+    what: impl Fn() -> String,
+) -> Result<(), ModelError> {
+    let problem = if !alpha.is_finite() {
+        "is too small for f32 (its compliance 1/k overflows)"
+    } else if alpha != 0.0 && !alpha.is_normal() {
+        "is too large for f32 (above 8.5e37 per element); use inf for a rigid constraint"
+    } else {
+        return Ok(());
+    };
+    Err(ModelError::invalid(
+        what(),
+        format!("{stiffness}, 1/α = {:.3e} {unit} (from the material's {key}), {problem}", 1.0 / alpha as f64),
+    ))
 }
 
 /// Renumbers colours to 0..k without gaps, keeping their order.

@@ -31,15 +31,20 @@ pub enum ConstraintFamily {
     /// out-of-plane bending by resisting the shortening of that distance. Not an angle: it
     /// cannot tell a fold from a compression and holds no rest curvature.
     BendSpring,
+    /// An angle: the dihedral angle of two adjacent cloth triangles
+    /// ([`DihedralBending`](super::DihedralBending)) or the angle at a rope joint
+    /// ([`RopeBending`](super::RopeBending)).
+    Bending,
 }
 
 impl ConstraintFamily {
-    /// Name used in reports: `structural`, `shear` or `bend spring`.
+    /// Name used in reports: `structural`, `shear`, `bend spring` or `bending`.
     pub fn name(self) -> &'static str {
         match self {
             ConstraintFamily::Structural => "structural",
             ConstraintFamily::Shear => "shear",
             ConstraintFamily::BendSpring => "bend spring",
+            ConstraintFamily::Bending => "bending",
         }
     }
 }
@@ -53,6 +58,10 @@ impl ConstraintFamily {
 pub trait ParticleConstraint<const N: usize>: Copy + Send + Sync + 'static {
     /// The particles it joins (indices into the model's particles), all different.
     fn particles(&self) -> [u32; N];
+
+    /// The same constraint on other particles (for renumbering when a body is appended to a
+    /// model).
+    fn with_particles(&self, particles: [u32; N]) -> Self;
 
     /// C and the gradients ∇ᵢC (one per particle, same order as [`particles`](Self::particles))
     /// at the positions `x`, given **relative to the first particle** (`x[0]` is the zero

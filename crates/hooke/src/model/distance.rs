@@ -53,6 +53,10 @@ impl ParticleConstraint<2> for DistanceConstraint {
         [self.i, self.j]
     }
 
+    fn with_particles(&self, [i, j]: [u32; 2]) -> Self {
+        DistanceConstraint { i, j, ..*self }
+    }
+
     /// C = ‖xᵢ − xⱼ‖ − L₀, ∇ᵢC = n = (xᵢ − xⱼ)/‖xᵢ − xⱼ‖, ∇ⱼC = −n; `None` below 1e-9 m.
     fn evaluate(&self, x: &[Vec3; 2]) -> Option<(f32, [Vec3; 2])> {
         let d = x[0] - x[1];

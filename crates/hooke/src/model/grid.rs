@@ -1,10 +1,10 @@
-//! Rectangular cloth grids with structural, shear and bending springs (article §1.1).
+//! Rectangular cloth grids with structural and shear springs (article §1.1) and bending:
+//! dihedral angles (the default) or bend springs.
 
 use super::builder::Parts;
 use super::constraint::{ConstraintFamily, compliance_from_stiffness as alpha};
 use super::distance::DistanceConstraint;
-use super::material::ClothMaterial;
-use super::material::{ElementStiffness, MassSource};
+use super::material::{Bending, ClothMaterial, ElementStiffness, MassSource};
 use crate::error::{self, ModelError};
 use glam::{Quat, Vec3};
 
@@ -37,17 +37,19 @@ pub struct ClothGrid {
     pub structural: bool,
     /// Shear springs (both cell diagonals).
     pub shear: bool,
-    /// Bend springs (distance 2 along each axis).
-    pub bend_springs: bool,
+    /// Bending: dihedral angles across every interior edge (the default), bend springs
+    /// (distance 2 along each axis) or none.
+    pub bending: Bending,
     /// Mass of every particle (kg) instead of density × area.
     pub particle_mass: Option<f32>,
-    /// Per-spring stiffness k (N/m) for every family instead of the material moduli — the
-    /// convention of force-based benchmarks such as NVIDIA Warp's cloth benchmark.
+    /// Per-spring stiffness k (N/m) for every distance family (structural, shear, bend
+    /// springs) instead of the material moduli — the convention of force-based benchmarks
+    /// such as NVIDIA Warp's cloth benchmark. Angle bending keeps the material's modulus.
     pub spring_stiffness: Option<f32>,
 }
 
 impl ClothGrid {
-    /// A grid with all three spring families and the default material.
+    /// A grid with structural and shear springs, angle bending and the default material.
     pub fn new(name: impl Into<String>, rows: usize, columns: usize, spacing: f32) -> ClothGrid {
         ClothGrid {
             name: name.into(),
@@ -60,7 +62,7 @@ impl ClothGrid {
             material: ClothMaterial::default(),
             structural: true,
             shear: true,
-            bend_springs: true,
+            bending: Bending::Angle,
             particle_mass: None,
             spring_stiffness: None,
         }
@@ -81,8 +83,15 @@ impl ClothGrid {
         if self.shear {
             n += 2 * r.saturating_sub(1) * c.saturating_sub(1);
         }
-        if self.bend_springs {
-            n += r * c.saturating_sub(2) + r.saturating_sub(2) * c;
+        match self.bending {
+            Bending::Springs => n += r * c.saturating_sub(2) + r.saturating_sub(2) * c,
+            // Interior edges: all edges (rows, columns, one diagonal per cell) but the boundary.
+            Bending::Angle => {
+                let edges =
+                    r * c.saturating_sub(1) + r.saturating_sub(1) * c + r.saturating_sub(1) * c.saturating_sub(1);
+                n += edges.saturating_sub(2 * r.saturating_sub(1) + 2 * c.saturating_sub(1));
+            }
+            Bending::None => {}
         }
         n
     }
@@ -162,17 +171,15 @@ impl ClothGrid {
                     colour: u32,
                     e: ElementStiffness| {
             let rest = (p.positions[a as usize] - p.positions[b as usize]).length();
-            p.elements.push(e);
-            p.constraints.push(DistanceConstraint {
+            let c = DistanceConstraint {
                 i: a,
                 j: b,
                 rest_length: rest,
                 compliance_stretch: alpha(k_stretch),
                 compliance_compression: alpha(k_compress),
                 damping: m.damping,
-            });
-            p.families.push(family);
-            p.colours.push(colour);
+            };
+            p.distance.push(c, family, e, colour);
         };
         let edge_w = |boundary: bool| if boundary { 0.5 * h } else { h };
         if self.structural {
@@ -205,7 +212,7 @@ impl ClothGrid {
                 }
             }
         }
-        if self.bend_springs {
+        if self.bending == Bending::Springs {
             let bend = ConstraintFamily::BendSpring;
             for r in 0..rows {
                 for c in 0..cols.saturating_sub(2) {
@@ -231,6 +238,9 @@ impl ClothGrid {
                 p.triangles.push([b, cc, d]);
             }
         }
+        if self.bending == Bending::Angle {
+            super::dihedral::add_hinges(&p.positions, &p.triangles, m.bending_modulus, m.damping, &mut p.dihedral);
+        }
         p
     }
 }
@@ -241,6 +251,7 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
     error::stiffness(ctx, "compression stiffness", m.compression_stiffness)?;
     error::stiffness(ctx, "shear stiffness", m.shear_stiffness)?;
     error::stiffness(ctx, "bend stiffness", m.bend_stiffness)?;
+    error::stiffness(ctx, "bending modulus", m.bending_modulus)?;
     error::non_negative(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "thickness (m)", m.thickness)?;
     Ok(())

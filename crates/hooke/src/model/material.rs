@@ -13,6 +13,11 @@
 //!   segments in series always give EA/L_total.
 //!
 //! Compliance is α = 1/k (m/N). `f32::INFINITY` stiffness means a rigid constraint (α = 0).
+//!
+//! Bending has two models ([`Bending`]). Angle bending takes a *bending modulus*: a cloth's
+//! flexural rigidity B (N·m, energy ½B∫κ² dA) and a rope's EI (N·m², energy ½EI∫κ² ds),
+//! turned into one compliance per hinge or joint in `dihedral.rs` and `rope_bending.rs`. Bend
+//! springs take a spring modulus (`bend_stiffness`) scaled like the stretch springs.
 
 /// A cloth material. All quantities are per unit area of cloth.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -25,8 +30,11 @@ pub struct ClothMaterial {
     pub compression_stiffness: f32,
     /// Shear modulus (N/m) for the shear (diagonal) springs; may be `INFINITY`.
     pub shear_stiffness: f32,
-    /// Bending modulus (N/m) for the distance-2 bend springs, scaled like the others.
+    /// Modulus (N/m) of the bend springs ([`Bending::Springs`]), scaled like the others.
     pub bend_stiffness: f32,
+    /// Flexural rigidity B (N·m) of angle bending ([`Bending::Angle`]): the moment per unit
+    /// width that bends the sheet to a curvature of 1/m; may be `INFINITY`.
+    pub bending_modulus: f32,
     /// Axial damping time τ = k_d/k (s), applied to every spring; 0 for none.
     pub damping: f32,
     /// Cloth thickness (m): particles collide with radius thickness/2.
@@ -34,7 +42,8 @@ pub struct ClothMaterial {
 }
 
 impl Default for ClothMaterial {
-    /// A cotton-like cloth: 0.2 kg/m², K = 5 000 N/m in stretch, 50 N/m in compression.
+    /// A cotton-like cloth: 0.2 kg/m², K = 5 000 N/m in stretch, 50 N/m in compression,
+    /// flexural rigidity B = 10⁻⁵ N·m (a cotton shirting).
     fn default() -> Self {
         ClothMaterial {
             areal_density: 0.2,
@@ -42,6 +51,7 @@ impl Default for ClothMaterial {
             compression_stiffness: 50.0,
             shear_stiffness: 500.0,
             bend_stiffness: 1.0,
+            bending_modulus: 1.0e-5,
             damping: 1.0e-4,
             thickness: 0.01,
         }
@@ -57,8 +67,11 @@ pub struct RopeMaterial {
     pub stretch_stiffness: f32,
     /// Axial stiffness (N) under compression; may be `INFINITY`.
     pub compression_stiffness: f32,
-    /// Stiffness (N) of the i–i+2 bending springs, scaled like a segment of that length.
+    /// Stiffness (N) of the i–i+2 bend springs ([`Bending::Springs`]), scaled like a segment
+    /// of that length (k = bend_stiffness/L).
     pub bend_stiffness: f32,
+    /// Bending stiffness EI (N·m²) of angle bending ([`Bending::Angle`]); may be `INFINITY`.
+    pub bending_modulus: f32,
     /// Axial damping time τ = k_d/k (s); 0 for none.
     pub damping: f32,
     /// Rope radius (m), used for collisions.
@@ -66,13 +79,14 @@ pub struct RopeMaterial {
 }
 
 impl Default for RopeMaterial {
-    /// A stiff 1 cm rope: 0.1 kg/m, EA = 10 kN, weak bending.
+    /// A stiff 1 cm rope: 0.1 kg/m, EA = 10 kN, weak bending (EI = 10⁻³ N·m²).
     fn default() -> Self {
         RopeMaterial {
             linear_density: 0.1,
             stretch_stiffness: 1.0e4,
             compression_stiffness: 1.0e4,
             bend_stiffness: 1.0,
+            bending_modulus: 1.0e-3,
             damping: 1.0e-4,
             radius: 0.005,
         }
@@ -88,6 +102,41 @@ pub fn membrane_spring_stiffness(modulus: f32, area: f32, rest_length: f32) -> f
 /// Spring stiffness k = EA/L (N/m) of a rope segment of axial stiffness `axial` (N).
 pub fn rope_spring_stiffness(axial: f32, rest_length: f32) -> f32 {
     if axial.is_infinite() { f32::INFINITY } else { axial / rest_length }
+}
+
+/// How a body resists bending.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Bending {
+    /// No bending resistance.
+    None,
+    /// Bend springs: distance constraints across two edges (grid distance 2, rope i–i+2, the
+    /// wings of an interior mesh edge), of modulus `bend_stiffness`. They resist folds only
+    /// to second order and hold no rest curvature.
+    Springs,
+    /// Angles: the dihedral angle of every interior edge of a cloth
+    /// ([`DihedralBending`](super::DihedralBending), rest angles from the rest shape) and the
+    /// angle at every joint of a rope ([`RopeBending`](super::RopeBending), straight at rest),
+    /// of modulus `bending_modulus`. The default.
+    #[default]
+    Angle,
+}
+
+impl Bending {
+    /// The scene-file word: `none`, `springs` or `angle`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bending::None => "none",
+            Bending::Springs => "springs",
+            Bending::Angle => "angle",
+        }
+    }
+}
+
+/// Angular stiffness k = B·L²/A (J/rad²) of a cloth hinge of length `length` (m) between
+/// triangles of summed area `area` (m²), for the flexural rigidity `modulus` B (N·m); see
+/// `dihedral.rs`. Infinite B gives infinite k.
+pub fn hinge_stiffness(modulus: f32, area: f32, length: f32) -> f32 {
+    if modulus.is_infinite() { f32::INFINITY } else { modulus * length * length / area }
 }
 
 /// The material a body was built with (see [`Body::material`](super::Body::material)).
@@ -107,8 +156,12 @@ pub(crate) enum ElementStiffness {
     /// A cloth spring standing for `area` (m²) of membrane over `length` (m):
     /// k = K·area/length² ([`membrane_spring_stiffness`]).
     Membrane { area: f32, length: f32 },
-    /// A rope spring of `length` (m): k = EA/length ([`rope_spring_stiffness`]).
+    /// A rope spring of `length` (m): k = EA/length ([`rope_spring_stiffness`]); also a rope
+    /// joint of length l̄ (k = EI/l̄, `rope_bending.rs`).
     Axial { length: f32 },
+    /// A cloth hinge (an interior edge) of `length` (m) between triangles of summed `area`
+    /// (m²): k = B·length²/area (`dihedral.rs`).
+    Hinge { area: f32, length: f32 },
     /// A stiffness given directly (`spring_stiffness`, `particle_mass` style overrides): a
     /// material change leaves it alone (its damping time still follows the material).
     Fixed,
@@ -128,6 +181,7 @@ impl ElementStiffness {
         match self {
             ElementStiffness::Membrane { area, length } => Some(membrane_spring_stiffness(modulus, area, length)),
             ElementStiffness::Axial { length } => Some(rope_spring_stiffness(modulus, length)),
+            ElementStiffness::Hinge { area, length } => Some(hinge_stiffness(modulus, area, length)),
             ElementStiffness::Fixed => None,
         }
     }

@@ -1,11 +1,12 @@
-//! Cloth from an arbitrary triangle mesh: stretch springs on the edges, bend springs
-//! between the two opposite vertices of each interior edge.
+//! Cloth from an arbitrary triangle mesh: stretch springs on the edges, and bending across
+//! each interior edge — its dihedral angle (the default) or a bend spring between the two
+//! opposite vertices.
 
 use super::builder::Parts;
 use super::constraint::{ConstraintFamily, compliance_from_stiffness as alpha};
 use super::distance::DistanceConstraint;
 use super::grid::validate_cloth_material;
-use super::material::{ClothMaterial, ElementStiffness, MassSource, membrane_spring_stiffness};
+use super::material::{Bending, ClothMaterial, ElementStiffness, MassSource, membrane_spring_stiffness};
 use crate::error::{self, ModelError};
 use glam::{Quat, Vec2, Vec3};
 use std::collections::HashMap;
@@ -14,7 +15,9 @@ use std::collections::HashMap;
 ///
 /// Each edge gets a structural spring of stiffness k = K·A/L² where A is the summed area of
 /// the triangles next to it (van Gelder 1998); each edge shared by exactly two triangles gets
-/// a bend spring between the two vertices opposite it, with the same scaling.
+/// a dihedral bending constraint with the mesh's angle as its rest angle
+/// ([`Bending::Angle`]), or a bend spring between the two vertices opposite it, with the
+/// same scaling as the stretch springs ([`Bending::Springs`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClothMesh {
     /// Body name (unique in the model).
@@ -34,8 +37,8 @@ pub struct ClothMesh {
     pub translation: Vec3,
     /// Material.
     pub material: ClothMaterial,
-    /// Bend springs across interior edges.
-    pub bend_springs: bool,
+    /// Bending across interior edges: dihedral angles (the default), bend springs or none.
+    pub bending: Bending,
     /// Mass of every particle (kg) instead of density × area.
     pub particle_mass: Option<f32>,
 }
@@ -52,7 +55,7 @@ impl ClothMesh {
             rotation: Quat::IDENTITY,
             translation: Vec3::ZERO,
             material: ClothMaterial::default(),
-            bend_springs: true,
+            bending: Bending::Angle,
             particle_mass: None,
         }
     }
@@ -153,42 +156,45 @@ impl ClothMesh {
         for key in &order {
             let (area, _) = &edges[key];
             let l = (p.positions[key.0 as usize] - p.positions[key.1 as usize]).length();
-            p.elements.push(ElementStiffness::Membrane { area: *area, length: l });
-            p.constraints.push(DistanceConstraint {
+            let c = DistanceConstraint {
                 i: key.0,
                 j: key.1,
                 rest_length: l,
                 compliance_stretch: alpha(membrane_spring_stiffness(m.stretch_stiffness, *area, l)),
                 compliance_compression: alpha(membrane_spring_stiffness(m.compression_stiffness, *area, l)),
                 damping: m.damping,
-            });
-            p.families.push(ConstraintFamily::Structural);
+            };
+            let e = ElementStiffness::Membrane { area: *area, length: l };
+            p.distance.push(c, ConstraintFamily::Structural, e, 0);
         }
-        if self.bend_springs {
+        if self.bending == Bending::Springs {
             for key in &order {
                 let (area, opposite) = &edges[key];
                 if let [a, b] = opposite[..] {
                     let l = (p.positions[a as usize] - p.positions[b as usize]).length();
                     if a != b && l > 0.0 {
                         let k = alpha(membrane_spring_stiffness(m.bend_stiffness, *area, l));
-                        p.elements.push(ElementStiffness::Membrane { area: *area, length: l });
-                        p.constraints.push(DistanceConstraint {
+                        let c = DistanceConstraint {
                             i: a.min(b),
                             j: a.max(b),
                             rest_length: l,
                             compliance_stretch: k,
                             compliance_compression: k,
                             damping: m.damping,
-                        });
-                        p.families.push(ConstraintFamily::BendSpring);
+                        };
+                        let e = ElementStiffness::Membrane { area: *area, length: l };
+                        p.distance.push(c, ConstraintFamily::BendSpring, e, 0);
                     }
                 }
             }
         }
-        let pairs: Vec<[u32; 2]> = p.constraints.iter().map(|c| [c.i, c.j]).collect();
-        p.colours = super::colouring::greedy(n, &pairs);
+        let pairs: Vec<[u32; 2]> = p.distance.items.iter().map(|c| [c.i, c.j]).collect();
+        p.distance.colours = super::colouring::greedy(n, &pairs);
         p.triangles = self.triangles.clone();
         p.uvs = self.uvs.clone();
+        if self.bending == Bending::Angle {
+            super::dihedral::add_hinges(&p.positions, &p.triangles, m.bending_modulus, m.damping, &mut p.dihedral);
+        }
         p
     }
 }

@@ -1,8 +1,9 @@
 //! The immutable simulation model and the builder that makes it.
 //!
 //! A [`Model`] holds everything that does not change while a scene runs: particles with their
-//! masses and radii, the constraints in one [`ConstraintSet`] per type — today the distance
-//! constraints (structural, shear and bend springs of article §1.1) — grouped by colour, the
+//! masses and radii, the constraints in one [`ConstraintSet`] per type — the distance
+//! constraints (structural, shear and bend springs of article §1.1), the dihedral bending of
+//! cloth hinges and the bending of rope joints — grouped by colour, the
 //! triangles of every cloth, the collider shapes, gravity and the air. It is built once by a
 //! [`ModelBuilder`] and shared (usually in an `Arc`) by the solvers; what changes over time
 //! lives in [`State`](crate::State) and [`Control`](crate::Control) (pins, wind, where the
@@ -31,25 +32,32 @@ mod builder;
 pub mod colouring;
 mod constraint;
 mod constraint_set;
+mod dihedral;
 mod distance;
 mod grid;
 mod material;
 mod mesh;
 mod rope;
+mod rope_bending;
 
 pub use builder::{BodyId, DEFAULT_MEMORY_LIMIT, ModelBuilder};
 pub use constraint::{ConstraintFamily, ParticleConstraint, compliance_from_stiffness};
 pub use constraint_set::ConstraintSet;
+pub use dihedral::{DihedralBending, dihedral_angle};
 pub use distance::DistanceConstraint;
 pub use grid::ClothGrid;
-pub use material::{BodyMaterial, ClothMaterial, RopeMaterial, membrane_spring_stiffness, rope_spring_stiffness};
+pub use material::{
+    Bending, BodyMaterial, ClothMaterial, RopeMaterial, hinge_stiffness, membrane_spring_stiffness,
+    rope_spring_stiffness,
+};
 pub use mesh::ClothMesh;
 pub use rope::Rope;
+pub use rope_bending::{RopeBending, bending_angle};
 
 use crate::collision::Collider;
 use crate::error::{self, ModelError};
 use glam::{Vec2, Vec3};
-use material::MassSource;
+use material::{Element, MassSource};
 use std::ops::Range;
 
 /// What kind of body a [`Body`] is, with its topology.
@@ -141,6 +149,8 @@ pub struct Model {
     pub(crate) particle_mass_source: Vec<MassSource>,
     pub(crate) particle_radius: Vec<f32>,
     pub(crate) distance: ConstraintSet<DistanceConstraint>,
+    pub(crate) dihedral: ConstraintSet<DihedralBending>,
+    pub(crate) rope_bending: ConstraintSet<RopeBending>,
     pub(crate) triangles: Vec<[u32; 3]>,
     pub(crate) particle_uv: Vec<Vec2>,
     pub(crate) particle_triangles_offsets: Vec<u32>,
@@ -182,9 +192,17 @@ impl Model {
     pub fn distance(&self) -> &ConstraintSet<DistanceConstraint> {
         &self.distance
     }
+    /// The dihedral bending constraints of cloth hinges ([`Bending::Angle`]), sorted by colour.
+    pub fn dihedral(&self) -> &ConstraintSet<DihedralBending> {
+        &self.dihedral
+    }
+    /// The bending constraints of rope joints ([`Bending::Angle`]), sorted by colour.
+    pub fn rope_bending(&self) -> &ConstraintSet<RopeBending> {
+        &self.rope_bending
+    }
     /// Number of constraints of every type.
     pub fn constraint_count(&self) -> usize {
-        self.distance.len()
+        self.distance.len() + self.dihedral.len() + self.rope_bending.len()
     }
     /// Cloth triangles (particle indices, counter-clockwise seen from the front).
     pub fn triangles(&self) -> &[[u32; 3]] {
@@ -282,6 +300,7 @@ impl Model {
             ConstraintFamily::Structural => (m.stretch_stiffness, m.compression_stiffness),
             ConstraintFamily::Shear => (m.shear_stiffness, m.shear_stiffness),
             ConstraintFamily::BendSpring => (m.bend_stiffness, m.bend_stiffness),
+            ConstraintFamily::Bending => (m.bending_modulus, m.bending_modulus),
         };
         self.with_body_material(
             body,
@@ -309,6 +328,7 @@ impl Model {
         rope::validate_rope_material(&format!("rope {:?}", b.name), &material)?;
         let moduli = |f: ConstraintFamily, m: &RopeMaterial| match f {
             ConstraintFamily::BendSpring => (m.bend_stiffness, m.bend_stiffness),
+            ConstraintFamily::Bending => (m.bending_modulus, m.bending_modulus),
             _ => (m.stretch_stiffness, m.compression_stiffness),
         };
         self.with_body_material(
@@ -334,25 +354,40 @@ impl Model {
     ) -> Result<Model, ModelError> {
         let mut m = self.clone();
         m.bodies[body].material = material;
-        let set = &mut m.distance;
-        for ((c, f), e) in set.items.iter_mut().zip(&set.family).zip(&set.element) {
+        // Each constraint's (stretch, compression) compliances and damping time, by reference.
+        let update = |family: ConstraintFamily, e: &Element, compliance: [&mut f32; 2], tau: &mut f32| {
             if e.body as usize != body {
-                continue;
+                return;
             }
-            let ((old_s, old_c), (new_s, new_c)) = moduli(*f);
+            let ((old_s, old_c), (new_s, new_c)) = moduli(family);
+            let [stretch, compression] = compliance;
             if old_s != new_s
                 && let Some(k) = e.stiffness.stiffness(new_s)
             {
-                c.compliance_stretch = compliance_from_stiffness(k);
+                *stretch = compliance_from_stiffness(k);
             }
             if old_c != new_c
                 && let Some(k) = e.stiffness.stiffness(new_c)
             {
-                c.compliance_compression = compliance_from_stiffness(k);
+                *compression = compliance_from_stiffness(k);
             }
             if damping.0 != damping.1 {
-                c.damping = damping.1;
+                *tau = damping.1;
             }
+        };
+        let set = &mut m.distance;
+        for ((c, f), e) in set.items.iter_mut().zip(&set.family).zip(&set.element) {
+            update(*f, e, [&mut c.compliance_stretch, &mut c.compliance_compression], &mut c.damping);
+        }
+        let set = &mut m.dihedral;
+        for ((c, f), e) in set.items.iter_mut().zip(&set.family).zip(&set.element) {
+            let mut same = c.compliance;
+            update(*f, e, [&mut c.compliance, &mut same], &mut c.damping);
+        }
+        let set = &mut m.rope_bending;
+        for ((c, f), e) in set.items.iter_mut().zip(&set.family).zip(&set.element) {
+            let mut same = c.compliance;
+            update(*f, e, [&mut c.compliance, &mut same], &mut c.damping);
         }
         let particles = self.bodies[body].particles.clone();
         for p in particles.start as usize..particles.end as usize {
@@ -378,8 +413,17 @@ impl Model {
             && self.distance.colour_ranges == other.distance.colour_ranges
             && self.distance.items.iter().zip(&other.distance.items).all(|(a, b)| a.i == b.i && a.j == b.j)
             && self.distance.len() == other.distance.len()
+            && same_tuples(&self.dihedral, &other.dihedral)
+            && same_tuples(&self.rope_bending, &other.rope_bending)
             && self.triangles == other.triangles
             && self.colliders.len() == other.colliders.len()
             && self.colliders.iter().zip(&other.colliders).all(|(a, b)| a.shape.kind() == b.shape.kind())
     }
+}
+
+/// Whether two sets join the same particle tuples in the same colours.
+fn same_tuples<T: ParticleConstraint<N>, const N: usize>(a: &ConstraintSet<T>, b: &ConstraintSet<T>) -> bool {
+    a.colour_ranges == b.colour_ranges
+        && a.len() == b.len()
+        && a.items.iter().zip(&b.items).all(|(x, y)| x.particles() == y.particles())
 }

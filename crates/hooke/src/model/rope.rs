@@ -1,9 +1,11 @@
-//! Ropes: a chain of particles with stretch springs i–i+1 and bend springs i–i+2.
+//! Ropes: a chain of particles with stretch constraints i–i+1 and bending — the angle at every
+//! joint i−1, i, i+1 (the default) or bend springs i–i+2.
 
 use super::builder::Parts;
 use super::constraint::{ConstraintFamily, compliance_from_stiffness as alpha};
 use super::distance::DistanceConstraint;
-use super::material::{ElementStiffness, MassSource, RopeMaterial, rope_spring_stiffness};
+use super::material::{Bending, ElementStiffness, MassSource, RopeMaterial, rope_spring_stiffness};
+use super::rope_bending::RopeBending;
 use crate::error::{self, ModelError};
 use glam::Vec3;
 
@@ -21,8 +23,8 @@ pub struct Rope {
     pub particles: usize,
     /// Material.
     pub material: RopeMaterial,
-    /// Bend springs i–i+2.
-    pub bend_springs: bool,
+    /// Bending: the angle at every joint (the default), bend springs i–i+2 or none.
+    pub bending: Bending,
     /// Mass of every particle (kg) instead of linear density × length.
     pub particle_mass: Option<f32>,
 }
@@ -40,7 +42,7 @@ impl Rope {
             points,
             particles,
             material: RopeMaterial::default(),
-            bend_springs: true,
+            bending: Bending::Angle,
             particle_mass: None,
         }
     }
@@ -96,7 +98,7 @@ impl Rope {
     pub(crate) fn build(&self) -> Parts {
         let n = self.particles;
         let m = &self.material;
-        let bends = if self.bend_springs { n.saturating_sub(2) } else { 0 };
+        let bends = if self.bending == Bending::Springs { n.saturating_sub(2) } else { 0 };
         let mut p = Parts::with_capacity(n, n - 1 + bends, 0);
         p.positions = self.resample();
         p.velocities = vec![Vec3::ZERO; n];
@@ -110,17 +112,15 @@ impl Rope {
             p.masses[i + 1] += half;
             share[i] += 0.5 * l;
             share[i + 1] += 0.5 * l;
-            p.elements.push(ElementStiffness::Axial { length: l });
-            p.constraints.push(DistanceConstraint {
+            let c = DistanceConstraint {
                 i: i as u32,
                 j: i as u32 + 1,
                 rest_length: l,
                 compliance_stretch: alpha(rope_spring_stiffness(m.stretch_stiffness, l)),
                 compliance_compression: alpha(rope_spring_stiffness(m.compression_stiffness, l)),
                 damping: m.damping,
-            });
-            p.families.push(ConstraintFamily::Structural);
-            p.colours.push((i % 2) as u32);
+            };
+            p.distance.push(c, ConstraintFamily::Structural, ElementStiffness::Axial { length: l }, (i % 2) as u32);
         }
         p.mass_sources = share.into_iter().map(MassSource::Share).collect();
         if let Some(mass) = self.particle_mass {
@@ -130,17 +130,31 @@ impl Rope {
         for i in 0..bends {
             let l = (p.positions[i + 2] - p.positions[i]).length();
             let a = alpha(rope_spring_stiffness(m.bend_stiffness, l));
-            p.elements.push(ElementStiffness::Axial { length: l });
-            p.constraints.push(DistanceConstraint {
+            let c = DistanceConstraint {
                 i: i as u32,
                 j: i as u32 + 2,
                 rest_length: l,
                 compliance_stretch: a,
                 compliance_compression: a,
                 damping: m.damping,
-            });
-            p.families.push(ConstraintFamily::BendSpring);
-            p.colours.push(2 + ((i / 2) % 2) as u32);
+            };
+            let colour = 2 + ((i / 2) % 2) as u32;
+            p.distance.push(c, ConstraintFamily::BendSpring, ElementStiffness::Axial { length: l }, colour);
+        }
+        if self.bending == Bending::Angle {
+            // Joint i between segments i−1 and i, over the length l̄ = (l_{i−1} + l_i)/2.
+            for i in 1..n.saturating_sub(1) {
+                let l = 0.5
+                    * ((p.positions[i] - p.positions[i - 1]).length() + (p.positions[i + 1] - p.positions[i]).length());
+                let c = RopeBending {
+                    particles: [i as u32 - 1, i as u32, i as u32 + 1],
+                    compliance: alpha(rope_spring_stiffness(m.bending_modulus, l)),
+                    damping: m.damping,
+                    _pad: 0,
+                };
+                let e = ElementStiffness::Axial { length: l };
+                p.rope_bending.push(c, ConstraintFamily::Bending, e, (i % 3) as u32);
+            }
         }
         p
     }
@@ -151,6 +165,7 @@ pub(crate) fn validate_rope_material(ctx: &str, m: &RopeMaterial) -> Result<(), 
     error::stiffness(ctx, "stretch stiffness", m.stretch_stiffness)?;
     error::stiffness(ctx, "compression stiffness", m.compression_stiffness)?;
     error::stiffness(ctx, "bend stiffness", m.bend_stiffness)?;
+    error::stiffness(ctx, "bending modulus", m.bending_modulus)?;
     error::non_negative(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "radius (m)", m.radius)?;
     Ok(())

@@ -226,11 +226,13 @@ impl ForceSolver {
     fn accumulate_forces(&mut self, wind: Vec3, parallel: bool) {
         self.pack();
         let aero = self.triangle_forces(wind, parallel);
+        let angles = self.angle_forces(parallel);
         let forces = Forces {
             model: &self.model,
             gather: &self.gather,
             phase: &self.phase[0],
             aero: aero.then_some(&self.triangle_force[..]),
+            angles: angles.then_some(&self.angle_force[..]),
         };
         let fill = |start: usize, out: &mut [Vec3]| {
             forces.for_each(start..start + out.len(), &mut |p: usize, f: Vec4| out[p - start] = f.truncate())

@@ -31,6 +31,7 @@
 //! the state; a model with another topology to [`Solver::rebuild`] with the state to go on
 //! from.
 
+mod constraint_forces;
 pub mod force_based;
 pub mod forward_euler;
 mod health;

@@ -28,6 +28,9 @@ pub(crate) struct Forces<'a> {
     pub phase: &'a [Phase],
     /// A third of each triangle's aerodynamic force (N), if aerodynamics are on.
     pub aero: Option<&'a [Vec3]>,
+    /// The force of the angle sets on each particle (N), if the model has any
+    /// (`constraint_forces.rs`).
+    pub angles: Option<&'a [Vec3]>,
 }
 
 impl Forces<'_> {
@@ -39,12 +42,17 @@ impl Forces<'_> {
         self.gather.for_each_pair(pairs, self.phase, &mut PerParticle { forces: self, end: range.end, inner: f });
     }
 
-    /// The aerodynamic force on particle `p` (N in xyz, w = 0): its triangles' shares.
+    /// The aerodynamic force on particle `p` (its triangles' shares) and that of its angle
+    /// constraints (N in xyz, w = 0).
     #[inline(always)]
     fn aero(&self, p: usize) -> Vec4 {
-        match self.aero {
+        let aero = match self.aero {
             Some(tf) => stages::aerodynamics::particle_force(self.model, tf, p).extend(0.0),
             None => Vec4::ZERO,
+        };
+        match self.angles {
+            Some(a) => aero + a[p].extend(0.0),
+            None => aero,
         }
     }
 }

@@ -77,6 +77,7 @@
 pub(crate) mod explicit_pass;
 mod stability;
 
+use super::constraint_forces;
 use super::health;
 use super::implicit_euler::ImplicitScratch;
 use super::plan::SubstepPlan;
@@ -278,6 +279,9 @@ pub struct ForceSolver {
     pub(in crate::solver) force: Vec<Vec3>,
     /// A third of each triangle's aerodynamic force (N).
     pub(in crate::solver) triangle_force: Vec<Vec3>,
+    /// Force of the angle sets (cloth hinges, rope joints) per particle (N); empty for a model
+    /// without them.
+    pub(in crate::solver) angle_force: Vec<Vec3>,
     pub(in crate::solver) pinned: Vec<bool>,
     pub(in crate::solver) implicit: Option<Box<ImplicitScratch>>,
     /// Each collider's pose at the end of the last frame.
@@ -298,7 +302,9 @@ impl ForceSolver {
     pub fn new(model: Arc<Model>, settings: ForceSettings) -> Result<ForceSolver, SolverError> {
         settings.validate()?;
         let springs = springs_of(&model)?;
+        check_angle_compliance(&model)?;
         let limit = stability::stable_step(&model, &springs);
+        let angles = !model.dihedral().is_empty() || !model.rope_bending().is_empty();
         let n = model.particle_count();
         let implicit =
             (settings.integrator == Integrator::ImplicitEuler).then(|| Box::new(ImplicitScratch::new(&model)));
@@ -311,6 +317,7 @@ impl ForceSolver {
             step_h: 0.0,
             force: vec![Vec3::ZERO; n],
             triangle_force: vec![Vec3::ZERO; model.triangles().len()],
+            angle_force: if angles { vec![Vec3::ZERO; n] } else { Vec::new() },
             pinned: vec![false; n],
             implicit,
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
@@ -423,6 +430,21 @@ impl ForceSolver {
         true
     }
 
+    /// Fills `angle_force` with the forces of the angle sets for the state in `phase[0]`;
+    /// returns whether the model has any.
+    pub(in crate::solver) fn angle_forces(&mut self, parallel: bool) -> bool {
+        if self.angle_force.is_empty() {
+            return false;
+        }
+        let phase = &self.phase[0];
+        let (x, v) = (|k: usize| phase[k].x.truncate(), |k: usize| phase[k].v.truncate());
+        self.angle_force.iter_mut().for_each(|f| *f = Vec3::ZERO);
+        let model = &*self.model;
+        constraint_forces::add_set_forces(model.dihedral(), &x, &v, &mut self.angle_force, parallel);
+        constraint_forces::add_set_forces(model.rope_bending(), &x, &v, &mut self.angle_force, parallel);
+        true
+    }
+
     /// One frame of the plan; with `trace` it runs sequentially and checks after every stage.
     fn frame(&mut self, plan: &SubstepPlan, trace: bool) -> Result<StepReport, SolverError> {
         let s = self.settings;
@@ -466,6 +488,7 @@ impl ForceSolver {
         self.pack();
         for (sub, slot) in plan.slots.iter().enumerate() {
             let aero = self.triangle_forces(slot.wind, parallel);
+            let angles = self.angle_forces(parallel);
             let [old, new] = &mut self.phase;
             let pass = ExplicitPass {
                 forces: Forces {
@@ -473,6 +496,7 @@ impl ForceSolver {
                     gather: &self.gather,
                     phase: old,
                     aero: aero.then_some(&self.triangle_force[..]),
+                    angles: angles.then_some(&self.angle_force[..]),
                 },
                 pinned: &self.pinned,
                 placements: plan.placements(sub as u32),
@@ -532,6 +556,9 @@ impl ForceSolver {
         let tf = &self.triangle_force;
         if aero && !self.model.particle_triangles(p).iter().all(|&t| tf[t as usize].is_finite()) {
             return self.blow_up(time, p as u32, None, "in the aerodynamic forces".into());
+        }
+        if self.angle_force.get(p).is_some_and(|f| !f.is_finite()) {
+            return self.blow_up(time, p as u32, None, "in the bending forces".into());
         }
         let stage = match self.settings.integrator {
             Integrator::ImplicitEuler => "the force evaluation",
@@ -595,6 +622,24 @@ impl ForceSolver {
             s.dv.clone_from(&snap.dv);
         }
     }
+}
+
+/// Refuses rigid angle constraints (α = 0), which have no force form.
+fn check_angle_compliance(model: &Model) -> Result<(), SolverError> {
+    let rigid = |what: &str, k: usize, particles: &[u32]| SolverError::InvalidSettings {
+        setting: "integrator",
+        message: format!(
+            "bending {what} {k} (particles {particles:?}) is rigid (bending_modulus = inf): a force-based \
+             integrator needs a finite bending stiffness; give the material a finite bending_modulus or use XPBD"
+        ),
+    };
+    if let Some(k) = model.dihedral().constraints().iter().position(|c| c.compliance <= 0.0) {
+        return Err(rigid("hinge", k, &model.dihedral().constraints()[k].particles));
+    }
+    if let Some(k) = model.rope_bending().constraints().iter().position(|c| c.compliance <= 0.0) {
+        return Err(rigid("joint", k, &model.rope_bending().constraints()[k].particles));
+    }
+    Ok(())
 }
 
 /// The springs of a model's constraints: k = 1/α in stretch and compression, τ = damping.

@@ -3,15 +3,50 @@
 
 use crate::Model;
 use crate::forces::spring::Spring;
-use glam::DVec3;
+use crate::model::{ConstraintSet, ParticleConstraint, RopeBending};
+use glam::{DVec3, Vec3};
+
+/// One stiffness term k ∇C ∇Cᵀ: the gradient ∇ᵢC on each particle i, and k.
+type Term = (Vec<(usize, DVec3)>, f64);
+
+/// The terms of an angle set at the model's rest positions. A straight rope joint has no
+/// gradient (θ = 0 is a cusp); its stiffness for a small bend is that of the gradient of a
+/// slightly bent joint, taken in a direction normal to the first segment.
+fn angle_terms<T: ParticleConstraint<N>, const N: usize>(
+    set: &ConstraintSet<T>,
+    x: &[Vec3],
+    bent: impl Fn(&T, &[Vec3; N]) -> Option<[Vec3; N]>,
+) -> Vec<Term> {
+    set.constraints()
+        .iter()
+        .filter_map(|c| {
+            let p = c.particles();
+            let rel: [Vec3; N] = p.map(|i| x[i as usize] - x[p[0] as usize]);
+            let (value, mut grad) = c.evaluate(&rel)?;
+            if grad.iter().all(|g| *g == Vec3::ZERO) {
+                grad = bent(c, &rel)?;
+            }
+            let alpha = c.compliance(value);
+            (alpha > 0.0).then(|| ((0..N).map(|k| (p[k] as usize, grad[k].as_dvec3())).collect(), 1.0 / alpha as f64))
+        })
+        .collect()
+}
+
+/// The gradient of a rope joint bent slightly in a direction normal to its first segment.
+fn bent_joint(_: &RopeBending, x: &[Vec3; 3]) -> Option<[Vec3; 3]> {
+    let (a, b) = (x[1] - x[0], x[2] - x[1]);
+    let u = a.normalize().any_orthonormal_vector();
+    let (g0, g2) = (u / a.length(), -u / b.length());
+    (g0.is_finite() && g2.is_finite()).then_some([g0, -g0 - g2, g2])
+}
 
 /// 2/ω_max (s), ω_max² estimated as the largest eigenvalue of W^½ K W^½ by power iteration:
 /// see [`ForceSolver::stable_step`].
 pub(crate) fn stable_step(model: &Model, springs: &[Spring]) -> f64 {
     let x = model.particle_position();
     let sqrt_w: Vec<f64> = model.particle_inv_mass().iter().map(|&w| (w as f64).sqrt()).collect();
-    // (i, j, k, n) of every spring between particles that can move.
-    let terms: Vec<(usize, usize, f64, DVec3)> = model
+    // Every spring (∇C = ±n) and angle constraint between particles that can move.
+    let mut terms: Vec<Term> = model
         .distance()
         .constraints()
         .iter()
@@ -20,9 +55,12 @@ pub(crate) fn stable_step(model: &Model, springs: &[Spring]) -> f64 {
             let (i, j) = (c.i as usize, c.j as usize);
             let n = (x[i] - x[j]).as_dvec3().try_normalize()?;
             let k = s.stiffness_stretch.max(s.stiffness_compression) as f64;
-            (sqrt_w[i] > 0.0 || sqrt_w[j] > 0.0).then_some((i, j, k, n))
+            Some((vec![(i, n), (j, -n)], k))
         })
         .collect();
+    terms.extend(angle_terms(model.dihedral(), x, |_, _| None));
+    terms.extend(angle_terms(model.rope_bending(), x, bent_joint));
+    terms.retain(|(grad, _)| grad.iter().any(|&(i, _)| sqrt_w[i] > 0.0));
     if terms.is_empty() {
         return f64::INFINITY;
     }
@@ -45,10 +83,11 @@ pub(crate) fn stable_step(model: &Model, springs: &[Spring]) -> f64 {
         }
         v.iter_mut().for_each(|a| *a /= norm);
         let mut y = vec![DVec3::ZERO; x.len()];
-        for &(i, j, k, n) in &terms {
-            let f = n * (k * n.dot(v[i] * sqrt_w[i] - v[j] * sqrt_w[j]));
-            y[i] += f * sqrt_w[i];
-            y[j] -= f * sqrt_w[j];
+        for (grad, k) in &terms {
+            let rate: f64 = grad.iter().map(|&(i, g)| g.dot(v[i] * sqrt_w[i])).sum();
+            for &(i, g) in grad {
+                y[i] += g * (k * rate * sqrt_w[i]);
+            }
         }
         // Rayleigh quotient vᵀAv (v is a unit vector): a lower bound of λ_max.
         lambda = v.iter().zip(&y).map(|(a, b)| a.dot(*b)).sum::<f64>();

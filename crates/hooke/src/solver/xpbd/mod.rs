@@ -36,7 +36,8 @@ use super::{SolverError, SolverInfo, StepReport, check_state};
 use crate::collision::Pose;
 use crate::model::DistanceConstraint;
 use crate::{Control, Model, Solver, State};
-use distance_kernel::{Block4, Shared, Sweep};
+pub(crate) use distance_kernel::Shared;
+use distance_kernel::{Block4, Sweep};
 use glam::Vec3;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -159,6 +160,10 @@ pub struct XpbdSolver {
     state: SolverState,
     /// λ of each distance constraint.
     lambda: Vec<f32>,
+    /// λ of each dihedral bending constraint.
+    lambda_dihedral: Vec<f32>,
+    /// λ of each rope bending constraint.
+    lambda_rope_bending: Vec<f32>,
     distance: DistanceBlocks,
     /// External force per particle (N), from aerodynamics.
     force: Vec<Vec3>,
@@ -179,6 +184,8 @@ impl XpbdSolver {
         Ok(XpbdSolver {
             state: SolverState::from_model(&model),
             lambda: vec![0.0; model.distance().len()],
+            lambda_dihedral: vec![0.0; model.dihedral().len()],
+            lambda_rope_bending: vec![0.0; model.rope_bending().len()],
             distance: DistanceBlocks::new(&model),
             force: vec![Vec3::ZERO; n],
             triangle_force: vec![Vec3::ZERO; model.triangles().len()],
@@ -251,8 +258,12 @@ impl XpbdSolver {
             check(self, Stage::Predict)?;
             // 3. Constraint sets.
             self.lambda.iter_mut().for_each(|l| *l = 0.0);
+            self.lambda_dihedral.iter_mut().for_each(|l| *l = 0.0);
+            self.lambda_rope_bending.iter_mut().for_each(|l| *l = 0.0);
             for _ in 0..s.iterations {
                 self.project_distance(sweep, parallel, if trace { Some(t0) } else { None })?;
+                self.project_bending(sweep, parallel);
+                check(self, Stage::Constraints)?;
             }
             // 4. Contacts.
             stages::contacts::solve(&mut self.state);
@@ -315,6 +326,47 @@ impl XpbdSolver {
             }
         }
         Ok(())
+    }
+
+    /// One Gauss–Seidel sweep of the angle sets (cloth hinges, rope joints) with the shared
+    /// update.
+    fn project_bending(&mut self, sweep: Sweep, parallel: bool) {
+        let model = &*self.model;
+        let particles = &mut self.state.particles;
+        match self.settings.method {
+            Method::Xpbd => {
+                projection::sweep_set::<_, 4, false>(
+                    model.dihedral(),
+                    &mut self.lambda_dihedral,
+                    particles,
+                    sweep,
+                    parallel,
+                );
+                projection::sweep_set::<_, 3, false>(
+                    model.rope_bending(),
+                    &mut self.lambda_rope_bending,
+                    particles,
+                    sweep,
+                    parallel,
+                );
+            }
+            Method::Pbd { .. } => {
+                projection::sweep_set::<_, 4, true>(
+                    model.dihedral(),
+                    &mut self.lambda_dihedral,
+                    particles,
+                    sweep,
+                    parallel,
+                );
+                projection::sweep_set::<_, 3, true>(
+                    model.rope_bending(),
+                    &mut self.lambda_rope_bending,
+                    particles,
+                    sweep,
+                    parallel,
+                );
+            }
+        }
     }
 
     fn check_finite(&self, time: f64, stage: Stage) -> Result<(), SolverError> {

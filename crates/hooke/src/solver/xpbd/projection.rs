@@ -51,7 +51,6 @@ use glam::Vec3;
 use rayon::prelude::*;
 
 /// Constraints per parallel task of the generic sweep.
-#[cfg_attr(not(test), allow(dead_code))] // for sets without a kernel of their own; the distance set has one
 const CHUNK: usize = 1024;
 
 /// Projects one constraint with the shared update (see the [module documentation](self)).
@@ -60,7 +59,6 @@ const CHUNK: usize = 1024;
 /// `p` must be valid for every particle index of `c`, and no other thread may access those
 /// particles during the call.
 #[inline(always)]
-#[cfg_attr(not(test), allow(dead_code))] // for sets without a kernel of their own; the distance set has one
 pub(crate) unsafe fn project<T: ParticleConstraint<N>, const N: usize, const PBD: bool>(
     c: &T,
     lambda: &mut f32,
@@ -118,7 +116,6 @@ pub(crate) unsafe fn project<T: ParticleConstraint<N>, const N: usize, const PBD
 /// One Gauss–Seidel sweep over `set`, colour after colour, with the shared update; the
 /// constraints of one colour in parallel chunks when `parallel` (no two share a particle, so
 /// the result is that of the sequential sweep). `lambda` has one multiplier per constraint.
-#[cfg_attr(not(test), allow(dead_code))] // for sets without a kernel of their own; the distance set has one
 pub(crate) fn sweep_set<T: ParticleConstraint<N>, const N: usize, const PBD: bool>(
     set: &ConstraintSet<T>,
     lambda: &mut [f32],
@@ -213,7 +210,7 @@ mod tests {
         let mut rope = Rope::straight("r", Vec3::ZERO, Vec3::new(1.0, 0.0, 0.0), 11);
         rope.material.stretch_stiffness = f32::INFINITY;
         rope.material.compression_stiffness = f32::INFINITY;
-        rope.bend_springs = false;
+        rope.bending = crate::Bending::None;
         b.add_rope(&rope).unwrap();
         let model = b.finalize().unwrap();
         let set = model.distance();
