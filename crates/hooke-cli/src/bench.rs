@@ -159,7 +159,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             }
         };
         println!(
-            "{} ({}) on {}: {} particles, {} constraints ({} colours), {} substeps × {} iteration(s), {} thread(s)\n  {} {:.3} ms/frame{} over {} frames; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4}{}",
+            "{} ({}) on {}: {} particles, {} constraints ({} colours), {} substeps × {} iteration(s), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4}{}",
             scene.name,
             solver.info().name,
             device,
@@ -172,7 +172,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             if gpu { "mean (frames queued back to back)" } else { "median" },
             median * 1e3,
             if gpu { String::new() } else { format!(" (min {:.3})", times[0] * 1e3) },
-            args.frames,
+            crate::count(args.frames, "frame", "frames"),
             n * sub / median,
             ns_per_ci,
             d.max_stretch_strain,

@@ -57,22 +57,50 @@ fn validate(path: &std::path::Path) -> Result<()> {
     let scene = hooke_io::scene::load(path, memory_limit())?;
     let m = &scene.model;
     println!(
-        "{}: ok — scene {:?}: {} bodies, {} particles, {} constraints in {} colours, {} colliders, {} pins; {} frames at {} fps, {} solver, {} substeps × {} iteration(s)",
+        "{}: ok — scene {:?}: {}, {} particles, {} constraints in {} colours, {}, {}; {} at {} fps, {} solver, {} substeps × {} iteration(s)",
         path.display(),
         scene.name,
-        m.bodies().len(),
+        count(m.bodies().len(), "body", "bodies"),
         m.particle_count(),
         m.distance().constraints().len(),
         m.distance().colour_count(),
-        m.colliders().len(),
-        scene.pins.len(),
-        scene.frames,
+        count(m.colliders().len(), "collider", "colliders"),
+        count(scene.pins.len(), "pin", "pins"),
+        count(scene.frames, "frame", "frames"),
         scene.fps,
         hooke_sim::make_cpu_solver(&scene)?.info().name,
         scene.solver.substeps(),
         scene.solver.iterations()
     );
+    report(&scene);
     Ok(())
+}
+
+/// `n` and the noun in the right number: "1 frame", "2 frames", "0 frames".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Prints what loading a scene did that its file does not show — the vertices welded in each
+/// mesh cloth — and its warnings (on standard error, as `warning: …`).
+pub fn report(scene: &hooke_io::scene::Scene) {
+    for (body, map) in scene.model.bodies().iter().zip(&scene.vertex_maps) {
+        if let Some(map) = map {
+            let how = match map.weld_tolerance {
+                Some(t) => format!("{} welded within {t:.3e} (file units)", count(map.welded(), "vertex", "vertices")),
+                None => "welding off".to_string(),
+            };
+            println!(
+                "cloth {:?}: mesh of {}, {how}: {}",
+                body.name,
+                count(map.vertex_count(), "vertex", "vertices"),
+                count(map.particle_count(), "particle", "particles")
+            );
+        }
+    }
+    for w in &scene.warnings {
+        eprintln!("warning: {w}");
+    }
 }
 
 /// Memory a model may use: the machine's available memory (Linux), else 16 GiB.

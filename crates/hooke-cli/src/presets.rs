@@ -28,6 +28,8 @@ fn preset(
         pins,
         collider_motion: Vec::new(),
         output: Default::default(),
+        vertex_maps: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 

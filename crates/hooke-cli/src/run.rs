@@ -73,13 +73,13 @@ pub fn run(args: RunArgs) -> Result<()> {
     let dt = 1.0 / scene.fps;
 
     println!(
-        "scene {:?}: {} particles, {} constraints in {} colours, {} colliders; {} frames at {} fps, {} on {}, {} substeps × {} iteration(s), {} thread(s)",
+        "scene {:?}: {} particles, {} constraints in {} colours, {}; {} at {} fps, {} on {}, {} substeps × {} iteration(s), {} thread(s)",
         scene.name,
         model.particle_count(),
         model.distance().constraints().len(),
         model.distance().colour_count(),
-        model.colliders().len(),
-        scene.frames,
+        crate::count(model.colliders().len(), "collider", "colliders"),
+        crate::count(scene.frames, "frame", "frames"),
         scene.fps,
         solver.info().name,
         device,
@@ -87,7 +87,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         scene.solver.iterations(),
         threads
     );
-    let spec = CacheSpec { dir: &dir, scene_name: &scene.name, fps: scene.fps, model: &model };
+    crate::report(&scene);
+    // Mesh cloths are written in their files' vertex order (welded vertices repeated).
+    let spec = CacheSpec {
+        dir: &dir,
+        scene_name: &scene.name,
+        fps: scene.fps,
+        model: &model,
+        vertex_maps: &scene.vertex_maps,
+    };
     let mut writer = cache::create(format, &spec)?;
     let mut csv = CsvWriter::create(&dir.join("diagnostics.csv"))?;
     let mut x = Vec::new();
@@ -168,8 +176,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let csv_path = csv.finish()?;
     let steps = written.saturating_sub(1).max(1);
     println!(
-        "{} frames ({:.2} s simulated) in {:.2} s: {:.2} ms/frame",
-        written - 1,
+        "{} ({:.2} s simulated) in {:.2} s: {:.2} ms/frame",
+        crate::count(written - 1, "frame", "frames"),
         solver.time(),
         elapsed,
         1e3 * elapsed / steps as f64
@@ -190,6 +198,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     println!("wrote {}", csv_path.display());
     if let Some((frame, e)) = failure {
+        if written == 1 {
+            bail!("frame {frame}: {e}; the frame before it (0) was written");
+        }
         bail!("frame {frame}: {e}; the {written} frames before it (0–{}) were written", written - 1);
     }
     Ok(())

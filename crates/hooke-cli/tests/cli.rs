@@ -107,6 +107,7 @@ fn bad_input_fails_cleanly() {
         ("[[cloth]]\nrows = 4\ncolumns = 4\nspacing = nan\n".into(), "spacing"),
         ("[[cloth]]\nrows = 0\ncolumns = 0\nspacing = 0.1\n".into(), "2×2"),
         ("[[cloth]]\nrows = 3000000\ncolumns = 3000000\nspacing = 0.001\n".into(), "memory"),
+        (format!("name = \"two\\nlines\"\n{grid}"), "control character U+000A"),
     ];
     for (k, (scene, needle)) in cases.iter().enumerate() {
         let tmp = tempfile::tempdir().unwrap();
@@ -250,4 +251,38 @@ fn gpu_solve_and_relaxation_options() {
     assert!(!o.status.success() && text(&o).contains("--relaxation"), "{}", text(&o));
     let o = hooke(&["bench", "grid:8", "--frames", "1", "--gpu-solve", "jacobi"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("--backend gpu"), "{}", text(&o));
+}
+
+/// A mesh cloth from input E of issue #9 (split vertices, a UV seam): `validate` and `run`
+/// report the welded vertices and the μₖ > μₛ warning, count "1 frame" in the singular, and
+/// the OBJ cache has the file's 6 vertices, its UVs and its faces.
+#[test]
+fn mesh_scene_reports_welds_warnings_and_caches_in_file_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let obj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\n\
+               vt 0 0\nvt 0.5 0\nvt 0 0.5\nvt 0.625 0\nvt 0 0.625\nvt 0.625 0.625\n\
+               f 1/1 2/2 3/3\nf 4/4 6/6 5/5\n";
+    std::fs::write(tmp.path().join("split.obj"), obj).unwrap();
+    let scene = "[[cloth]]\nname = \"sheet\"\nmesh = \"split.obj\"\npin_indices = [0, 1, 2]\n\
+                 [[collider]]\nshape = \"plane\"\npoint = [0.0, -2.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n\
+                 static_friction = 0.2\nkinetic_friction = 0.4\n";
+    std::fs::write(tmp.path().join("split.toml"), scene).unwrap();
+    let o = hooke(&["validate", "split.toml"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("mesh of 6 vertices, 2 vertices welded within") && t.contains(": 4 particles"), "{t}");
+    assert!(t.contains("warning: collider[0]") && t.contains("kinetic_friction"), "{t}");
+    assert!(t.contains("1 body, 4 particles") && t.contains("1 collider,") && t.contains("3 pins"), "{t}");
+
+    let o = hooke(&["run", "split.toml", "--frames", "1", "--format", "obj", "--out", "out"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("2 vertices welded") && t.contains("warning: collider[0]"), "{t}");
+    assert!(t.contains("; 1 frame at") && t.contains("\n1 frame (") && !t.contains("1 frames"), "{t}");
+    let frame = std::fs::read_to_string(tmp.path().join("out/split_0001.obj")).unwrap();
+    let count = |prefix: &str| frame.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!((count("v "), count("vt "), count("f ")), (6, 6, 2), "{frame}");
+    assert!(frame.contains("\nf 1/1 2/2 3/3\nf 4/4 6/6 5/5\n"), "{frame}");
+    let v: Vec<&str> = frame.lines().filter(|l| l.starts_with("v ")).collect();
+    assert_eq!((v[1], v[2]), (v[3], v[4]), "welded vertices repeated in file order");
 }

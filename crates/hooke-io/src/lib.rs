@@ -2,7 +2,8 @@
 //!
 //! * [`scene`]: TOML scene files parsed into a typed schema and built into a
 //!   [`hooke::Model`], pins and solver settings, with errors that name the file and key.
-//! * [`mesh`]: triangle mesh import (OBJ, keeping the file's vertex order).
+//! * [`mesh`]: triangle mesh import (OBJ; polygons ear-clipped; coincident vertices welded,
+//!   with a map from the file's vertices to the particles).
 //! * `cache`: writers for USD `.usda`, OBJ sequences and PC2 point caches.
 #![warn(missing_docs)]
 

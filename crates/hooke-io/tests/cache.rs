@@ -36,7 +36,7 @@ fn positions(model: &Model, frame: usize) -> Vec<Vec3> {
 }
 
 fn spec<'a>(dir: &'a Path, model: &'a Model) -> CacheSpec<'a> {
-    CacheSpec { dir, scene_name: "scene", fps: 30.0, model }
+    CacheSpec { dir, scene_name: "scene", fps: 30.0, model, vertex_maps: &[] }
 }
 
 /// Writes `frames` frames and finishes.
@@ -185,10 +185,29 @@ fn obj_sequence_round_trip() {
         for k in [0, 7, CLOTH - 1, CLOTH, CLOTH + ROPE - 1] {
             assert_eq!(verts[k], expected[k].to_array(), "frame {f} vertex {k}");
         }
+        // The grid's UVs, one `vt` per vertex, and faces `f a/a b/b c/c`.
+        let vt: Vec<[f32; 2]> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("vt "))
+            .map(|l| {
+                let v: Vec<f32> = l.split_whitespace().map(|s| s.parse().unwrap()).collect();
+                [v[0], v[1]]
+            })
+            .collect();
+        let uv: Vec<[f32; 2]> = m.particle_uv().unwrap()[..CLOTH].iter().map(|u| u.to_array()).collect();
+        assert_eq!(vt, uv);
         let faces: Vec<Vec<usize>> = lines
             .iter()
             .filter_map(|l| l.strip_prefix("f "))
-            .map(|l| l.split_whitespace().map(|s| s.parse().unwrap()).collect())
+            .map(|l| {
+                l.split_whitespace()
+                    .map(|s| {
+                        let (v, t) = s.split_once('/').unwrap();
+                        assert_eq!(v, t, "{l}");
+                        v.parse().unwrap()
+                    })
+                    .collect()
+            })
             .collect();
         assert_eq!(faces.len(), CLOTH_FACES);
         assert!(faces.iter().flatten().all(|&i| (1..=CLOTH).contains(&i)));
@@ -244,10 +263,13 @@ fn pc2_round_trip() {
         assert_eq!(verts[range.len() - 1], positions(&m, 0)[range.end - 1].to_array());
         let faces = text.lines().filter(|l| l.starts_with("f ")).count();
         let lines = text.lines().filter(|l| l.starts_with("l ")).count();
+        let vt = text.lines().filter(|l| l.starts_with("vt ")).count();
         if name == "cloth" {
-            assert_eq!((faces, lines), (CLOTH_FACES, 0));
+            // The grid's UVs: a texture maps onto the rest mesh the cache is applied to.
+            assert_eq!((faces, lines, vt), (CLOTH_FACES, 0, CLOTH));
+            assert!(text.contains("\nf 1/1 "), "faces with texture indices");
         } else {
-            assert_eq!((faces, lines), (0, 1));
+            assert_eq!((faces, lines, vt), (0, 1, 0));
         }
     }
 }
@@ -323,14 +345,14 @@ fn invalid_input_is_rejected() {
     assert_eq!(listing(dir), Vec::<String>::new());
 
     for (name, fps) in [("a/b", 30.0), ("", 30.0), ("..", 30.0), ("ok", 0.0), ("ok", f32::NAN)] {
-        let s = CacheSpec { dir, scene_name: name, fps, model: &m };
+        let s = CacheSpec { dir, scene_name: name, fps, model: &m, vertex_maps: &[] };
         assert!(matches!(cache::create(Format::Usda, &s), Err(CacheError::Invalid(_))), "{name:?} {fps}");
     }
 
     // A directory that is a file: an I/O error naming it.
     let file = dir.join("file");
     std::fs::write(&file, b"x").unwrap();
-    let s = CacheSpec { dir: &file, scene_name: "scene", fps: 30.0, model: &m };
+    let s = CacheSpec { dir: &file, scene_name: "scene", fps: 30.0, model: &m, vertex_maps: &[] };
     let e = cache::create(Format::Pc2, &s).err().unwrap();
     assert!(matches!(e, CacheError::Io { .. }) && e.to_string().contains("file"), "{e}");
 }
@@ -402,4 +424,145 @@ fn shorter_obj_rerun_removes_later_frames() {
         listing(dir),
         ["other_0007.obj", "scene_0000.obj", "scene_0001.obj", "scene_0002.obj", "scene_notes.obj"]
     );
+}
+
+/// A scene with a welded mesh cloth whose UV seam splits vertices (input E of issue #9, with
+/// the copies of the shared edge's vertices given their own UVs), a grid and a rope.
+fn welded_scene(dir: &Path) -> hooke_io::scene::Scene {
+    let obj = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\n\
+               vt 0 0\nvt 0.5 0\nvt 0 0.5\nvt 0.625 0\nvt 0 0.625\nvt 0.625 0.625\n\
+               f 1/1 2/2 3/3\nf 4/4 6/6 5/5\n";
+    std::fs::write(dir.join("split.obj"), obj).unwrap();
+    let scene = "[[cloth]]\nname = \"sheet\"\nmesh = \"split.obj\"\n\
+                 [[cloth]]\nname = \"grid\"\nrows = 3\ncolumns = 3\nspacing = 0.1\ncenter = [0.0, 2.0, 0.0]\n\
+                 [[rope]]\nname = \"rope\"\nstart = [0.0, 3.0, 0.0]\nend = [1.0, 3.0, 0.0]\nparticles = 5\n";
+    std::fs::write(dir.join("welded.toml"), scene).unwrap();
+    hooke_io::scene::load(&dir.join("welded.toml"), 1 << 30).unwrap()
+}
+
+fn welded_spec<'a>(dir: &'a Path, s: &'a hooke_io::scene::Scene) -> CacheSpec<'a> {
+    CacheSpec { dir, scene_name: "welded", fps: 30.0, model: &s.model, vertex_maps: &s.vertex_maps }
+}
+
+/// The file's UVs of `welded_scene`'s mesh, per file vertex.
+const SHEET_UVS: [[f32; 2]; 6] = [[0.0, 0.0], [0.5, 0.0], [0.0, 0.5], [0.625, 0.0], [0.0, 0.625], [0.625, 0.625]];
+/// Its file vertex → particle map.
+const SHEET_MAP: [usize; 6] = [0, 1, 2, 1, 2, 3];
+
+/// A welded mesh is cached in its file's vertex order — 6 vertices, not its 4 particles, a
+/// welded particle's position repeated at each of its file vertices, the file's faces — with
+/// the file's UVs (the seam keeps both sets), in USD (read by Pixar's reader: `primvars:st`,
+/// texCoord2f[], vertex interpolation, not time-sampled), in the OBJ sequence (`vt`, `f a/a`)
+/// and in PC2 and its rest mesh. A grid's UVs go along too; a rope has none.
+#[test]
+fn welded_mesh_caches_line_up_with_the_file_and_carry_uvs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = welded_scene(tmp.path());
+    let m = &s.model;
+    assert_eq!(m.particle_count(), 4 + 9 + 5);
+    let grid_uv: Vec<[f32; 2]> = m.particle_uv().unwrap()[4..13].iter().map(|u| u.to_array()).collect();
+    let write_all = |format: Format, dir: &Path| {
+        let mut w = cache::create(format, &welded_spec(dir, &s)).unwrap();
+        for f in 0..FRAMES {
+            w.write_frame(f, &positions(m, f)).unwrap();
+        }
+        w.finish().unwrap()
+    };
+    // What file vertex v of the sheet shows at frame f.
+    let sheet = |f: usize, v: usize| positions(m, f)[SHEET_MAP[v]].to_array();
+
+    // USD, read by pxr.
+    let usd = write_all(Format::Usda, &tmp.path().join("usd"));
+    let script = r#"
+import sys
+from pxr import Usd, UsdGeom
+stage = Usd.Stage.Open(sys.argv[1])
+for prim in stage.Traverse():
+    if prim.GetTypeName() not in ("Mesh", "BasisCurves"):
+        continue
+    pv = UsdGeom.PrimvarsAPI(prim).GetPrimvar("st")
+    pts = UsdGeom.PointBased(prim).GetPointsAttr().Get(1)
+    print(prim.GetName(), len(pts), pv.IsDefined())
+    print(" ".join("%r,%r,%r" % tuple(float(c) for c in p) for p in pts))
+    if prim.GetTypeName() == "Mesh":
+        print(" ".join(str(i) for i in UsdGeom.Mesh(prim).GetFaceVertexIndicesAttr().Get()))
+    if pv.IsDefined():
+        print(pv.GetTypeName(), pv.GetInterpolation(), len(pv.GetAttr().GetTimeSamples()),
+              " ".join("%r,%r" % (float(u), float(v)) for u, v in pv.Get()))
+"#;
+    let floats = |s: &str| -> Vec<Vec<f32>> {
+        s.split_whitespace().map(|t| t.split(',').map(|x| x.parse::<f64>().unwrap() as f32).collect()).collect()
+    };
+    if let Some(out) = support::pxr(script, &[usd[0].to_str().unwrap()]) {
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4 + 4 + 2, "{out}");
+        assert_eq!(lines[0], "sheet 6 True");
+        let pts = floats(lines[1]);
+        for (v, p) in pts.iter().enumerate() {
+            assert_eq!(p[..], sheet(1, v), "sheet point {v}");
+        }
+        assert_eq!(lines[2], "0 1 2 3 5 4", "the file's faces");
+        // Type, interpolation, number of time samples (0: written once), values.
+        let primvar = |line: &str| -> (String, Vec<[f32; 2]>) {
+            let f: Vec<&str> = line.splitn(4, ' ').collect();
+            (f[..3].join(" "), floats(f[3]).into_iter().map(|u| [u[0], u[1]]).collect())
+        };
+        assert_eq!(primvar(lines[3]), ("texCoord2f[] vertex 0".to_string(), SHEET_UVS.to_vec()));
+        assert_eq!(lines[4], "grid 9 True");
+        assert_eq!(primvar(lines[7]), ("texCoord2f[] vertex 0".to_string(), grid_uv));
+        assert_eq!(lines[8], "rope 5 False");
+    }
+    // The summary reader sees 6 points per frame for the sheet.
+    let prims = read_usda_summary(&usd[0]).unwrap();
+    assert_eq!(prims[0].points_per_frame, vec![6; FRAMES]);
+
+    // OBJ sequence: `v` in file order, `vt` per vertex, faces with texture indices.
+    let objs = write_all(Format::Obj, &tmp.path().join("obj"));
+    let text = std::fs::read_to_string(&objs[1]).unwrap();
+    let v: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("v ")).collect();
+    let vt: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("vt ")).collect();
+    assert_eq!((v.len(), vt.len()), (6 + 9 + 5, 6 + 9));
+    for k in 0..6 {
+        assert_eq!(floats(&v[k].replace(' ', ","))[0], sheet(1, k), "OBJ vertex {k}");
+        assert_eq!(floats(&vt[k].replace(' ', ","))[0], SHEET_UVS[k], "OBJ vt {k}");
+    }
+    let faces: Vec<&str> = text.lines().filter(|l| l.starts_with("f ")).collect();
+    assert_eq!(faces[..2], ["f 1/1 2/2 3/3", "f 4/4 6/6 5/5"]);
+    assert_eq!(faces.len(), 2 + 8);
+    assert!(text.contains("\nl 16 17 18 19 20\n"), "{text}");
+
+    // PC2: the sheet's 6 file vertices per sample; its rest mesh with the file's UVs.
+    let dir = tmp.path().join("pc2");
+    write_all(Format::Pc2, &dir);
+    let (points, frames) = read_pc2(dir.join("sheet.pc2")).unwrap();
+    assert_eq!((points, frames.len()), (6, FRAMES));
+    for (f, frame) in frames.iter().enumerate() {
+        for (v, p) in frame.iter().enumerate() {
+            assert_eq!(*p, sheet(f, v), "PC2 frame {f} vertex {v}");
+        }
+    }
+    let rest = std::fs::read_to_string(dir.join("sheet.obj")).unwrap();
+    let vt: Vec<[f32; 2]> = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("vt "))
+        .map(|l| {
+            let u = floats(&l.replace(' ', ","))[0].clone();
+            [u[0], u[1]]
+        })
+        .collect();
+    assert_eq!(vt, SHEET_UVS);
+    assert!(rest.contains("\nf 1/1 2/2 3/3\nf 4/4 6/6 5/5\n"), "{rest}");
+
+    // A vertex map must belong to a cloth and cover its particles.
+    let map = s.vertex_maps[0].clone();
+    let on_rope = [None, None, map.clone()];
+    let e =
+        cache::create(Format::Usda, &CacheSpec { vertex_maps: &on_rope, ..welded_spec(tmp.path(), &s) }).err().unwrap();
+    assert!(e.to_string().contains("rope"), "{e}");
+    let mut short = map.unwrap();
+    short.particle = vec![0, 1, 2, 1, 2, 2]; // particle 3 shown by no vertex
+    let e = cache::create(Format::Obj, &CacheSpec { vertex_maps: &[Some(short)], ..welded_spec(tmp.path(), &s) })
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("particle 3"), "{e}");
 }

@@ -1,6 +1,9 @@
 //! Scene parsing: every example scene loads; bad input gives an error naming file and key.
 
+use glam::Vec3;
+use hooke::Solver;
 use hooke_io::scene::{self, SceneError};
+use std::collections::HashMap;
 use std::path::Path;
 
 const LIMIT: u64 = 8 << 30;
@@ -136,4 +139,364 @@ fn degenerate_sizes_are_rejected_at_load() {
         let e = err(text);
         assert!(e.contains("particle") || e.contains("constraint"), "{e}");
     }
+}
+
+// ---- Mesh import: welding, file-order pins, polygons, byte-order marks ----
+
+/// Writes `obj` as `mesh.obj` and a scene with one cloth made from it (plus `extra` keys of
+/// that `[[cloth]]` and anything after), then loads the scene. The folder lives as long as the
+/// returned guard.
+fn mesh_scene(obj: &str, extra: &str) -> (tempfile::TempDir, Result<scene::Scene, SceneError>) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mesh.obj"), obj).unwrap();
+    let path = dir.path().join("mesh.toml");
+    std::fs::write(&path, format!("[[cloth]]\nmesh = \"mesh.obj\"\n{extra}")).unwrap();
+    let s = scene::load(&path, LIMIT);
+    (dir, s)
+}
+
+/// Runs the scene's XPBD solver for `frames` frames; returns the particle positions (m).
+fn simulate(s: &scene::Scene, frames: usize) -> Vec<Vec3> {
+    let scene::SolverChoice::Position(settings) = s.solver else { panic!("an XPBD scene") };
+    let mut solver = hooke::XpbdSolver::new(s.model.clone(), settings).unwrap();
+    for _ in 0..frames {
+        let control = s.control_at(solver.time());
+        solver.step(&control, 1.0 / s.fps).unwrap();
+    }
+    let mut x = Vec::new();
+    solver.read_positions(&mut x);
+    x
+}
+
+/// Number of connected pieces of the model's constraint graph.
+fn pieces(m: &hooke::Model) -> usize {
+    let mut parent: Vec<usize> = (0..m.particle_count()).collect();
+    fn root(p: &mut [usize], mut i: usize) -> usize {
+        while p[i] != i {
+            p[i] = p[p[i]];
+            i = p[i];
+        }
+        i
+    }
+    for c in m.distance().constraints() {
+        let (a, b) = (root(&mut parent, c.i as usize), root(&mut parent, c.j as usize));
+        parent[a] = b;
+    }
+    (0..parent.len()).filter(|&i| root(&mut parent, i) == i).count()
+}
+
+/// Whether every triangle edge of the model is shared by exactly two triangles.
+fn closed(m: &hooke::Model) -> bool {
+    let mut edges: HashMap<(u32, u32), usize> = HashMap::new();
+    for t in m.triangles() {
+        for k in 0..3 {
+            let (a, b) = (t[k], t[(k + 1) % 3]);
+            *edges.entry((a.min(b), a.max(b))).or_default() += 1;
+        }
+    }
+    edges.values().all(|&n| n == 2)
+}
+
+/// Input E of issue #9: one quad whose triangles share no vertex record.
+const SPLIT_QUAD: &str = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 4 6 5\n";
+
+/// Input E is welded into one piece of 4 particles; pins are file vertex indices (0, 1, 2 hold
+/// the first triangle) and the free corner hangs from the shared edge at its rest distances.
+/// With `weld = false` it stays in two pieces (with a warning) and the free corner falls away.
+#[test]
+fn split_quad_is_welded_and_pinned_by_file_index() {
+    let (_dir, s) = mesh_scene(SPLIT_QUAD, "pin_indices = [0, 1, 2]\n");
+    let s = s.unwrap();
+    assert_eq!(s.model.particle_count(), 4);
+    let map = s.vertex_maps[0].as_ref().unwrap();
+    assert_eq!(map.particle, [0, 1, 2, 1, 2, 3]);
+    assert_eq!((map.vertex_count(), map.particle_count(), map.welded()), (6, 4, 2));
+    assert_eq!(map.triangles, [[0, 1, 2], [3, 5, 4]]);
+    assert_eq!(s.model.triangles(), [[0, 1, 2], [1, 3, 2]]);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(pieces(&s.model), 1);
+    let mut pinned: Vec<u32> = s.pins.iter().map(|p| p.pin.particle).collect();
+    pinned.sort();
+    assert_eq!(pinned, [0, 1, 2]);
+
+    let rest = s.model.particle_position().to_vec();
+    let x = simulate(&s, 120);
+    let at = |v: usize| x[map.particle[v] as usize];
+    for (v, r) in rest.iter().enumerate().take(3) {
+        assert_eq!(at(v), *r, "pinned file vertex {v} moved");
+    }
+    for (v, w) in [(5, 1), (5, 2), (5, 3), (5, 4)] {
+        let d = (at(v) - at(w)).length();
+        println!("file vertices {v}–{w}: {d} m after 2 s");
+        assert!((d - 1.0).abs() < 0.02, "file vertices {v}–{w}: {d} m, rest 1 m");
+    }
+
+    // Pins name file vertices: 3 and 4 are copies of 1 and 2; 5 and −1 are the last vertex,
+    // particle 3.
+    let (_dir, s) = mesh_scene(SPLIT_QUAD, "pin_indices = [3, 4, 5, -1]\n");
+    let mut pinned: Vec<u32> = s.unwrap().pins.iter().map(|p| p.pin.particle).collect();
+    pinned.sort();
+    assert_eq!(pinned, [1, 2, 3]);
+
+    let (_dir, s) = mesh_scene(SPLIT_QUAD, "pin_indices = [0, 1, 2]\nweld = false\n");
+    let s = s.unwrap();
+    assert_eq!((s.model.particle_count(), pieces(&s.model)), (6, 2));
+    assert!(s.warnings.len() == 1 && s.warnings[0].contains("weld = false"), "{:?}", s.warnings);
+    assert!(s.warnings[0].contains("2 of the mesh's 6 vertices"), "{:?}", s.warnings);
+    let x = simulate(&s, 60);
+    assert!(x[5].y < -1.0, "unwelded, the free corner falls: {}", x[5]);
+}
+
+/// A UV sphere with rings × segments, as exporters write it: the seam column duplicated (UV
+/// u = 0 and u = 1) and one pole vertex per segment (each with its own UV). Returns the OBJ
+/// text and the file vertex index of (ring, segment) for the rings between the poles.
+fn uv_sphere(rings: usize, segments: usize, radius: f32, center: Vec3) -> (String, impl Fn(usize, usize) -> usize) {
+    let mut v = String::new();
+    let mut vt = String::new();
+    let (r, s) = (rings, segments);
+    // Top pole copies 0..s, ring vertices, bottom pole copies.
+    let ring = move |i: usize, j: usize| s + (i - 1) * (s + 1) + j;
+    let bottom = s + (r - 1) * (s + 1);
+    for j in 0..s {
+        v.push_str(&format!("v {} {} {}\n", center.x, center.y + radius, center.z));
+        vt.push_str(&format!("vt {} 1\n", (j as f32 + 0.5) / s as f32));
+    }
+    for i in 1..r {
+        let theta = std::f32::consts::PI * i as f32 / r as f32;
+        for j in 0..=s {
+            let phi = std::f32::consts::TAU * (j % s) as f32 / s as f32; // the seam repeats j = 0
+            let p = center + radius * Vec3::new(theta.sin() * phi.cos(), theta.cos(), -theta.sin() * phi.sin());
+            v.push_str(&format!("v {} {} {}\n", p.x, p.y, p.z));
+            vt.push_str(&format!("vt {} {}\n", j as f32 / s as f32, 1.0 - i as f32 / r as f32));
+        }
+    }
+    for j in 0..s {
+        v.push_str(&format!("v {} {} {}\n", center.x, center.y - radius, center.z));
+        vt.push_str(&format!("vt {} 0\n", (j as f32 + 0.5) / s as f32));
+    }
+    let mut f = String::new();
+    let tri = |f: &mut String, a: usize, b: usize, c: usize| {
+        f.push_str(&format!("f {}/{} {}/{} {}/{}\n", a + 1, a + 1, b + 1, b + 1, c + 1, c + 1))
+    };
+    for j in 0..s {
+        tri(&mut f, j, ring(1, j), ring(1, j + 1));
+        tri(&mut f, bottom + j, ring(r - 1, j + 1), ring(r - 1, j));
+    }
+    for i in 1..r - 1 {
+        for j in 0..s {
+            let (a, b, c, d) = (ring(i, j), ring(i + 1, j), ring(i + 1, j + 1), ring(i, j + 1));
+            f.push_str(&format!("f {}/{} {}/{} {}/{} {}/{}\n", a + 1, a + 1, b + 1, b + 1, c + 1, c + 1, d + 1, d + 1));
+        }
+    }
+    (format!("{v}{vt}{f}"), ring)
+}
+
+/// A UV sphere whose seam and poles are split in the file is welded into one closed surface
+/// (2 + (rings − 1)·segments particles), and hung from its top pole the seam stays shut; the
+/// same file unwelded opens along the seam (issue #9 measured 0.83 m).
+#[test]
+fn uv_sphere_with_a_split_seam_stays_closed() {
+    let (rings, segments) = (8, 16);
+    let (obj, ring) = uv_sphere(rings, segments, 0.5, Vec3::new(0.0, 1.5, 0.0));
+    let mut gaps = Vec::new();
+    for weld in [true, false] {
+        // Welding is the default.
+        let (_dir, s) =
+            mesh_scene(&obj, if weld { "pin_indices = [0]\n" } else { "pin_indices = [0]\nweld = false\n" });
+        let s = s.unwrap();
+        let map = s.vertex_maps[0].as_ref().unwrap();
+        if weld {
+            assert_eq!(s.model.particle_count(), 2 + (rings - 1) * segments);
+            assert_eq!(map.welded(), 2 * (segments - 1) + (rings - 1));
+            assert!(closed(&s.model) && pieces(&s.model) == 1);
+            assert!(s.model.particle_uv().is_some());
+        } else {
+            assert!(!closed(&s.model));
+        }
+        let x = simulate(&s, 90);
+        let at = |v: usize| x[map.particle[v] as usize];
+        gaps.push((1..rings).map(|i| (at(ring(i, 0)) - at(ring(i, segments))).length()).fold(0.0, f32::max));
+    }
+    println!("seam gap after 1.5 s: welded {} m, unwelded {} m", gaps[0], gaps[1]);
+    assert_eq!(gaps[0], 0.0, "welded seam opened");
+    assert!(gaps[1] > 0.1, "the unwelded seam should open: {} m", gaps[1]);
+}
+
+/// A flat-shaded cube of 24 vertices (4 per face) and 6 quads.
+fn flat_cube(side: f32, center: Vec3) -> String {
+    let h = side / 2.0;
+    let mut v = String::new();
+    let mut f = String::new();
+    let mut n = 0;
+    for a in 0..3 {
+        for s in [1.0f32, -1.0] {
+            let (e, u, w) = (Vec3::AXES[a], Vec3::AXES[(a + 1) % 3], Vec3::AXES[(a + 2) % 3]);
+            let mut corners = [-u - w, u - w, u + w, -u + w].map(|c| center + h * (s * e + c));
+            if s < 0.0 {
+                corners.reverse(); // counter-clockwise seen from outside
+            }
+            for c in corners {
+                v.push_str(&format!("v {} {} {}\nvn {} 0 0\n", c.x, c.y, c.z, s));
+            }
+            f.push_str(&format!("f {}//1 {}//1 {}//1 {}//1\n", n + 1, n + 2, n + 3, n + 4));
+            n += 4;
+        }
+    }
+    format!("{v}{f}")
+}
+
+/// A flat-shaded 24-vertex box is welded into 8 particles and one closed surface; dropped on
+/// the ground it keeps its edges (within 5 %). Unwelded it is six separate squares.
+#[test]
+fn flat_shaded_cube_is_welded_into_one_body() {
+    let side = 0.4;
+    let obj = flat_cube(side, Vec3::new(0.0, 0.6, 0.0));
+    let ground = "[[collider]]\nshape = \"plane\"\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n";
+    let (_dir, s) = mesh_scene(&obj, ground);
+    let s = s.unwrap();
+    assert_eq!((s.model.particle_count(), s.model.triangles().len()), (8, 12));
+    assert_eq!(s.vertex_maps[0].as_ref().unwrap().welded(), 16);
+    assert!(closed(&s.model) && pieces(&s.model) == 1);
+    // Every triangle faces outwards (the file's winding is kept).
+    let rest = s.model.particle_position();
+    let c = rest.iter().copied().sum::<Vec3>() / 8.0;
+    for t in s.model.triangles() {
+        let [a, b, d] = t.map(|k| rest[k as usize]);
+        assert!((b - a).cross(d - a).dot((a + b + d) / 3.0 - c) > 0.0, "{t:?} faces inwards");
+    }
+    let x = simulate(&s, 90);
+    assert!(x.iter().all(|p| p.y > -0.01), "the box went through the ground");
+    for i in 0..8 {
+        for j in i + 1..8 {
+            let r = (rest[i] - rest[j]).length();
+            if (r - side).abs() < 1e-5 {
+                let d = (x[i] - x[j]).length();
+                println!("cube edge {i}–{j}: strain {:.2e}", d / r - 1.0);
+                assert!((d / r - 1.0).abs() < 0.05, "edge {i}–{j}: {d} m, rest {r} m");
+            }
+        }
+    }
+    let (_dir, s) = mesh_scene(&obj, &format!("weld = false\n{ground}"));
+    let s = s.unwrap();
+    assert_eq!((s.model.particle_count(), pieces(&s.model)), (24, 6));
+}
+
+/// A concave pentagon (a square with a notch) is ear-clipped: three triangles all facing +z,
+/// of total area 2.5 m², so the mass is density × 2.5 (the old fan had an inverted triangle
+/// and 40 % extra mass here). A self-intersecting face and a flat one are refused with their
+/// line.
+#[test]
+fn concave_pentagon_is_triangulated_with_the_right_mass() {
+    let obj = "v 0 0 0\nv 2 0 0\nv 2 2 0\nv 1 0.5 0\nv 0 2 0\nf 1 2 3 4 5\n";
+    let (_dir, s) = mesh_scene(obj, "material = \"m\"\n[materials.m]\ndensity = 0.2\n");
+    let s = s.unwrap();
+    let p = s.model.particle_position();
+    assert_eq!(s.model.triangles().len(), 3);
+    let mut area = 0.0;
+    for t in s.model.triangles() {
+        let [a, b, c] = t.map(|k| p[k as usize]);
+        let n = 0.5 * (b - a).cross(c - a);
+        assert!(n.z > 0.0 && n.x == 0.0 && n.y == 0.0, "triangle {t:?} is inverted: {n}");
+        area += n.z;
+    }
+    assert!((area - 2.5).abs() < 1e-6, "area {area} m²");
+    assert!((s.model.total_mass() - 0.5).abs() < 1e-6, "mass {} kg", s.model.total_mass());
+
+    for (obj, needle) in [
+        ("v 0 0 0\nv 2 2 0\nv 2 0 0\nv 0 1 0\n# a bow tie\nf 1 2 3 4\n", "self-intersecting"),
+        ("v 0 0 0\nv 1 0 0\nv 2 0 0\nv 3 0 0\nf 1 2 3 4\n", "no area"),
+    ] {
+        let (_dir, e) = mesh_scene(obj, "");
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("line 6") || e.contains("line 5"), "{e}");
+        assert!(e.contains(needle) && e.contains("mesh.obj") && e.contains("cloth[0]"), "{e}");
+    }
+}
+
+/// A UTF-8 byte-order mark before the first vertex is skipped: all four vertices load, and
+/// pin 0 is the first vertex (without the fix the first `v` line was lost).
+#[test]
+fn byte_order_mark_is_stripped() {
+    let obj = "\u{feff}v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3\nf 1 3 4\n";
+    let (_dir, s) = mesh_scene(obj, "pin_indices = [0]\n");
+    let s = s.unwrap();
+    assert_eq!(s.model.particle_count(), 4);
+    assert_eq!(s.model.particle_position()[s.pins[0].pin.particle as usize], Vec3::ZERO);
+    // A scene file with one, too (the TOML parser skips it).
+    let grid = parse(&format!("\u{feff}{GRID}")).unwrap();
+    assert_eq!(grid.model.particle_count(), 16);
+}
+
+/// `weld_tolerance` is in the file's units and welds what is within it; bad values, a
+/// tolerance that collapses triangles, double-sided meshes and weld keys on grids are errors
+/// naming the key or the face's line.
+#[test]
+fn weld_tolerance_and_weld_errors() {
+    // The second triangle's copies of vertices 2 and 3 are 1 mm off.
+    let near = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1.001 0 0\nv 0 1.001 0\nv 1 1 0\nf 1 2 3\nf 4 6 5\n";
+    let (_dir, s) = mesh_scene(near, "");
+    assert_eq!(s.unwrap().model.particle_count(), 6, "1 mm is beyond the default tolerance");
+    let (_dir, s) = mesh_scene(near, "weld_tolerance = 0.002\n");
+    let s = s.unwrap();
+    assert_eq!(s.model.particle_count(), 4);
+    assert_eq!(s.vertex_maps[0].as_ref().unwrap().weld_tolerance, Some(0.002));
+    // Scale applies after welding: the tolerance stays in file units.
+    let (_dir, s) = mesh_scene(near, "weld_tolerance = 0.002\nscale = 100.0\n");
+    assert_eq!(s.unwrap().model.particle_count(), 4);
+
+    for (extra, needle) in [
+        ("weld_tolerance = -1.0\n", "weld_tolerance"),
+        ("weld_tolerance = nan\n", "weld_tolerance"),
+        ("weld = false\nweld_tolerance = 0.1\n", "weld_tolerance"),
+        ("weld_tolerance = 1.0\n", "line 7"),
+    ] {
+        let (_dir, e) = mesh_scene(near, extra);
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains(needle) && e.contains("cloth[0]"), "{extra:?}: {e}");
+    }
+    let (_dir, e) = mesh_scene(near, "weld_tolerance = 1.0\n");
+    assert!(e.unwrap_err().to_string().contains("collapses"));
+    // Both sides of a sheet, each with its own vertices: the same triangles once welded.
+    let two_sided = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\nf 4 6 5\n";
+    let (_dir, e) = mesh_scene(two_sided, "");
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("line 8") && e.contains("line 7") && e.contains("weld = false"), "{e}");
+    let (_dir, s) = mesh_scene(two_sided, "weld = false\n");
+    assert_eq!(s.unwrap().model.particle_count(), 6);
+    // A vertex no face uses, named by its line.
+    let (_dir, e) = mesh_scene("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 5 5 5\nf 1 2 3\n", "");
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("vertex 3 (line 4)") && e.contains("no face"), "{e}");
+    for key in ["weld = true", "weld_tolerance = 0.1"] {
+        let e = err(&format!("{GRID}{key}\n"));
+        assert!(e.contains(key.split(' ').next().unwrap()) && e.contains("mesh"), "{e}");
+    }
+    let (_dir, e) = mesh_scene(SPLIT_QUAD, "pin_indices = [6]\n");
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("pin_indices") && e.contains("6"), "{e}");
+}
+
+/// Scene names with control characters are refused; μₖ > μₛ is a warning, not an error; a
+/// rope's stiffness errors are in N (EA), a cloth's in N/m.
+#[test]
+fn names_friction_warnings_and_units() {
+    let e = err(&format!("name = \"bad\\u0007name\"\n{GRID}"));
+    assert!(e.contains("name") && e.contains("U+0007"), "{e}");
+    let e = scene::parse(GRID, "test.toml", "stem\nline", None, LIMIT).unwrap_err().to_string();
+    assert!(e.contains("stem") && e.contains("U+000A"), "{e}");
+
+    let plane = "[[collider]]\nshape = \"plane\"\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n";
+    let s = parse(&format!("{GRID}{plane}static_friction = 0.3\nkinetic_friction = 0.5\n")).unwrap();
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(s.warnings[0].contains("collider[0]") && s.warnings[0].contains("μₖ = 0.5"), "{:?}", s.warnings);
+    let s = parse(&format!("{GRID}{plane}static_friction = 0.5\nkinetic_friction = 0.3\n")).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+    let rope = "[[rope]]\nmaterial = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 5\n";
+    for key in ["stretch_stiffness", "bend_stiffness"] {
+        let e = err(&format!("[materials.r]\n{key} = -1.0\n{rope}"));
+        assert!(e.contains("> 0 N (") && !e.contains("N/m"), "{e}");
+    }
+    let e = err(&format!("[materials.c]\nbend_stiffness = -1.0\n{GRID}material = \"c\"\n"));
+    assert!(e.contains("> 0 N/m"), "{e}");
 }

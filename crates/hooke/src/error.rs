@@ -71,6 +71,28 @@ pub(crate) fn stiffness(context: &str, field: &str, value: f32) -> Result<(), Mo
     }
 }
 
+/// Checks that a rope's axial stiffness (EA, N) is > 0 (`+inf` allowed: rigid).
+pub(crate) fn axial_stiffness(context: &str, field: &str, value: f32) -> Result<(), ModelError> {
+    if value > 0.0 && !value.is_nan() {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(format!("{context}: {field}"), format!("must be > 0 N (inf for rigid), got {value}")))
+    }
+}
+
+/// Checks that a bending modulus (in `unit`: N·m for cloth, N·m² for rope) is > 0 (`+inf`
+/// allowed: rigid).
+pub(crate) fn modulus(context: &str, field: &str, value: f32, unit: &str) -> Result<(), ModelError> {
+    if value > 0.0 && !value.is_nan() {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(
+            format!("{context}: {field}"),
+            format!("must be > 0 {unit} (inf for rigid), got {value}"),
+        ))
+    }
+}
+
 /// Checks that a vector is finite.
 pub(crate) fn finite_vec(context: &str, field: &str, v: glam::Vec3) -> Result<(), ModelError> {
     if v.is_finite() {

@@ -4,6 +4,14 @@
 //! Positions are world positions in metres, Y up, exactly as the solver holds them (no axis
 //! conversion: importers that assume Z up must be told the file is Y up).
 //!
+//! A body's vertices are its particles in order, except for a cloth made from a mesh file
+//! whose [`VertexMap`] is given in [`CacheSpec::vertex_maps`]: that one is written in the
+//! file's vertex order with the file's triangles, a welded particle repeated at each file
+//! vertex that became it, so the cache lines up with the original mesh vertex for vertex (a
+//! DCC tool can transfer it onto the file's mesh, and the UV seams keep their two sets of UVs).
+//! Texture coordinates — a mesh's, or a grid's u = column/(columns − 1), v = row/(rows − 1) —
+//! go into every format, written once.
+//!
 //! | [`Format`] | Files written | Reference |
 //! |---|---|---|
 //! | [`Format::Usda`] (default) | `<dir>/<scene_name>.usda` | Pixar USD text format |
@@ -15,22 +23,23 @@
 //!   format, not written here). One layer with stage metadata `upAxis = "Y"`,
 //!   `metersPerUnit = 1`, `startTimeCode = 0`, `endTimeCode` = last frame and
 //!   `timeCodesPerSecond = framesPerSecond = fps`; a `def Xform "World"` (the default prim)
-//!   holds one `UsdGeomMesh` per cloth (triangles, topology written once, `points` and
+//!   holds one `UsdGeomMesh` per cloth (triangles, topology and UVs written once — UVs as the
+//!   primvar `texCoord2f[] primvars:st` with `interpolation = "vertex"` —, `points` and
 //!   `extent` as time samples, one per frame, time code = frame number) and one
 //!   `UsdGeomBasisCurves` (`type = "linear"`, `widths` = 2 × particle radius per vertex) per
 //!   rope. Prim names are body names made into USD identifiers (see [`usd_identifiers`]).
 //! * **OBJ sequence** — Wavefront OBJ (Appendix B1 of the Advanced Visualizer manual; see
 //!   <https://paulbourke.net/dataformats/obj/>), one complete file per frame: per body an
-//!   `o <name>` group, `v x y z` lines, then cloth triangles as `f a b c` (1-based,
-//!   counter-clockwise from the front, indices counted across the whole file) or the rope as
-//!   one `l` polyline.
+//!   `o <name>` group, `v x y z` lines, a cloth's UVs as `vt u v` lines (one per vertex), then
+//!   cloth triangles as `f a b c`, or `f a/ta b/tb c/tc` with UVs (1-based, counter-clockwise
+//!   from the front, indices counted across the whole file), or the rope as one `l` polyline.
 //! * **PC2** — Point Cache 2, the vertex cache of 3ds Max read by Blender's *Mesh Cache*
 //!   modifier (<https://docs.blender.org/manual/en/latest/modeling/modifiers/modify/mesh_cache.html>).
 //!   Little-endian: `char[12] "POINTCACHE2\0"`, `i32 version = 1`, `i32 numPoints`,
 //!   `f32 startFrame = 0`, `f32 sampleRate = 1`, `i32 numSamples`, then
 //!   `numSamples × numPoints × (f32 x, f32 y, f32 z)`. PC2 stores no topology, so each body
-//!   also gets a rest mesh `<body>.obj` (the frame-0 positions, same vertex order) to apply
-//!   the cache to.
+//!   also gets a rest mesh `<body>.obj` (the frame-0 positions, same vertex order, with its
+//!   `vt` UVs and faces like the OBJ sequence's) to apply the cache to.
 //!
 //! # Atomicity
 //!
@@ -52,7 +61,7 @@
 //! let mut builder = ModelBuilder::new();
 //! builder.add_cloth_grid(&ClothGrid::new("flag", 10, 10, 0.05))?;
 //! let model = builder.finalize()?;
-//! let spec = CacheSpec { dir: "out".as_ref(), scene_name: "flag", fps: 30.0, model: &model };
+//! let spec = CacheSpec { dir: "out".as_ref(), scene_name: "flag", fps: 30.0, model: &model, vertex_maps: &[] };
 //! let mut writer = cache::create(Format::Usda, &spec)?;
 //! for frame in 0..3 {
 //!     writer.write_frame(frame, model.particle_position())?;
@@ -69,7 +78,8 @@ mod usda;
 
 pub use pc2::read_pc2;
 
-use glam::Vec3;
+use crate::mesh::VertexMap;
+use glam::{Vec2, Vec3};
 use hooke::{Body, Model};
 use std::collections::HashSet;
 use std::fmt;
@@ -128,6 +138,13 @@ impl FromStr for Format {
 }
 
 /// What to cache and where: the input of [`create`].
+///
+/// Each body is written as its particles in order (triangles from the model, UVs from
+/// [`Model::particle_uv`] where the body has them), unless it has a [`VertexMap`] in
+/// `vertex_maps`: then it is written as the mesh file was — its vertices in file order, each
+/// showing the position of its particle (a welded particle repeated at every file vertex that
+/// became it), the file's triangles and the file's UVs — so that the cache lines up with the
+/// original mesh, vertex for vertex, and a UV seam keeps its two sets of UVs.
 #[derive(Clone, Copy, Debug)]
 pub struct CacheSpec<'a> {
     /// Output directory; created (with its parents) if missing.
@@ -139,6 +156,10 @@ pub struct CacheSpec<'a> {
     pub fps: f32,
     /// The model whose bodies are cached; its particle order defines the position arrays.
     pub model: &'a Model,
+    /// Per body (indexed like [`Model::bodies`]; may be shorter, or empty): the mesh file's
+    /// vertex map, for a cloth to be written in the file's vertex order (see above). A scene
+    /// gives it as [`Scene::vertex_maps`](crate::scene::Scene).
+    pub vertex_maps: &'a [Option<VertexMap>],
 }
 
 /// Why a cache could not be written or read. Every message names the file or directory.
@@ -210,9 +231,7 @@ pub fn create(format: Format, spec: &CacheSpec) -> Result<Box<dyn CacheWriter>, 
             spec.fps
         )));
     }
-    for body in spec.model.bodies() {
-        body_range(spec.model, body)?;
-    }
+    body_outputs(spec)?;
     std::fs::create_dir_all(spec.dir).map_err(|e| io_error(spec.dir, e))?;
     atomic::sweep_stale(spec.dir);
     Ok(match format {
@@ -244,6 +263,97 @@ pub(crate) fn body_range(model: &Model, body: &Body) -> Result<Range<usize>, Cac
         )));
     }
     Ok(r)
+}
+
+/// What is written for one body: which particle each written vertex shows, the triangles over
+/// the written vertices, and their UVs.
+#[derive(Clone, Debug)]
+pub(crate) struct BodyOutput {
+    /// Particle range of the body in the position arrays.
+    pub(crate) range: Range<usize>,
+    /// For each written vertex, its particle local to the body; `None`: the particles in order.
+    pub(crate) gather: Option<Vec<u32>>,
+    /// Triangles over the written vertices (empty for a rope).
+    pub(crate) triangles: Vec<[u32; 3]>,
+    /// One UV per written vertex, if the body has them all.
+    pub(crate) uvs: Option<Vec<Vec2>>,
+    /// Whether the body is a cloth (else a rope).
+    pub(crate) cloth: bool,
+}
+
+impl BodyOutput {
+    /// Number of vertices written per frame.
+    pub(crate) fn vertex_count(&self) -> usize {
+        self.gather.as_ref().map_or(self.range.len(), Vec::len)
+    }
+
+    /// The written vertices' positions out of a frame's particle `positions`, into `out`.
+    pub(crate) fn points<'p>(&self, positions: &'p [Vec3], out: &'p mut Vec<Vec3>) -> &'p [Vec3] {
+        let own = &positions[self.range.clone()];
+        match &self.gather {
+            None => own,
+            Some(g) => {
+                out.clear();
+                out.extend(g.iter().map(|&p| own[p as usize]));
+                out
+            }
+        }
+    }
+}
+
+/// What [`create`] writes for each body of `spec`, checked against the model: a [`VertexMap`]
+/// must belong to a mesh cloth, name only the body's particles (every one of them), and have
+/// triangles over its vertices and one finite UV per vertex.
+pub(crate) fn body_outputs(spec: &CacheSpec) -> Result<Vec<BodyOutput>, CacheError> {
+    let model = spec.model;
+    let uv_all = model.particle_uv();
+    let mut out = Vec::with_capacity(model.bodies().len());
+    for (k, body) in model.bodies().iter().enumerate() {
+        let range = body_range(model, body)?;
+        let bad = |what: String| CacheError::Invalid(format!("body {:?}: vertex map: {what}", body.name));
+        let o = match spec.vertex_maps.get(k).and_then(Option::as_ref) {
+            Some(map) => {
+                if !body.is_cloth() {
+                    return Err(bad("a rope has no mesh file".into()));
+                }
+                let mut hit = vec![false; range.len()];
+                for &p in &map.particle {
+                    *hit.get_mut(p as usize)
+                        .ok_or_else(|| bad(format!("particle {p} is outside the body's {}", range.len())))? = true;
+                }
+                if let Some(p) = hit.iter().position(|h| !h) {
+                    return Err(bad(format!("particle {p} is shown by no vertex")));
+                }
+                let n = map.particle.len();
+                if let Some(t) = map.triangles.iter().find(|t| t.iter().any(|&v| v as usize >= n)) {
+                    return Err(bad(format!("triangle {t:?} refers to a vertex beyond the {n} vertices")));
+                }
+                if let Some(uv) = &map.uvs
+                    && (uv.len() != n || !uv.iter().all(|x| x.is_finite()))
+                {
+                    return Err(bad(format!("{} UVs for {n} vertices, or not all finite", uv.len())));
+                }
+                BodyOutput {
+                    range,
+                    gather: Some(map.particle.clone()),
+                    triangles: map.triangles.clone(),
+                    uvs: map.uvs.clone(),
+                    cloth: true,
+                }
+            }
+            None => {
+                let triangles = if body.is_cloth() { local_triangles(model, body)? } else { Vec::new() };
+                // Grid UVs, or a mesh's per-particle UVs; ropes hold NaN (none).
+                let uvs = uv_all
+                    .and_then(|uv| uv.get(range.clone()))
+                    .filter(|uv| body.is_cloth() && uv.iter().all(|x| x.is_finite()))
+                    .map(<[Vec2]>::to_vec);
+                BodyOutput { range, gather: None, triangles, uvs, cloth: body.is_cloth() }
+            }
+        };
+        out.push(o);
+    }
+    Ok(out)
 }
 
 /// The triangles of `body` with indices local to the body (global − `particles.start`).

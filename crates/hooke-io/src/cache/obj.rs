@@ -7,7 +7,9 @@
 //! o cloth
 //! v 0.1 0.0 -0.2
 //! …
-//! f 1 6 2
+//! vt 0.0 0.25                  (a cloth with UVs: one per vertex)
+//! …
+//! f 1/1 6/6 2/2                (without UVs: f 1 6 2)
 //! …
 //! o rope_1
 //! v …
@@ -15,15 +17,15 @@
 //! ```
 //!
 //! Object names are the body names made into file-safe names ([`file_stems`]); face and
-//! line indices are 1-based and count vertices across the whole file. Each frame is written
+//! line indices are 1-based and count vertices (and texture coordinates) across the whole
+//! file. A cloth with a vertex map is written in its mesh file's vertex order (see the
+//! [parent module](super)). Each frame is written
 //! to a temporary file and renamed into place, so a crash leaves only complete frames.
 
 use super::atomic::AtomicFile;
-use super::{CacheError, CacheSpec, CacheWriter, FrameCounter, body_range, file_stems, local_triangles};
+use super::{BodyOutput, CacheError, CacheSpec, CacheWriter, FrameCounter, body_outputs, file_stems};
 use glam::Vec3;
-use hooke::{Body, Model};
 use std::fmt::Write as _;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// One body of the sequence.
@@ -31,9 +33,9 @@ use std::path::{Path, PathBuf};
 struct ObjBody {
     /// `o <name>` line.
     object: String,
-    /// Particle range in the position arrays.
-    range: Range<usize>,
-    /// `f`/`l` lines with file-global indices (constant across frames).
+    /// The body's vertices.
+    output: BodyOutput,
+    /// `vt` lines and `f`/`l` lines with file-global indices (constant across frames).
     topology: String,
 }
 
@@ -47,6 +49,8 @@ pub(crate) struct ObjWriter {
     counter: FrameCounter,
     written: Vec<PathBuf>,
     buf: String,
+    /// Scratch for the points of a body written in file order.
+    gathered: Vec<Vec3>,
 }
 
 impl ObjWriter {
@@ -54,12 +58,12 @@ impl ObjWriter {
         let model = spec.model;
         let names = file_stems(model.bodies().iter().map(|b| b.name.as_str()));
         let mut bodies = Vec::with_capacity(names.len());
-        let mut base = 0u64;
-        for (body, name) in model.bodies().iter().zip(names) {
-            let range = body_range(model, body)?;
-            let topology = topology(model, body, base)?;
-            base += range.len() as u64;
-            bodies.push(ObjBody { object: format!("o {name}\n"), range, topology });
+        let (mut base, mut uv_base) = (0u64, 0u64);
+        for (output, name) in body_outputs(spec)?.into_iter().zip(names) {
+            let topology = topology(&output, base, uv_base);
+            base += output.vertex_count() as u64;
+            uv_base += output.uvs.as_ref().map_or(0, |uv| uv.len() as u64);
+            bodies.push(ObjBody { object: format!("o {name}\n"), output, topology });
         }
         Ok(ObjWriter {
             dir: spec.dir.to_path_buf(),
@@ -69,6 +73,7 @@ impl ObjWriter {
             counter: FrameCounter::new(spec.dir.to_path_buf(), model.particle_count()),
             written: Vec::new(),
             buf: String::new(),
+            gathered: Vec::new(),
         })
     }
 }
@@ -86,7 +91,7 @@ impl CacheWriter for ObjWriter {
         );
         for body in &self.bodies {
             buf.push_str(&body.object);
-            push_vertices(buf, &positions[body.range.clone()]);
+            push_vertices(buf, body.output.points(positions, &mut self.gathered));
             buf.push_str(&body.topology);
         }
         let path = self.dir.join(format!("{}_{frame:04}.obj", self.scene_name));
@@ -135,21 +140,32 @@ pub(crate) fn push_vertices(buf: &mut String, points: &[Vec3]) {
     }
 }
 
-/// The `f a b c` lines of a cloth or the `l …` line of a rope, 1-based, the body's first
-/// vertex being number `base + 1` in the file.
-pub(crate) fn topology(model: &Model, body: &Body, base: u64) -> Result<String, CacheError> {
+/// The `vt u v` lines and `f a/ta b/tb c/tc` lines of a cloth with UVs, the `f a b c` lines
+/// of one without, or the `l …` line of a rope; 1-based, the body's first vertex being number
+/// `base + 1` in the file and its first texture coordinate number `uv_base + 1`.
+pub(crate) fn topology(output: &BodyOutput, base: u64, uv_base: u64) -> String {
     let mut s = String::new();
-    if body.is_cloth() {
-        for [a, b, c] in local_triangles(model, body)? {
-            let (a, b, c) = (base + a as u64 + 1, base + b as u64 + 1, base + c as u64 + 1);
-            let _ = writeln!(s, "f {a} {b} {c}");
+    if output.cloth {
+        if let Some(uvs) = &output.uvs {
+            for uv in uvs {
+                let _ = writeln!(s, "vt {:?} {:?}", uv.x, uv.y);
+            }
+        }
+        for tri in &output.triangles {
+            let [a, b, c] = tri.map(|v| base + v as u64 + 1);
+            if output.uvs.is_some() {
+                let [ta, tb, tc] = tri.map(|v| uv_base + v as u64 + 1);
+                let _ = writeln!(s, "f {a}/{ta} {b}/{tb} {c}/{tc}");
+            } else {
+                let _ = writeln!(s, "f {a} {b} {c}");
+            }
         }
     } else {
         s.push('l');
-        for k in 0..body_range(model, body)?.len() as u64 {
+        for k in 0..output.vertex_count() as u64 {
             let _ = write!(s, " {}", base + k + 1);
         }
         s.push('\n');
     }
-    Ok(s)
+    s
 }

@@ -9,25 +9,26 @@
 //!   |---|---|---|
 //!   | 0 | `char[12]` | `"POINTCACHE2\0"` |
 //!   | 12 | `i32` | version = 1 |
-//!   | 16 | `i32` | numPoints = particles of the body |
+//!   | 16 | `i32` | numPoints = vertices of the body (its particles, or its mesh file's vertices) |
 //!   | 20 | `f32` | startFrame = 0 |
 //!   | 24 | `f32` | sampleRate = 1 (one sample per frame) |
 //!   | 28 | `i32` | numSamples = frames written |
 //!   | 32 | `f32 × 3 × numPoints × numSamples` | x, y, z (m, Y up), frame-major |
 //!
 //! * `<dir>/<body>.obj`: the rest mesh to apply the cache to — the frame-0 positions in the
-//!   same vertex order, with `f` triangles for a cloth or one `l` polyline for a rope.
+//!   same vertex order, with `vt` UVs and `f` triangles (`f a/a b/b c/c` with UVs) for a cloth,
+//!   or one `l` polyline for a rope. A cloth with a vertex map is written in its mesh file's
+//!   vertex order (see the [parent module](super)).
 //!
 //! Samples are streamed to a temporary `.pc2` written with numSamples = 0; `finish()` patches
 //! the count, then renames every file into place.
 
 use super::atomic::AtomicFile;
 use super::obj::{push_vertices, topology};
-use super::{CacheError, CacheSpec, CacheWriter, FrameCounter, body_range, file_stems, io_error};
+use super::{BodyOutput, CacheError, CacheSpec, CacheWriter, FrameCounter, body_outputs, file_stems, io_error};
 use glam::Vec3;
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// The 12-byte signature.
@@ -40,7 +41,8 @@ const NUM_SAMPLES_OFFSET: u64 = 28;
 /// One body: its cache and its rest mesh.
 #[derive(Debug)]
 struct Pc2Body {
-    range: Range<usize>,
+    /// The body's vertices.
+    output: BodyOutput,
     pc2: AtomicFile,
     /// Final path of the rest mesh.
     rest_path: PathBuf,
@@ -58,6 +60,8 @@ pub(crate) struct Pc2Writer {
     bodies: Vec<Pc2Body>,
     counter: FrameCounter,
     bytes: Vec<u8>,
+    /// Scratch for the points of a body written in file order.
+    gathered: Vec<Vec3>,
 }
 
 impl Pc2Writer {
@@ -65,12 +69,11 @@ impl Pc2Writer {
         let model = spec.model;
         let names = file_stems(model.bodies().iter().map(|b| b.name.as_str()));
         let mut bodies = Vec::with_capacity(names.len());
-        for (body, name) in model.bodies().iter().zip(names) {
-            let range = body_range(model, body)?;
+        for (output, name) in body_outputs(spec)?.into_iter().zip(names) {
             let path = spec.dir.join(format!("{name}.pc2"));
-            let points = i32::try_from(range.len()).map_err(|_| {
-                CacheError::Invalid(format!("{}: {} points do not fit a PC2 file", path.display(), range.len()))
-            })?;
+            let n = output.vertex_count();
+            let points = i32::try_from(n)
+                .map_err(|_| CacheError::Invalid(format!("{}: {n} points do not fit a PC2 file", path.display())))?;
             let mut pc2 = AtomicFile::create(&path)?;
             let mut header = Vec::with_capacity(HEADER as usize);
             header.extend_from_slice(MAGIC);
@@ -81,16 +84,21 @@ impl Pc2Writer {
             header.extend_from_slice(&0i32.to_le_bytes());
             pc2.write_all(&header)?;
             bodies.push(Pc2Body {
-                range,
+                rest_topology: topology(&output, 0, 0),
+                output,
                 pc2,
                 rest_path: spec.dir.join(format!("{name}.obj")),
-                rest_topology: topology(model, body, 0)?,
                 object: format!("o {name}\n"),
                 rest: None,
             });
         }
         let target = spec.dir.to_path_buf();
-        Ok(Pc2Writer { bodies, counter: FrameCounter::new(target, model.particle_count()), bytes: Vec::new() })
+        Ok(Pc2Writer {
+            bodies,
+            counter: FrameCounter::new(target, model.particle_count()),
+            bytes: Vec::new(),
+            gathered: Vec::new(),
+        })
     }
 }
 
@@ -101,7 +109,7 @@ impl CacheWriter for Pc2Writer {
         }
         self.counter.begin(frame, positions)?;
         for body in &mut self.bodies {
-            let pts = &positions[body.range.clone()];
+            let pts = body.output.points(positions, &mut self.gathered);
             self.bytes.clear();
             for p in pts {
                 for c in p.to_array() {

@@ -23,6 +23,9 @@
 //!         uniform bool doubleSided = 1
 //!         uniform token orientation = "rightHanded"
 //!         uniform token subdivisionScheme = "none"
+//!         texCoord2f[] primvars:st = [(0, 0), …] (      (if the cloth has UVs)
+//!             interpolation = "vertex"
+//!         )
 //!         float3[] extent.timeSamples = { 0: [(min), (max)], … }
 //!         point3f[] points.timeSamples = { 0: [(x, y, z), …], 1: […], … }
 //!     }
@@ -44,17 +47,16 @@
 //! Floats are printed in Rust's shortest round-trip form, so `f32` values read back exactly.
 
 use super::atomic::AtomicFile;
-use super::{CacheError, CacheSpec, CacheWriter, FrameCounter, body_range, local_triangles, usd_identifiers};
+use super::{BodyOutput, CacheError, CacheSpec, CacheWriter, FrameCounter, body_outputs, usd_identifiers};
 use glam::Vec3;
 use std::fmt::Write as _;
-use std::ops::Range;
 use std::path::PathBuf;
 
 /// One animated prim: a cloth (`Mesh`) or a rope (`BasisCurves`).
 #[derive(Debug)]
 struct Prim {
-    /// Particle range of the body in the position arrays.
-    range: Range<usize>,
+    /// The body's vertices.
+    output: BodyOutput,
     /// Half-width of each rope vertex (m), to pad the extent; empty for cloth.
     radius: Vec<f32>,
     /// Everything from `def` to before the time samples.
@@ -74,6 +76,8 @@ pub(crate) struct UsdaWriter {
     prims: Vec<Prim>,
     counter: FrameCounter,
     buf: String,
+    /// Scratch for the points of a body written in file order.
+    gathered: Vec<Vec3>,
 }
 
 impl UsdaWriter {
@@ -83,12 +87,12 @@ impl UsdaWriter {
         let path = spec.dir.join(&file_name);
         let names = usd_identifiers(model.bodies().iter().map(|b| b.name.as_str()));
         let mut prims = Vec::with_capacity(names.len());
-        for (k, (body, name)) in model.bodies().iter().zip(names).enumerate() {
-            let range = body_range(model, body)?;
+        for (k, (output, name)) in body_outputs(spec)?.into_iter().zip(names).enumerate() {
+            let range = output.range.clone();
             let mut head = String::new();
             let mut radius = Vec::new();
-            if body.is_cloth() {
-                let tris = local_triangles(model, body)?;
+            if output.cloth {
+                let tris = &output.triangles;
                 let _ = write!(head, "    def Mesh \"{name}\"\n    {{\n        int[] faceVertexCounts = [");
                 join(&mut head, tris.iter().map(|_| 3u32));
                 head.push_str("]\n        int[] faceVertexIndices = [");
@@ -97,6 +101,17 @@ impl UsdaWriter {
                     "]\n        uniform bool doubleSided = 1\n        uniform token orientation = \"rightHanded\"\n        \
                      uniform token subdivisionScheme = \"none\"\n",
                 );
+                if let Some(uvs) = &output.uvs {
+                    // One UV per point, not time-sampled (the texture does not move on the cloth).
+                    head.push_str("        texCoord2f[] primvars:st = [");
+                    for (i, uv) in uvs.iter().enumerate() {
+                        if i > 0 {
+                            head.push_str(", ");
+                        }
+                        let _ = write!(head, "({:?}, {:?})", uv.x, uv.y);
+                    }
+                    head.push_str("] (\n            interpolation = \"vertex\"\n        )\n");
+                }
             } else {
                 radius = model.particle_radius()[range.clone()].to_vec();
                 let _ = write!(
@@ -111,7 +126,7 @@ impl UsdaWriter {
             }
             let points = AtomicFile::scratch(spec.dir, &format!("{file_name}.prim{k}.points"))?;
             let extent = AtomicFile::scratch(spec.dir, &format!("{file_name}.prim{k}.extent"))?;
-            prims.push(Prim { range, radius, head, points, extent });
+            prims.push(Prim { output, radius, head, points, extent });
         }
         Ok(UsdaWriter {
             counter: FrameCounter::new(path.clone(), model.particle_count()),
@@ -120,6 +135,7 @@ impl UsdaWriter {
             fps: spec.fps,
             prims,
             buf: String::new(),
+            gathered: Vec::new(),
         })
     }
 }
@@ -129,7 +145,7 @@ impl CacheWriter for UsdaWriter {
         self.counter.begin(frame, positions)?;
         let buf = &mut self.buf;
         for prim in &mut self.prims {
-            let pts = &positions[prim.range.clone()];
+            let pts = prim.output.points(positions, &mut self.gathered);
             buf.clear();
             let _ = write!(buf, "            {frame}: [");
             for (i, p) in pts.iter().enumerate() {

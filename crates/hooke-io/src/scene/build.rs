@@ -4,6 +4,7 @@
 use super::schema::*;
 use super::solver::{SolverChoice, solver_choice};
 use super::{Scene, ScheduledPin};
+use crate::mesh::VertexMap;
 use glam::{EulerRot, Quat, Vec3};
 use hooke::collision::{Collider, Keyframe, Motion, Shape};
 use hooke::{Air, Bending, ClothGrid, ClothMaterial, ClothMesh, ModelBuilder, Pin, Rope, RopeMaterial};
@@ -51,20 +52,34 @@ pub(super) fn build(
     b.set_memory_limit(memory_limit);
     let (wind, gust) = environment(f, &mut b)?;
     let mut pins = Vec::new();
+    let mut warnings = Vec::new();
+    // One entry per body, in the order they are added: cloths, then ropes.
+    let mut vertex_maps = Vec::with_capacity(f.cloth.len() + f.rope.len());
     for (k, c) in f.cloth.iter().enumerate() {
-        add_cloth(&mut b, f, k, c, base_dir, &mut pins)?;
+        vertex_maps.push(add_cloth(&mut b, f, k, c, base_dir, &mut pins, &mut warnings)?);
     }
     for (k, r) in f.rope.iter().enumerate() {
         add_rope(&mut b, f, k, r, &mut pins)?;
+        vertex_maps.push(None);
     }
     let mut collider_motion = Vec::with_capacity(f.collider.len());
     for (k, c) in f.collider.iter().enumerate() {
-        collider_motion.push(add_collider(&mut b, k, c)?);
+        collider_motion.push(add_collider(&mut b, k, c, &mut warnings)?);
     }
     let model = Arc::new(b.finalize().map_err(|e| e.to_string())?);
-    let name = f.name.clone().unwrap_or(default_name.to_string());
+    let name = match &f.name {
+        Some(n) => n.clone(),
+        None => default_name.to_string(),
+    };
+    let whose = if f.name.is_some() { "name" } else { "name (the file's stem; set `name` to change it)" };
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "{whose}: {name:?} contains the control character U+{:04X}; it cannot be used in file names and caches",
+            c as u32
+        ));
+    }
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
-        return Err(format!("name: {name:?} cannot be used as a folder and file name"));
+        return Err(format!("{whose}: {name:?} cannot be used as a folder and file name"));
     }
     // Force-based integrators need finite stiffness everywhere, and symplectic Euler and Verlet
     // a step under their stability limit: check now, not at run time.
@@ -72,7 +87,20 @@ pub(super) fn build(
         let force = hooke::ForceSolver::new(model.clone(), settings).map_err(|e| e.to_string())?;
         force.check_step(1.0 / s.fps).map_err(|e| e.to_string())?;
     }
-    Ok(Scene { name, model, solver, fps: s.fps, frames, wind, gust, pins, collider_motion, output: f.output.clone() })
+    Ok(Scene {
+        name,
+        model,
+        solver,
+        fps: s.fps,
+        frames,
+        wind,
+        gust,
+        pins,
+        collider_motion,
+        output: f.output.clone(),
+        vertex_maps,
+        warnings,
+    })
 }
 
 /// Gravity and air (set on the builder), wind and gust.
@@ -173,7 +201,7 @@ fn bending_model(bending: Option<&str>, m: &MaterialSection, key: &str) -> Resul
     }
 }
 
-/// Adds `[[cloth]]` number `k` (a grid or a mesh) and its pins.
+/// Adds `[[cloth]]` number `k` (a grid or a mesh) and its pins; returns a mesh's vertex map.
 fn add_cloth(
     b: &mut ModelBuilder,
     f: &SceneFile,
@@ -181,7 +209,8 @@ fn add_cloth(
     c: &ClothSection,
     base_dir: Option<&Path>,
     pins: &mut Vec<ScheduledPin>,
-) -> Result<(), String> {
+    warnings: &mut Vec<String>,
+) -> Result<Option<VertexMap>, String> {
     let name = c.name.clone().unwrap_or(format!("cloth{k}"));
     let key = format!("cloth[{k}] {name:?}");
     let section = material(f, &c.material, &key)?;
@@ -189,7 +218,7 @@ fn add_cloth(
     let bending = bending_model(c.bending.as_deref(), &section, &key)?;
     let center = vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?;
     let rot = rotation(c.rotation, &format!("{key}: rotation"))?;
-    let (id, grid) = if let Some(mesh) = &c.mesh {
+    let (id, grid, map) = if let Some(mesh) = &c.mesh {
         for (set, field) in [
             (c.rows.is_some(), "rows"),
             (c.columns.is_some(), "columns"),
@@ -206,23 +235,49 @@ fn add_cloth(
         if !c.pin_rows.is_empty() || !c.pin_columns.is_empty() || !c.pin_cells.is_empty() {
             return Err(format!("{key}: pin_rows/pin_columns/pin_cells apply to grids; use pin_indices or pin_box"));
         }
+        let weld = c.weld.unwrap_or(true);
+        if !weld && c.weld_tolerance.is_some() {
+            return Err(format!("{key}: `weld_tolerance` is given but `weld = false`"));
+        }
+        if let Some(t) = c.weld_tolerance
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(format!("{key}: weld_tolerance: must be a finite length ≥ 0 (mesh file units), got {t}"));
+        }
         let path = base_dir.map_or_else(|| PathBuf::from(mesh), |d| d.join(mesh));
         let obj = crate::mesh::load_obj(&path).map_err(|e| format!("{key}: mesh: {e}"))?;
-        let mut cm = ClothMesh::new(name.clone(), obj.positions, obj.triangles);
-        cm.uvs = obj.uvs;
+        let default_tolerance = crate::mesh::default_weld_tolerance(&obj.positions);
+        let tolerance = weld.then(|| c.weld_tolerance.unwrap_or(default_tolerance));
+        if !weld {
+            let apart = crate::mesh::coincident_vertices(&obj.positions, default_tolerance);
+            if apart > 0 {
+                warnings.push(format!(
+                    "{key}: weld = false, but {apart} of the mesh's {} vertices lie within {default_tolerance:.3e} of \
+                     another vertex and are not joined to it: the cloth will come apart along them",
+                    obj.positions.len()
+                ));
+            }
+        }
+        let welded = crate::mesh::weld(&obj, tolerance).map_err(|e| format!("{key}: mesh: {}: {e}", path.display()))?;
+        let mut cm = ClothMesh::new(name.clone(), welded.positions, welded.triangles);
+        cm.uvs = welded.uvs;
         cm.scale = c.scale.unwrap_or(1.0);
         cm.rotation = rot;
         cm.translation = center;
         cm.material = mat;
         cm.bending = bending;
         cm.particle_mass = c.particle_mass;
-        (b.add_cloth_mesh(&cm).map_err(|e| e.to_string())?, None)
+        (b.add_cloth_mesh(&cm).map_err(|e| e.to_string())?, None, Some(welded.map))
     } else {
         let (Some(rows), Some(columns), Some(spacing)) = (c.rows, c.columns, c.spacing) else {
             return Err(format!("{key}: a grid cloth needs `rows`, `columns` and `spacing` (or give a `mesh`)"));
         };
-        if c.scale.is_some() {
-            return Err(format!("{key}: `scale` applies to mesh cloths"));
+        for (set, field) in
+            [(c.scale.is_some(), "scale"), (c.weld.is_some(), "weld"), (c.weld_tolerance.is_some(), "weld_tolerance")]
+        {
+            if set {
+                return Err(format!("{key}: `{field}` applies to mesh cloths"));
+            }
         }
         let mut g = ClothGrid::new(
             name.clone(),
@@ -239,19 +294,22 @@ fn add_cloth(
         g.bending = bending;
         g.particle_mass = c.particle_mass;
         g.spring_stiffness = c.spring_stiffness;
-        (b.add_cloth_grid(&g).map_err(|e| e.to_string())?, Some((g.rows, g.columns)))
+        (b.add_cloth_grid(&g).map_err(|e| e.to_string())?, Some((g.rows, g.columns)), None)
     };
     let body = b.body(id).clone();
-    let global = cloth_pins(b, c, &body, grid, &key)?;
-    push_pins(pins, global, c.release_pins_at, &key)
+    let global = cloth_pins(b, c, &body, grid, map.as_ref(), &key)?;
+    push_pins(pins, global, c.release_pins_at, &key)?;
+    Ok(map)
 }
 
-/// The particles a cloth's pin keys name (global indices).
+/// The particles a cloth's pin keys name (global indices). A mesh's `pin_indices` are its
+/// file's vertex indices, mapped to their particles by `map`.
 fn cloth_pins(
     b: &ModelBuilder,
     c: &ClothSection,
     body: &hooke::Body,
     grid: Option<(usize, usize)>,
+    map: Option<&VertexMap>,
     key: &str,
 ) -> Result<Vec<u32>, String> {
     let n = body.particles.len();
@@ -272,7 +330,13 @@ fn cloth_pins(
         }
     }
     for &i in &c.pin_indices {
-        local.push(index(i, n, &format!("{key}: pin_indices"))?);
+        local.push(match map {
+            Some(m) => {
+                let v = index(i, m.vertex_count(), &format!("{key}: pin_indices (vertices of the mesh file)"))?;
+                m.particle[v] as usize
+            }
+            None => index(i, n, &format!("{key}: pin_indices"))?,
+        });
     }
     let first = body.particles.start as usize;
     let mut global: Vec<u32> = local.iter().map(|&l| (first + l) as u32).collect();
@@ -347,7 +411,12 @@ fn add_rope(
 }
 
 /// Adds `[[collider]]` number `k`; returns its keyframed motion, if any.
-fn add_collider(b: &mut ModelBuilder, k: usize, c: &ColliderSection) -> Result<Option<Arc<Motion>>, String> {
+fn add_collider(
+    b: &mut ModelBuilder,
+    k: usize,
+    c: &ColliderSection,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Arc<Motion>>, String> {
     let name = c.name.clone().unwrap_or(format!("{}{k}", c.shape));
     let key = format!("collider[{k}] {name:?}");
     let need = |v: Option<[f32; 3]>, field: &str| -> Result<Vec3, String> {
@@ -386,6 +455,14 @@ fn add_collider(b: &mut ModelBuilder, k: usize, c: &ColliderSection) -> Result<O
     };
     let mu_s = c.static_friction.unwrap_or(0.0);
     let mu_k = c.kinetic_friction.unwrap_or(mu_s);
+    if mu_k > mu_s {
+        // Allowed, but not physical: a contact sliding less than μₖ·d per substep is stopped by
+        // the kinetic clamp, so it sticks up to μₖ and μₛ has no effect. Probably swapped values.
+        warnings.push(format!(
+            "{key}: kinetic_friction μₖ = {mu_k} exceeds static_friction μₛ = {mu_s}: contacts then stick up \
+             to μₖ and μₛ has no effect; real materials have μₖ ≤ μₛ (swapped values?)"
+        ));
+    }
     let keys = c
         .keyframes
         .iter()

@@ -10,6 +10,7 @@ mod solver;
 
 pub use solver::SolverChoice;
 
+use crate::mesh::VertexMap;
 use glam::Vec3;
 use hooke::collision::{Motion, Pose};
 use hooke::{Control, Model, Pin};
@@ -65,6 +66,13 @@ pub struct Scene {
     pub collider_motion: Vec<Option<Arc<Motion>>>,
     /// Output settings from the file.
     pub output: OutputSection,
+    /// For each body (indexed like [`Model::bodies`]), the map from its mesh file's vertices to
+    /// its particles, or `None` (grids, ropes); may be shorter than the body list. Pass it to
+    /// [`CacheSpec::vertex_maps`](crate::cache::CacheSpec) so caches line up with the file.
+    pub vertex_maps: Vec<Option<VertexMap>>,
+    /// Things that are allowed but probably not meant (e.g. μₖ > μₛ on a collider), one
+    /// sentence each naming the file's key; callers print them.
+    pub warnings: Vec<String>,
 }
 
 impl Scene {

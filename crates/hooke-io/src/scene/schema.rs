@@ -180,6 +180,12 @@ pub struct ClothSection {
     pub mesh: Option<String>,
     /// Uniform scale of the mesh (default 1).
     pub scale: Option<f32>,
+    /// Weld coincident vertices of the mesh (default true): vertices split by UV seams, flat
+    /// shading or the exporter are joined into one particle.
+    pub weld: Option<bool>,
+    /// Distance within which mesh vertices are welded, in the mesh file's units before
+    /// `scale` (default 10⁻⁶ × the mesh's bounding-box diagonal; 0 welds equal positions only).
+    pub weld_tolerance: Option<f32>,
     /// Position (m): the grid's centre, or the mesh's translation.
     pub center: Option<[f32; 3]>,
     /// Rotation, XYZ Euler angles in degrees.
@@ -206,7 +212,8 @@ pub struct ClothSection {
     /// Pin [row, column] cells (grids); negative values count from the end.
     #[serde(default)]
     pub pin_cells: Vec<[i64; 2]>,
-    /// Pin particles by local index; negative values count from the end.
+    /// Pin particles by local index — for a mesh, by the file's vertex index (0-based, welded
+    /// vertices pin their shared particle); negative values count from the end.
     #[serde(default)]
     pub pin_indices: Vec<i64>,
     /// Pin every particle initially inside this world-space box.

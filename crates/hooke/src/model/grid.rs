@@ -251,7 +251,7 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
     error::stiffness(ctx, "compression stiffness", m.compression_stiffness)?;
     error::stiffness(ctx, "shear stiffness", m.shear_stiffness)?;
     error::stiffness(ctx, "bend stiffness", m.bend_stiffness)?;
-    error::stiffness(ctx, "bending modulus", m.bending_modulus)?;
+    error::modulus(ctx, "bending modulus", m.bending_modulus, "N·m")?;
     error::non_negative(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "thickness (m)", m.thickness)?;
     Ok(())

@@ -162,10 +162,10 @@ impl Rope {
 
 pub(crate) fn validate_rope_material(ctx: &str, m: &RopeMaterial) -> Result<(), ModelError> {
     error::positive(ctx, "linear density (kg/m)", m.linear_density)?;
-    error::stiffness(ctx, "stretch stiffness", m.stretch_stiffness)?;
-    error::stiffness(ctx, "compression stiffness", m.compression_stiffness)?;
-    error::stiffness(ctx, "bend stiffness", m.bend_stiffness)?;
-    error::stiffness(ctx, "bending modulus", m.bending_modulus)?;
+    error::axial_stiffness(ctx, "stretch stiffness", m.stretch_stiffness)?;
+    error::axial_stiffness(ctx, "compression stiffness", m.compression_stiffness)?;
+    error::axial_stiffness(ctx, "bend stiffness", m.bend_stiffness)?;
+    error::modulus(ctx, "bending modulus", m.bending_modulus, "N·m²")?;
     error::non_negative(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "radius (m)", m.radius)?;
     Ok(())
