@@ -91,19 +91,36 @@ pub(crate) struct Jacobi {
 /// The CSR adjacency of `jacobi.wgsl`, from the model's distance set
 /// ([`hooke::ConstraintSet::adjacency`]): `n + 1` offsets (counted from the start of the
 /// array, i.e. already shifted by `n + 1`), then for each particle the indices of its
-/// constraints in increasing order.
-pub(crate) fn adjacency(model: &Model) -> Vec<u32> {
-    let (offsets, list) = model.distance().adjacency();
-    let shift = offsets.len() as u32;
-    let mut out: Vec<u32> = offsets.iter().map(|&o| o + shift).collect();
-    out.extend_from_slice(list);
+/// constraints in increasing order — without the ropes' constraints when `skip_ropes` (the
+/// direct rope solver takes them).
+pub(crate) fn adjacency(model: &Model, skip_ropes: bool) -> Vec<u32> {
+    let set = model.distance();
+    let (offsets, list) = set.adjacency();
+    let n = offsets.len() - 1;
+    let keep =
+        |k: u32| !skip_ropes || set.body_of(k as usize).is_none_or(|b| model.bodies()[b].kind != hooke::BodyKind::Rope);
+    let mut out = vec![0u32; n + 1];
+    let mut kept = Vec::with_capacity(list.len());
+    for p in 0..n {
+        out[p] = (n + 1 + kept.len()) as u32;
+        kept.extend(list[offsets[p] as usize..offsets[p + 1] as usize].iter().copied().filter(|&k| keep(k)));
+    }
+    out[n] = (n + 1 + kept.len()) as u32;
+    out.extend_from_slice(&kept);
     out
 }
 
 impl Jacobi {
-    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model, relaxation: f32) -> Jacobi {
+    pub fn new(
+        kernels: &Kernels,
+        device: &wgpu::Device,
+        b: &Buffers,
+        model: &Model,
+        relaxation: f32,
+        skip_ropes: bool,
+    ) -> Jacobi {
         let n = model.particle_count() as u64;
-        let adjacency = buffers::storage(device, "hooke jacobi adjacency", &adjacency(model));
+        let adjacency = buffers::storage(device, "hooke jacobi adjacency", &adjacency(model, skip_ropes));
         let displacement = buffers::zeroed(device, "hooke jacobi displacement", n * 16);
         let lambda = buffers::zeroed(device, "hooke jacobi lambda", 4 * model.distance().len() as u64);
         let bindings = |d_in, d_out, l_in, l_out| [&b.position, d_in, d_out, &b.constraints, l_in, l_out, &adjacency];
@@ -154,7 +171,7 @@ mod tests {
         let mut b = ModelBuilder::new();
         b.add_cloth_grid(&ClothGrid::new("c", 5, 4, 0.1)).unwrap();
         let model = b.finalize().unwrap();
-        let a = adjacency(&model);
+        let a = adjacency(&model, false);
         let n = model.particle_count();
         let set = model.distance();
         assert_eq!(a.len(), n + 1 + 2 * set.len());

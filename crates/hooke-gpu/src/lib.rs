@@ -106,6 +106,7 @@ mod normals;
 mod predict;
 mod readback;
 mod rope_bending;
+mod rope_solver;
 mod set_sweep;
 pub mod shaders;
 mod solver;

@@ -19,49 +19,6 @@ struct Joint {
 @group(0) @binding(3) var<storage, read_write> lambda: array<f32>;
 @group(2) @binding(0) var<uniform> colour: Colour;
 
-// C = θ, the angle between the segments, and its gradients at positions relative to x₀
-// (`bending_angle`); zero gradients when straight; `ok` is false for a zero-length segment.
-struct Angle3 {
-    ok: bool,
-    value: f32,
-    g0: vec3<f32>,
-    g1: vec3<f32>,
-    g2: vec3<f32>,
-}
-
-fn joint_angle(x1: vec3<f32>, x2: vec3<f32>) -> Angle3 {
-    var out = Angle3(false, 0.0, vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
-    let a = x1;
-    let b = x2 - x1;
-    let la2 = dot3(a, a);
-    let lb2 = dot3(b, b);
-    if !(la2 > 1e-18f && lb2 > 1e-18f) {
-        return out;
-    }
-    let la = sqrt(la2);
-    let lb = sqrt(lb2);
-    let ua = a * (1.0 / la);
-    let ub = b * (1.0 / lb);
-    let c = dot3(ua, ub);
-    let s = cross3(ua, ub);
-    let sin = sqrt(dot3(s, s));
-    out.ok = true;
-    out.value = atan2_hooke(sin, c);
-    if !(sin > 1e-7f) {
-        return out;
-    }
-    var p = ub - opaque3(ua * c);
-    var q = ua - opaque3(ub * c);
-    p = p * (1.0 / sqrt(dot3(p, p)));
-    q = q * (1.0 / sqrt(dot3(q, q)));
-    let g0 = p * (1.0 / la);
-    let g2 = -(q * (1.0 / lb));
-    out.g0 = g0;
-    out.g1 = -g0 - g2;
-    out.g2 = g2;
-    return out;
-}
-
 @compute @workgroup_size(64)
 fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);

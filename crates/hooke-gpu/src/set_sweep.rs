@@ -13,15 +13,15 @@ pub(crate) struct SetSweep {
     bound: Bound,
     /// The same bindings with the Jacobi solve's second displacement buffer.
     alternate: Option<wgpu::BindGroup>,
-    /// (start, count) of each colour of the set, and the index of its first colour slot pair in
-    /// the solver's colour buffer.
+    /// (colour slot pair, count) of each colour swept: the set's colours but those solved
+    /// otherwise (the ropes' under the direct rope solver).
     colours: Vec<(u32, u32)>,
-    first_slot: u32,
 }
 
 impl SetSweep {
-    /// Binds `kernel` to the buffers; `colours` are the set's colour ranges, their slots from
-    /// pair `first_slot` on (see [`write_colour_slots`](crate::solver)).
+    /// Binds `kernel` to the buffers; `colours` are the set's colour ranges (start, count),
+    /// their slots from pair `first_slot` on (see `write_colour_slots` in solver.rs), and
+    /// `swept(c)` says whether colour c is swept.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         kernel: &Arc<Kernel>,
@@ -33,10 +33,17 @@ impl SetSweep {
         alternate: Option<&wgpu::Buffer>,
         colours: Vec<(u32, u32)>,
         first_slot: u32,
+        swept: impl Fn(usize) -> bool,
     ) -> SetSweep {
         let bound = kernel.bind(device, &[position, displacement, constraints, lambda]);
         let alternate = alternate.map(|d| kernel.group(device, &[position, d, constraints, lambda]));
-        SetSweep { bound, alternate, colours, first_slot }
+        let colours = colours
+            .into_iter()
+            .enumerate()
+            .filter(|&(c, _)| swept(c))
+            .map(|(c, (_, count))| (first_slot + c as u32, count))
+            .collect();
+        SetSweep { bound, alternate, colours }
     }
 
     /// Whether the set is empty.
@@ -59,8 +66,8 @@ impl SetSweep {
             (Some(g), true) => g,
             _ => self.bound.group(),
         };
-        for (c, &(_, count)) in self.colours.iter().enumerate() {
-            let slot = (2 * (self.first_slot + c as u32) + (!first) as u32) * UNIFORM_SLOT as u32;
+        for &(pair, count) in &self.colours {
+            let slot = (2 * pair + (!first) as u32) * UNIFORM_SLOT as u32;
             self.bound.run_group(pass, 0, group, params, (colour_group, slot), count);
         }
     }

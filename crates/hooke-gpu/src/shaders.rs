@@ -11,6 +11,8 @@ pub const DISTANCE: &str = concat!(include_str!("common.wgsl"), include_str!("di
 pub const DIHEDRAL: &str = concat!(include_str!("common.wgsl"), include_str!("dihedral.wgsl"));
 /// `rope_bending.wgsl`: the XPBD/PBD sweep of one colour of rope joints (bending).
 pub const ROPE_BENDING: &str = concat!(include_str!("common.wgsl"), include_str!("rope_bending.wgsl"));
+/// `rope_solver.wgsl`: the direct rope solver, one thread per rope.
+pub const ROPE_SOLVER: &str = concat!(include_str!("common.wgsl"), include_str!("rope_solver.wgsl"));
 /// `jacobi.wgsl`: the Jacobi distance-constraint iteration, one thread per particle.
 pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jacobi.wgsl"));
 /// `collide.wgsl`: colliders and Coulomb friction.
@@ -31,6 +33,7 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::distance::SPEC,
     crate::dihedral::SPEC,
     crate::rope_bending::SPEC,
+    crate::rope_solver::SPEC,
     crate::jacobi::SPEC,
     crate::collide::SPEC,
     crate::finish::SPEC,

@@ -11,6 +11,7 @@ use crate::kernel::{Kernels, SharedLayouts};
 use crate::normals::{self, Normals};
 use crate::predict::Predict;
 use crate::readback;
+use crate::rope_solver::RopeSolver;
 use crate::set_sweep::SetSweep;
 use crate::tangents::{self, Tangents};
 use crate::timing::FrameTimer;
@@ -104,6 +105,8 @@ struct Bindings {
     rope_bending: SetSweep,
     /// The Jacobi solve of the distance set, when [`GpuSettings::solve`] asks for it.
     jacobi: Option<Jacobi>,
+    /// The direct rope solver, for a model with ropes under [`hooke::RopeSolver::Direct`].
+    ropes: Option<RopeSolver>,
     collide: Collide,
     finish: Finish,
     normals: Normals,
@@ -116,25 +119,21 @@ impl Bindings {
     fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model, settings: &GpuSettings) -> Bindings {
         let layouts = &kernels.layouts;
         let has_uv = model.particle_uv().is_some() && !model.triangles().is_empty();
+        let direct = settings.xpbd.rope_solver == hooke::RopeSolver::Direct
+            && model.bodies().iter().any(|body| body.kind == hooke::BodyKind::Rope);
         let jacobi = match settings.solve {
             GpuSolve::GaussSeidel => None,
-            GpuSolve::Jacobi { relaxation } => Some(Jacobi::new(kernels, device, b, model, relaxation)),
+            GpuSolve::Jacobi { relaxation } => Some(Jacobi::new(kernels, device, b, model, relaxation, direct)),
         };
         let alternate = jacobi.as_ref().map(|j| &j.displacement);
+        let ropes = if direct { RopeSolver::new(kernels, device, b, model, alternate) } else { None };
         let [distance, dihedral, rope_bending] = set_colours(model);
-        let sweep = |spec, records, lambda, colours: (Vec<(u32, u32)>, u32)| {
-            let kernel = kernels.get(spec);
-            SetSweep::new(
-                kernel,
-                device,
-                &b.position,
-                &b.displacement,
-                records,
-                lambda,
-                alternate,
-                colours.0,
-                colours.1,
-            )
+        let swept = hooke::solver::swept_colours(model, settings.xpbd.rope_solver);
+        let joints = ropes.is_none();
+        let sweep = |spec, records, lambda, colours: (Vec<(u32, u32)>, u32), swept: &dyn Fn(usize) -> bool| {
+            let (position, displacement) = (&b.position, &b.displacement);
+            let (kernel, (colours, first)) = (kernels.get(spec), colours);
+            SetSweep::new(kernel, device, position, displacement, records, lambda, alternate, colours, first, swept)
         };
         Bindings {
             params_group: SharedLayouts::uniform_group(device, &layouts.params, &b.params, size_of::<Params>() as u64),
@@ -146,10 +145,17 @@ impl Bindings {
             ),
             predict: Predict::new(kernels, device, b),
             aerodynamics: Aerodynamics::new(kernels, device, b),
-            distance: sweep(&crate::distance::SPEC, &b.constraints, &b.lambda, distance),
-            dihedral: sweep(&crate::dihedral::SPEC, &b.dihedral, &b.lambda_dihedral, dihedral),
-            rope_bending: sweep(&crate::rope_bending::SPEC, &b.rope_bending, &b.lambda_rope_bending, rope_bending),
+            distance: sweep(&crate::distance::SPEC, &b.constraints, &b.lambda, distance, &|c| swept[c]),
+            dihedral: sweep(&crate::dihedral::SPEC, &b.dihedral, &b.lambda_dihedral, dihedral, &|_| true),
+            rope_bending: sweep(
+                &crate::rope_bending::SPEC,
+                &b.rope_bending,
+                &b.lambda_rope_bending,
+                rope_bending,
+                &|_| joints,
+            ),
             jacobi,
+            ropes,
             collide: Collide::new(kernels, device, b),
             finish: Finish::new(kernels, device, b),
             normals: Normals::new(kernels, device, b),
@@ -553,6 +559,9 @@ impl GpuXpbdSolver {
                         set.record(&mut pass, slot(sub), &k.colour_group, it == 0, alternate);
                     }
                 }
+                if let Some(ropes) = &k.ropes {
+                    ropes.record(&mut pass, slot(sub), it == 0, alternate);
+                }
             }
             if let Some(jacobi) = &k.jacobi {
                 jacobi.finish(&mut pass, slot(sub), n, s.iterations);
@@ -763,6 +772,9 @@ impl Solver for GpuXpbdSolver {
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         check_same_topology(&self.model, &model)?;
         self.b.update_parameters(self.ctx.queue(), &model);
+        if let Some(ropes) = &self.k.ropes {
+            ropes.update_parameters(self.ctx.queue(), &model);
+        }
         self.model = model;
         Ok(())
     }

@@ -68,7 +68,7 @@ pub use model::{
     RopeMaterial,
 };
 pub use solver::{
-    ForceSettings, ForceSolver, Integrator, Method, Solver, SolverError, SolverInfo, StepReport, SubstepPlan,
-    XpbdSettings, XpbdSolver,
+    ForceSettings, ForceSolver, Integrator, Method, RopeSolver, Solver, SolverError, SolverInfo, StepReport,
+    SubstepPlan, XpbdSettings, XpbdSolver,
 };
 pub use state::State;

@@ -32,6 +32,7 @@ mod naga_validation;
 mod parity;
 mod pipeline;
 mod robustness;
+mod ropes;
 mod surface;
 mod timing;
 

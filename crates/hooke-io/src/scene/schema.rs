@@ -61,6 +61,8 @@ pub struct SolverSection {
     pub cg_tolerance: Option<f64>,
     /// Conjugate gradient iteration cap (implicit Euler only, default 200).
     pub cg_max_iterations: Option<i64>,
+    /// How ropes are solved: `"direct"` (default; XPBD and PBD) or `"gauss-seidel"`.
+    pub rope_solver: Option<String>,
     /// Global air damping rate (1/s, default 0.05).
     #[serde(default = "default_air_damping")]
     pub air_damping: f32,
@@ -81,6 +83,7 @@ impl Default for SolverSection {
             pbd_stiffness: None,
             cg_tolerance: None,
             cg_max_iterations: None,
+            rope_solver: None,
             air_damping: default_air_damping(),
             fps: default_fps(),
             frames: default_frames(),

@@ -2,7 +2,7 @@
 
 use super::schema::SolverSection;
 use hooke::solver::force_based::{ForceSettings, Integrator};
-use hooke::{Method, SolverError, XpbdSettings};
+use hooke::{Method, RopeSolver, SolverError, XpbdSettings};
 
 /// Which solver a scene runs, with its numerical settings (`hooke_sim::make_solver` makes it).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -70,12 +70,20 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
         .ok()
         .filter(|&n| n >= 1)
         .ok_or(format!("solver.iterations: must be ≥ 1, got {}", s.iterations))?;
+    let rope_solver = match s.rope_solver.as_deref() {
+        None | Some("direct") => RopeSolver::Direct,
+        Some("gauss-seidel") => RopeSolver::GaussSeidel,
+        Some(other) => {
+            return Err(format!("solver.rope_solver: unknown rope solver {other:?} (expected direct or gauss-seidel)"));
+        }
+    };
     let position = |method| {
         SolverChoice::Position(XpbdSettings {
             substeps,
             iterations,
             method,
             air_damping: s.air_damping,
+            rope_solver,
             ..XpbdSettings::default()
         })
     };
@@ -109,6 +117,9 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
             })
         }
     };
+    if s.rope_solver.is_some() && matches!(solver, SolverChoice::Force(_)) {
+        return Err("solver.rope_solver: only applies to method = \"xpbd\" or \"pbd\"".into());
+    }
     if s.pbd_stiffness.is_some() && !s.method.eq_ignore_ascii_case("pbd") {
         return Err("solver.pbd_stiffness: only applies to method = \"pbd\"".into());
     }

@@ -65,24 +65,28 @@ impl<T, E> SetParts<T, E> {
 }
 
 impl<T> SetParts<T, Element> {
-    /// Appends a body's constraints, its particles shifted by `p0`, its colours compacted
-    /// (bodies share no particles, so colour k of every body can go in global colour k).
-    fn append<const N: usize>(&mut self, body: u32, p0: u32, parts: &SetParts<T, ElementStiffness>)
+    /// Appends a body's constraints, its particles shifted by `p0`, its colours compacted and
+    /// raised by `colour_base`. Bodies share no particles, so colour k of every body can go in
+    /// global colour k; ropes take colours of their own (a base above every cloth colour), so
+    /// that a colour holds either cloth or rope constraints and a solver may solve the ropes
+    /// otherwise (the direct rope solver).
+    fn append<const N: usize>(&mut self, body: u32, p0: u32, parts: &SetParts<T, ElementStiffness>, colour_base: u32)
     where
         T: ParticleConstraint<N>,
     {
         self.items.extend(parts.items.iter().map(|c| c.with_particles(c.particles().map(|i| i + p0))));
         self.families.extend_from_slice(&parts.families);
         self.elements.extend(parts.elements.iter().map(|&stiffness| Element { body, stiffness }));
-        self.colours.extend(compact(&parts.colours));
+        self.colours.extend(compact(&parts.colours).into_iter().map(|c| c + colour_base));
     }
 
-    /// The coloured set over `n` particles.
+    /// The coloured set over `n` particles, its colours numbered from 0 without gaps.
     fn build<const N: usize>(self, n: usize) -> Result<ConstraintSet<T>, ModelError>
     where
         T: ParticleConstraint<N>,
     {
-        ConstraintSet::build::<N>(n, self.items, self.families, self.elements, self.colours)
+        let colours = compact(&self.colours);
+        ConstraintSet::build::<N>(n, self.items, self.families, self.elements, colours)
     }
 }
 
@@ -366,9 +370,10 @@ impl ModelBuilder {
         self.mass_sources.extend_from_slice(&parts.mass_sources);
         self.radii.extend_from_slice(&parts.radii);
         let body = self.bodies.len() as u32;
-        self.distance.append::<2>(body, p0, &parts.distance);
-        self.dihedral.append::<4>(body, p0, &parts.dihedral);
-        self.rope_bending.append::<3>(body, p0, &parts.rope_bending);
+        let colour_base = if kind == BodyKind::Rope { ROPE_COLOURS } else { 0 };
+        self.distance.append::<2>(body, p0, &parts.distance, colour_base);
+        self.dihedral.append::<4>(body, p0, &parts.dihedral, colour_base);
+        self.rope_bending.append::<3>(body, p0, &parts.rope_bending, colour_base);
         self.triangles.extend(parts.triangles.iter().map(|t| t.map(|v| v + p0)));
         match &parts.uvs {
             Some(uv) => {
@@ -525,17 +530,11 @@ fn check_compliance(
 
 /// Renumbers colours to 0..k without gaps, keeping their order.
 fn compact(colours: &[u32]) -> Vec<u32> {
-    let max = colours.iter().copied().max().map_or(0, |c| c as usize + 1);
-    let mut map = vec![u32::MAX; max];
-    for &c in colours {
-        map[c as usize] = 0;
-    }
-    let mut next = 0;
-    for m in map.iter_mut() {
-        if *m == 0 {
-            *m = next;
-            next += 1;
-        }
-    }
-    colours.iter().map(|&c| map[c as usize]).collect()
+    let mut used: Vec<u32> = colours.to_vec();
+    used.sort_unstable();
+    used.dedup();
+    colours.iter().map(|c| used.binary_search(c).unwrap_or(0) as u32).collect()
 }
+
+/// The first colour of ropes before compaction: above any colour a cloth can need.
+const ROPE_COLOURS: u32 = 1 << 24;

@@ -69,6 +69,10 @@ impl<T> ConstraintSet<T> {
     pub fn particle_constraints(&self, p: usize) -> &[u32] {
         &self.incidence[self.incidence_offsets[p] as usize..self.incidence_offsets[p + 1] as usize]
     }
+    /// The body (index into [`Model::bodies`](super::Model::bodies)) of constraint `k`.
+    pub fn body_of(&self, k: usize) -> Option<usize> {
+        self.element.get(k).map(|e| e.body as usize)
+    }
     /// The particle → constraint adjacency in CSR form: `offsets` has one entry per particle
     /// plus one, and particle p's constraints are `list[offsets[p]..offsets[p + 1]]`, in
     /// increasing constraint order.

@@ -49,7 +49,7 @@ pub mod xpbd;
 pub use force_based::{ForceSettings, ForceSolver, Integrator};
 pub use plan::{PinPath, SubstepPlan, SubstepSlot};
 pub use stages::Stage;
-pub use xpbd::{Method, XpbdSettings, XpbdSolver};
+pub use xpbd::{Method, RopeSolver, XpbdSettings, XpbdSolver, swept_colours};
 
 use crate::{Control, Model, State};
 use glam::Vec3;

@@ -25,6 +25,7 @@
 //! stage and each constraint, to report where the blow-up started; the state is then left at
 //! the start of the frame.
 
+pub mod direct_rope;
 mod distance_kernel;
 mod projection;
 
@@ -55,6 +56,28 @@ pub enum Method {
     },
 }
 
+/// How the constraints of ropes are solved in each iteration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RopeSolver {
+    /// Every constraint of a rope together, by one banded linear system per rope (the direct
+    /// rope solver, `solver/xpbd/direct_rope.rs`): rigid ropes stay rigid at any mass ratio.
+    /// The default.
+    #[default]
+    Direct,
+    /// Gauss–Seidel over colours, like cloth.
+    GaussSeidel,
+}
+
+impl RopeSolver {
+    /// The scene-file word: `direct` or `gauss-seidel`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RopeSolver::Direct => "direct",
+            RopeSolver::GaussSeidel => "gauss-seidel",
+        }
+    }
+}
+
 /// Numerical settings of [`XpbdSolver`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct XpbdSettings {
@@ -72,11 +95,13 @@ pub struct XpbdSettings {
     pub max_speed: f32,
     /// A structural strain larger than this (dimensionless) is reported as a blow-up.
     pub max_strain: f32,
+    /// How ropes are solved (direct by default).
+    pub rope_solver: RopeSolver,
 }
 
 impl Default for XpbdSettings {
     /// 20 substeps × 1 iteration of XPBD, air damping 0.05/s, parallel, blow-up at 500 m/s or
-    /// 1 000 % strain.
+    /// 1 000 % strain, ropes by the direct solver.
     fn default() -> Self {
         XpbdSettings {
             substeps: 20,
@@ -86,6 +111,7 @@ impl Default for XpbdSettings {
             parallel: true,
             max_speed: 500.0,
             max_strain: 10.0,
+            rope_solver: RopeSolver::Direct,
         }
     }
 }
@@ -165,6 +191,11 @@ pub struct XpbdSolver {
     /// λ of each rope bending constraint.
     lambda_rope_bending: Vec<f32>,
     distance: DistanceBlocks,
+    /// The ropes' direct solver (empty with [`RopeSolver::GaussSeidel`] or without ropes).
+    ropes: direct_rope::RopeChains,
+    /// Whether each colour of the distance set is solved by Gauss–Seidel (not a rope colour
+    /// under the direct solver).
+    swept: Vec<bool>,
     /// External force per particle (N), from aerodynamics.
     force: Vec<Vec3>,
     triangle_force: Vec<Vec3>,
@@ -187,6 +218,11 @@ impl XpbdSolver {
             lambda_dihedral: vec![0.0; model.dihedral().len()],
             lambda_rope_bending: vec![0.0; model.rope_bending().len()],
             distance: DistanceBlocks::new(&model),
+            ropes: match settings.rope_solver {
+                RopeSolver::Direct => direct_rope::RopeChains::new(&model),
+                RopeSolver::GaussSeidel => direct_rope::RopeChains::default(),
+            },
+            swept: swept_colours(&model, settings.rope_solver),
             force: vec![Vec3::ZERO; n],
             triangle_force: vec![Vec3::ZERO; model.triangles().len()],
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
@@ -263,6 +299,11 @@ impl XpbdSolver {
             for _ in 0..s.iterations {
                 self.project_distance(sweep, parallel, if trace { Some(t0) } else { None })?;
                 self.project_bending(sweep, parallel);
+                if !self.ropes.is_empty() {
+                    let pbd = matches!(s.method, Method::Pbd { .. });
+                    let (ps, l, lj) = (&mut self.state.particles, &mut self.lambda, &mut self.lambda_rope_bending);
+                    self.ropes.solve(&model, ps, l, lj, sweep, pbd);
+                }
                 check(self, Stage::Constraints)?;
             }
             // 4. Contacts.
@@ -286,7 +327,9 @@ impl XpbdSolver {
         let model = Arc::clone(&self.model);
         let set = model.distance();
         let method = self.settings.method;
-        for (range, blocks) in set.colour_ranges().iter().zip(&self.distance.ranges) {
+        for ((range, blocks), _) in
+            set.colour_ranges().iter().zip(&self.distance.ranges).zip(&self.swept).filter(|(_, swept)| **swept)
+        {
             let r = range.start as usize..range.end as usize;
             let cons = &set.constraints()[r.clone()];
             let lam = &mut self.lambda[r.clone()];
@@ -333,38 +376,27 @@ impl XpbdSolver {
     fn project_bending(&mut self, sweep: Sweep, parallel: bool) {
         let model = &*self.model;
         let particles = &mut self.state.particles;
+        // Every rope joint belongs to a rope: with the direct rope solver they are solved there.
+        let joints = self.ropes.is_empty();
+        let (hinge_lambda, joint_lambda) = (&mut self.lambda_dihedral, &mut self.lambda_rope_bending);
         match self.settings.method {
             Method::Xpbd => {
-                projection::sweep_set::<_, 4, false>(
-                    model.dihedral(),
-                    &mut self.lambda_dihedral,
-                    particles,
-                    sweep,
-                    parallel,
-                );
-                projection::sweep_set::<_, 3, false>(
-                    model.rope_bending(),
-                    &mut self.lambda_rope_bending,
-                    particles,
-                    sweep,
-                    parallel,
-                );
+                projection::sweep_set::<_, 4, false>(model.dihedral(), hinge_lambda, particles, sweep, parallel);
+                if joints {
+                    projection::sweep_set::<_, 3, false>(
+                        model.rope_bending(),
+                        joint_lambda,
+                        particles,
+                        sweep,
+                        parallel,
+                    );
+                }
             }
             Method::Pbd { .. } => {
-                projection::sweep_set::<_, 4, true>(
-                    model.dihedral(),
-                    &mut self.lambda_dihedral,
-                    particles,
-                    sweep,
-                    parallel,
-                );
-                projection::sweep_set::<_, 3, true>(
-                    model.rope_bending(),
-                    &mut self.lambda_rope_bending,
-                    particles,
-                    sweep,
-                    parallel,
-                );
+                projection::sweep_set::<_, 4, true>(model.dihedral(), hinge_lambda, particles, sweep, parallel);
+                if joints {
+                    projection::sweep_set::<_, 3, true>(model.rope_bending(), joint_lambda, particles, sweep, parallel);
+                }
             }
         }
     }
@@ -395,6 +427,19 @@ impl XpbdSolver {
             "constraint",
         )
     }
+}
+
+/// Whether each colour of the model's distance set is swept by Gauss–Seidel: all but the
+/// ropes' colours under the direct rope solver (ropes have colours of their own).
+pub fn swept_colours(model: &Model, rope_solver: RopeSolver) -> Vec<bool> {
+    let set = model.distance();
+    set.colour_ranges()
+        .iter()
+        .map(|r| {
+            let rope = set.body_of(r.start as usize).is_some_and(|b| model.bodies()[b].kind == crate::BodyKind::Rope);
+            !(rope && rope_solver == RopeSolver::Direct)
+        })
+        .collect()
 }
 
 /// Dispatches to the XPBD or PBD kernel.
@@ -508,6 +553,10 @@ impl Solver for XpbdSolver {
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         super::check_same_topology(&self.model, &model)?;
         self.distance = DistanceBlocks::new(&model);
+        self.ropes = match self.settings.rope_solver {
+            RopeSolver::Direct => direct_rope::RopeChains::new(&model),
+            RopeSolver::GaussSeidel => direct_rope::RopeChains::default(),
+        };
         self.state.reset_inverse_masses(&model);
         self.model = model;
         Ok(())
