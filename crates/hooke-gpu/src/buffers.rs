@@ -479,6 +479,16 @@ mod tests {
             ("_pad", offset_of!(hooke::RopeBending, _pad)),
         ];
         check(crate::shaders::ROPE_BENDING, "Joint", joint, size_of::<hooke::RopeBending>());
+        let (pins, length) = (offset_of!(hooke::tethers::Tether, pins), offset_of!(hooke::tethers::Tether, length));
+        let tether: &[(&str, usize)] = &[
+            ("particle", offset_of!(hooke::tethers::Tether, particle)),
+            ("count", offset_of!(hooke::tethers::Tether, count)),
+            ("pin0", pins),
+            ("pin1", pins + 4),
+            ("length0", length),
+            ("length1", length + 4),
+        ];
+        check(crate::shaders::TETHERS, "Tether", tether, size_of::<hooke::tethers::Tether>());
         check(PREDICT, "Pin", fields!(GpuPin; particle, has_target, _pad, goal, start), size_of::<GpuPin>());
         let r = offset_of!(GpuCollider, r);
         let collider: &[(&str, usize)] = &[

@@ -111,6 +111,7 @@ mod set_sweep;
 pub mod shaders;
 mod solver;
 mod tangents;
+mod tethers;
 mod timing;
 
 pub use context::{GpuContext, GpuError};

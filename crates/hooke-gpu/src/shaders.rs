@@ -13,6 +13,8 @@ pub const DIHEDRAL: &str = concat!(include_str!("common.wgsl"), include_str!("di
 pub const ROPE_BENDING: &str = concat!(include_str!("common.wgsl"), include_str!("rope_bending.wgsl"));
 /// `rope_solver.wgsl`: the direct rope solver, one thread per rope.
 pub const ROPE_SOLVER: &str = concat!(include_str!("common.wgsl"), include_str!("rope_solver.wgsl"));
+/// `tethers.wgsl`: long-range attachments, one thread per tethered particle.
+pub const TETHERS: &str = concat!(include_str!("common.wgsl"), include_str!("tethers.wgsl"));
 /// `jacobi.wgsl`: the Jacobi distance-constraint iteration, one thread per particle.
 pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jacobi.wgsl"));
 /// `collide.wgsl`: colliders and Coulomb friction.
@@ -34,6 +36,7 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::dihedral::SPEC,
     crate::rope_bending::SPEC,
     crate::rope_solver::SPEC,
+    crate::tethers::SPEC,
     crate::jacobi::SPEC,
     crate::collide::SPEC,
     crate::finish::SPEC,

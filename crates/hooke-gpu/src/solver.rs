@@ -14,6 +14,7 @@ use crate::readback;
 use crate::rope_solver::RopeSolver;
 use crate::set_sweep::SetSweep;
 use crate::tangents::{self, Tangents};
+use crate::tethers::Tethers;
 use crate::timing::FrameTimer;
 use glam::Vec3;
 use hooke::collision::Pose;
@@ -107,6 +108,8 @@ struct Bindings {
     jacobi: Option<Jacobi>,
     /// The direct rope solver, for a model with ropes under [`hooke::RopeSolver::Direct`].
     ropes: Option<RopeSolver>,
+    /// The tethers, when [`XpbdSettings::tethers`] is on.
+    tethers: Option<Tethers>,
     collide: Collide,
     finish: Finish,
     normals: Normals,
@@ -127,6 +130,8 @@ impl Bindings {
         };
         let alternate = jacobi.as_ref().map(|j| &j.displacement);
         let ropes = if direct { RopeSolver::new(kernels, device, b, model, alternate) } else { None };
+        let tethers =
+            settings.xpbd.tethers.then(|| Tethers::new(kernels, device, b, model.particle_count(), alternate));
         let [distance, dihedral, rope_bending] = set_colours(model);
         let swept = hooke::solver::swept_colours(model, settings.xpbd.rope_solver);
         let joints = ropes.is_none();
@@ -156,6 +161,7 @@ impl Bindings {
             ),
             jacobi,
             ropes,
+            tethers,
             collide: Collide::new(kernels, device, b),
             finish: Finish::new(kernels, device, b),
             normals: Normals::new(kernels, device, b),
@@ -448,6 +454,10 @@ impl GpuXpbdSolver {
         let placements: Vec<Placement> = plan.colliders.iter().map(Placement::new).collect();
         upload(device, encoder, &self.b.placements, bytemuck::cast_slice(&placements));
         upload(device, encoder, &self.b.pins, bytemuck::cast_slice(&pins));
+        if let Some(tethers) = &mut self.k.tethers {
+            let particles: Vec<u32> = plan.pins.iter().map(|p| p.particle).collect();
+            tethers.update(device, encoder, &self.model, &particles);
+        }
         let n = self.model.particle_count() as u64;
         if let Some((x, v)) = &self.b.snapshot
             && n > 0
@@ -562,6 +572,9 @@ impl GpuXpbdSolver {
                 if let Some(ropes) = &k.ropes {
                     ropes.record(&mut pass, slot(sub), it == 0, alternate);
                 }
+                if let Some(tethers) = &k.tethers {
+                    tethers.record(&mut pass, slot(sub), alternate);
+                }
             }
             if let Some(jacobi) = &k.jacobi {
                 jacobi.finish(&mut pass, slot(sub), n, s.iterations);
@@ -622,7 +635,7 @@ impl GpuXpbdSolver {
 
 /// Records a copy of `bytes` into `dst` at offset 0 through a buffer made for it, so that the
 /// value belongs to this point of the encoder (frames recorded back to back each get their own).
-fn upload(device: &wgpu::Device, enc: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, bytes: &[u8]) {
+pub(crate) fn upload(device: &wgpu::Device, enc: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, bytes: &[u8]) {
     if bytes.is_empty() {
         return;
     }
@@ -774,6 +787,9 @@ impl Solver for GpuXpbdSolver {
         self.b.update_parameters(self.ctx.queue(), &model);
         if let Some(ropes) = &self.k.ropes {
             ropes.update_parameters(self.ctx.queue(), &model);
+        }
+        if let Some(tethers) = &mut self.k.tethers {
+            tethers.invalidate();
         }
         self.model = model;
         Ok(())

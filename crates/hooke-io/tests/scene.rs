@@ -500,3 +500,19 @@ fn names_friction_warnings_and_units() {
     let e = err(&format!("[materials.c]\nbend_stiffness = -1.0\n{GRID}material = \"c\"\n"));
     assert!(e.contains("> 0 N/m"), "{e}");
 }
+
+/// `[solver] tethers` turns the long-range attachments off (they are on by default), is
+/// refused for force-based integrators, and must be a boolean.
+#[test]
+fn tethers_key_turns_them_off() {
+    let tethers = |text: &str| match parse(text).unwrap().solver {
+        scene::SolverChoice::Position(s) => s.tethers,
+        _ => panic!("an XPBD scene"),
+    };
+    assert!(tethers(GRID));
+    assert!(!tethers(&format!("[solver]\ntethers = false\n{GRID}")));
+    let e = err(&format!("[solver]\nmethod = \"implicit-euler\"\ntethers = false\n{GRID}"));
+    assert!(e.contains("solver.tethers"), "{e}");
+    let e = err(&format!("[solver]\ntethers = \"no\"\n{GRID}"));
+    assert!(e.contains("tethers"), "{e}");
+}

@@ -57,6 +57,7 @@ pub mod model;
 pub mod solver;
 pub mod state;
 pub mod surface;
+pub mod tethers;
 
 pub use control::{ColliderMotion, Control, Gust, Pin};
 pub use diagnostics::Diagnostics;

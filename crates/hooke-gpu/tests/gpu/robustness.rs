@@ -45,7 +45,9 @@ fn runaway_strain_is_reported_like_the_cpu() {
     let mut control = Control::new();
     control.pin(0);
     control.pin_to(9, Vec3::new(3.0, 0.0, 0.0)); // 1 m to 3 m in one frame
-    let s = XpbdSettings { max_strain: 0.2, ..settings() };
+    // Without tethers: with them, the far pin's tethers drag the rope along and the speed
+    // limit trips first (on both backends alike).
+    let s = XpbdSettings { max_strain: 0.2, tethers: false, ..settings() };
     let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
     let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
     let (ec, eg) = (cpu.step(&control, 1.0 / 60.0).unwrap_err(), gpu.step(&control, 1.0 / 60.0).unwrap_err());

@@ -63,6 +63,8 @@ pub struct SolverSection {
     pub cg_max_iterations: Option<i64>,
     /// How ropes are solved: `"direct"` (default; XPBD and PBD) or `"gauss-seidel"`.
     pub rope_solver: Option<String>,
+    /// Tethers (long-range attachments) from particles to pins (default true; XPBD and PBD).
+    pub tethers: Option<bool>,
     /// Global air damping rate (1/s, default 0.05).
     #[serde(default = "default_air_damping")]
     pub air_damping: f32,
@@ -84,6 +86,7 @@ impl Default for SolverSection {
             cg_tolerance: None,
             cg_max_iterations: None,
             rope_solver: None,
+            tethers: None,
             air_damping: default_air_damping(),
             fps: default_fps(),
             frames: default_frames(),

@@ -84,6 +84,7 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
             method,
             air_damping: s.air_damping,
             rope_solver,
+            tethers: s.tethers.unwrap_or(true),
             ..XpbdSettings::default()
         })
     };
@@ -119,6 +120,9 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     };
     if s.rope_solver.is_some() && matches!(solver, SolverChoice::Force(_)) {
         return Err("solver.rope_solver: only applies to method = \"xpbd\" or \"pbd\"".into());
+    }
+    if s.tethers.is_some() && matches!(solver, SolverChoice::Force(_)) {
+        return Err("solver.tethers: only applies to method = \"xpbd\" or \"pbd\"".into());
     }
     if s.pbd_stiffness.is_some() && !s.method.eq_ignore_ascii_case("pbd") {
         return Err("solver.pbd_stiffness: only applies to method = \"pbd\"".into());

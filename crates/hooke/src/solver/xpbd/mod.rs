@@ -97,11 +97,14 @@ pub struct XpbdSettings {
     pub max_strain: f32,
     /// How ropes are solved (direct by default).
     pub rope_solver: RopeSolver,
+    /// Long-range attachments from every free particle of a pinned body to its two nearest
+    /// pins ([`crate::tethers`]), rebuilt when the pins change. On by default.
+    pub tethers: bool,
 }
 
 impl Default for XpbdSettings {
     /// 20 substeps × 1 iteration of XPBD, air damping 0.05/s, parallel, blow-up at 500 m/s or
-    /// 1 000 % strain, ropes by the direct solver.
+    /// 1 000 % strain, ropes by the direct solver, tethers on.
     fn default() -> Self {
         XpbdSettings {
             substeps: 20,
@@ -112,6 +115,7 @@ impl Default for XpbdSettings {
             max_speed: 500.0,
             max_strain: 10.0,
             rope_solver: RopeSolver::Direct,
+            tethers: true,
         }
     }
 }
@@ -196,6 +200,9 @@ pub struct XpbdSolver {
     /// Whether each colour of the distance set is solved by Gauss–Seidel (not a rope colour
     /// under the direct solver).
     swept: Vec<bool>,
+    /// The tethers of the current pins, and those pins (sorted) — rebuilt when they change.
+    tethers: Vec<crate::tethers::Tether>,
+    tether_pins: Option<Vec<u32>>,
     /// External force per particle (N), from aerodynamics.
     force: Vec<Vec3>,
     triangle_force: Vec<Vec3>,
@@ -223,6 +230,8 @@ impl XpbdSolver {
                 RopeSolver::GaussSeidel => direct_rope::RopeChains::default(),
             },
             swept: swept_colours(&model, settings.rope_solver),
+            tethers: Vec::new(),
+            tether_pins: None,
             force: vec![Vec3::ZERO; n],
             triangle_force: vec![Vec3::ZERO; model.triangles().len()],
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
@@ -263,6 +272,9 @@ impl XpbdSolver {
         let aero = model.air().is_active() && !model.triangles().is_empty();
         self.state.reset_inverse_masses(&model);
         let pins: Vec<PinMove> = stages::predict::begin_pins(&mut self.state, &plan.pins);
+        if s.tethers {
+            self.update_tethers(plan);
+        }
         let mut contacts = 0u32;
         for (sub, slot) in plan.slots.iter().enumerate() {
             let t0 = slot.t0;
@@ -304,6 +316,7 @@ impl XpbdSolver {
                     let (ps, l, lj) = (&mut self.state.particles, &mut self.lambda, &mut self.lambda_rope_bending);
                     self.ropes.solve(&model, ps, l, lj, sweep, pbd);
                 }
+                project_tethers(&self.tethers, &mut self.state.particles, parallel);
                 check(self, Stage::Constraints)?;
             }
             // 4. Contacts.
@@ -371,6 +384,23 @@ impl XpbdSolver {
         Ok(())
     }
 
+    /// Rebuilds the tethers when the plan's pins differ from those they were built for.
+    fn update_tethers(&mut self, plan: &SubstepPlan) {
+        let mut pins: Vec<u32> = plan.pins.iter().map(|p| p.particle).collect();
+        pins.sort_unstable();
+        pins.dedup();
+        if self.tether_pins.as_ref() != Some(&pins) {
+            self.tethers = crate::tethers::build(&self.model, &pins);
+            self.tether_pins = Some(pins);
+        }
+    }
+
+    /// The current tethers (empty when off or without pins), rebuilt from the pins of the last
+    /// frame stepped.
+    pub fn tethers(&self) -> &[crate::tethers::Tether] {
+        &self.tethers
+    }
+
     /// One Gauss–Seidel sweep of the angle sets (cloth hinges, rope joints) with the shared
     /// update.
     fn project_bending(&mut self, sweep: Sweep, parallel: bool) {
@@ -426,6 +456,34 @@ impl XpbdSolver {
             self.settings.parallel,
             "constraint",
         )
+    }
+}
+
+/// Tethers per parallel task.
+const TETHER_CHUNK: usize = 2048;
+
+/// Projects every tether once ([`crate::tethers::project`]); each moves only its own particle
+/// and reads pinned ones, so any split over threads gives the same result.
+fn project_tethers(tethers: &[crate::tethers::Tether], particles: &mut [super::state::Particle], parallel: bool) {
+    if tethers.is_empty() {
+        return;
+    }
+    let p = distance_kernel::Shared(particles.as_mut_ptr());
+    let p = &p;
+    let one = |t: &crate::tethers::Tether| {
+        // SAFETY: each tether writes only its own particle (tethers are one per particle) and
+        // reads pinned particles, which no tether writes; indices are in range.
+        unsafe {
+            let x0 = |q: u32| (*p.0.add(q as usize)).x.truncate();
+            let d = |q: u32| (*p.0.add(q as usize)).d.truncate();
+            let new = crate::tethers::project(t, x0, d);
+            (*p.0.add(t.particle as usize)).d = new.extend(0.0);
+        }
+    };
+    if parallel && tethers.len() >= 2 * TETHER_CHUNK {
+        tethers.par_chunks(TETHER_CHUNK).for_each(|c| c.iter().for_each(one));
+    } else {
+        tethers.iter().for_each(one);
     }
 }
 
@@ -557,6 +615,8 @@ impl Solver for XpbdSolver {
             RopeSolver::Direct => direct_rope::RopeChains::new(&model),
             RopeSolver::GaussSeidel => direct_rope::RopeChains::default(),
         };
+        // A material change may change the tethers' slack.
+        self.tether_pins = None;
         self.state.reset_inverse_masses(&model);
         self.model = model;
         Ok(())

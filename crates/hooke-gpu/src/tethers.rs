@@ -1,0 +1,92 @@
+//! Long-range attachments on the GPU (`tethers.wgsl`): hooke's [`hooke::tethers`], one thread
+//! per tethered particle, after the constraint sets in every iteration. The tethers are built
+//! on the host (`hooke::tethers::build`) when the set of pins changes and uploaded into the
+//! frame's command encoder, so frames recorded back to back each get their own.
+
+use crate::buffers::{self, Buffers, ColourSlot, UNIFORM_SLOT};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels, SharedLayouts};
+use hooke::tethers::Tether;
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "tethers.wgsl",
+    source: crate::shaders::TETHERS,
+    entries: &["solve"],
+    access: &[Read, ReadWrite, Read],
+    slot: true,
+};
+
+/// The tether kernel bound to a solver's buffers, with room for one record per particle.
+pub(crate) struct Tethers {
+    bound: Bound,
+    alternate: Option<wgpu::BindGroup>,
+    records: wgpu::Buffer,
+    slot: wgpu::Buffer,
+    slot_group: wgpu::BindGroup,
+    /// Tethered particles of the last upload.
+    count: u32,
+    /// The pins the tethers were built for (sorted), `None` before the first frame.
+    pins: Option<Vec<u32>>,
+}
+
+impl Tethers {
+    pub fn new(
+        kernels: &Kernels,
+        device: &wgpu::Device,
+        b: &Buffers,
+        n: usize,
+        alternate: Option<&wgpu::Buffer>,
+    ) -> Tethers {
+        let records = buffers::zeroed(device, "hooke tethers", (n.max(1) * size_of::<Tether>()) as u64);
+        let kernel = kernels.get(&SPEC);
+        let bound = kernel.bind(device, &[&b.position, &b.displacement, &records]);
+        let alternate = alternate.map(|d| kernel.group(device, &[&b.position, d, &records]));
+        let slot = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("hooke tether slot"),
+            size: UNIFORM_SLOT,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let slot_group =
+            SharedLayouts::uniform_group(device, &kernels.layouts.slot, &slot, size_of::<ColourSlot>() as u64);
+        Tethers { bound, alternate, records, slot, slot_group, count: 0, pins: None }
+    }
+
+    /// Rebuilds and uploads (into `encoder`) the tethers of `pins` if they differ from the
+    /// last ones.
+    pub fn update(
+        &mut self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        model: &hooke::Model,
+        pins: &[u32],
+    ) {
+        let mut pins = pins.to_vec();
+        pins.sort_unstable();
+        pins.dedup();
+        if self.pins.as_ref() == Some(&pins) {
+            return;
+        }
+        let tethers = hooke::tethers::build(model, &pins);
+        crate::solver::upload(device, encoder, &self.records, bytemuck::cast_slice(&tethers));
+        let slot = ColourSlot { start: 0, count: tethers.len() as u32, first: 0, _pad: 0 };
+        crate::solver::upload(device, encoder, &self.slot, bytemuck::bytes_of(&slot));
+        self.count = tethers.len() as u32;
+        self.pins = Some(pins);
+    }
+
+    /// Forgets the pins, so that the next frame rebuilds (after a material change).
+    pub fn invalidate(&mut self) {
+        self.pins = None;
+    }
+
+    /// Records one projection of every tether, on the main displacement buffer or the
+    /// alternate one.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), on_alternate: bool) {
+        let group = match (&self.alternate, on_alternate) {
+            (Some(g), true) => g,
+            _ => self.bound.group(),
+        };
+        self.bound.run_group(pass, 0, group, params, (&self.slot_group, 0), self.count);
+    }
+}

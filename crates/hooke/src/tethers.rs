@@ -1,0 +1,270 @@
+//! Long-range attachments (tethers; Kim, Chentanez & Müller 2012, "Long range attachments —
+//! a method to simulate inextensible clothing in computer games").
+//!
+//! A cloth or rope hanging from pins stretches under its own weight mostly because Gauss–Seidel
+//! moves a correction one constraint per sweep: the particles far from the pins do not learn
+//! in time that the pin holds them. A tether is a unilateral constraint from a free particle p
+//! straight to a pinned particle q:
+//!
+//! C(x) = ‖x_p − x_q‖ − L ≤ 0,
+//!
+//! with L the distance from p to q *along the body* at rest (its geodesic: no path inside the
+//! cloth is shorter, so an unstretched body never violates it). It does nothing while the
+//! body is within its rest distances and, once it is violated, moves p back onto the sphere of
+//! radius L around q in one step (q is pinned: all of the correction is p's). Each particle
+//! gets tethers to its two nearest pins; they are independent of one another (each moves only
+//! its own particle), so they are projected in parallel without colours, after the constraint
+//! sets in every iteration.
+//!
+//! **Rest distances.** For a grid the body is flat at rest and the geodesic is the straight
+//! distance. For a rope it is the arc length. For a mesh it is the shortest path along the
+//! rest mesh's edges (Dijkstra), which is at least the geodesic — a tether too long is merely
+//! looser, never wrong. The two nearest pins are found with the same multi-source Dijkstra over
+//! the body's structural and shear edges (each particle settled by at most two sources).
+//!
+//! **Slack for the material.** A tether of exactly L would make an elastic body inextensible
+//! along the line to its pin. L is therefore scaled by 1 + ε, ε = the strain the material
+//! takes at a pin holding the whole body's weight (ρ_A·|g|·extent / K for cloth, ρ·|g|·length /
+//! EA for rope), so a physically stretched body is left alone while a solver's excess strain
+//! (the GS residual, tens of percent) is removed. Rigid materials get ε = 0.
+//!
+//! The tethers depend on which particles are pinned, so the solvers rebuild them when the set
+//! of pins changes (a pin released, another added).
+
+use crate::model::{BodyKind, BodyMaterial, ConstraintFamily, Model};
+use glam::Vec3;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// The tethers of one particle, 24 bytes (`Tether` in hooke-gpu's `tethers.wgsl`): up to two
+/// pinned particles and the largest distance (m) it may be from each.
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Tether {
+    /// The tethered (free) particle.
+    pub particle: u32,
+    /// How many of `pins` are used: 1 or 2.
+    pub count: u32,
+    /// The pinned particles.
+    pub pins: [u32; 2],
+    /// The largest distance (m) from each pin: the rest geodesic times 1 + ε.
+    pub length: [f32; 2],
+}
+
+/// A heap entry of the multi-source Dijkstra: (distance, particle, source pin), nearest first.
+#[derive(Clone, Copy, PartialEq)]
+struct Entry(f32, u32, u32);
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1)).then(other.2.cmp(&self.2))
+    }
+}
+
+/// The material slack ε of body `b` (see the module documentation).
+fn slack(model: &Model, body: usize) -> f32 {
+    let b = &model.bodies()[body];
+    let x = &model.particle_position()[b.particles.start as usize..b.particles.end as usize];
+    let (lo, hi) = x.iter().fold((Vec3::MAX, Vec3::MIN), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
+    let extent = (hi - lo).length();
+    let g = model.gravity().length();
+    let eps = match b.material {
+        BodyMaterial::Cloth(m) => m.areal_density * g * extent / m.stretch_stiffness,
+        BodyMaterial::Rope(m) => m.linear_density * g * extent / m.stretch_stiffness,
+    };
+    if eps.is_finite() { eps.max(0.0) } else { 0.0 }
+}
+
+/// The tethers of every free particle of a body that has pins, to its two nearest pins
+/// (sorted by particle). `pinned` lists the pinned particles (any order, repeats allowed).
+pub fn build(model: &Model, pinned: &[u32]) -> Vec<Tether> {
+    let n = model.particle_count();
+    let mut is_pin = vec![false; n];
+    for &p in pinned {
+        if let Some(f) = is_pin.get_mut(p as usize) {
+            *f = true;
+        }
+    }
+    // The graph: structural and shear edges with their rest lengths.
+    let set = model.distance();
+    let (offsets, list) = set.adjacency();
+    let edge = |k: u32| {
+        let c = set.constraints()[k as usize];
+        let f = set.families()[k as usize];
+        matches!(f, ConstraintFamily::Structural | ConstraintFamily::Shear).then_some(c)
+    };
+    // Multi-source Dijkstra: each particle settled by at most two distinct pins.
+    let mut found: Vec<[(u32, f32); 2]> = vec![[(u32::MAX, 0.0); 2]; n];
+    let mut settled = vec![0u8; n];
+    let mut heap = BinaryHeap::new();
+    for (p, &pin) in is_pin.iter().enumerate() {
+        if pin {
+            heap.push(Entry(0.0, p as u32, p as u32));
+        }
+    }
+    while let Some(Entry(d, v, s)) = heap.pop() {
+        let vi = v as usize;
+        if settled[vi] >= 2 || found[vi][..settled[vi] as usize].iter().any(|&(q, _)| q == s) {
+            continue;
+        }
+        found[vi][settled[vi] as usize] = (s, d);
+        settled[vi] += 1;
+        for &k in &list[offsets[vi] as usize..offsets[vi + 1] as usize] {
+            let Some(c) = edge(k) else { continue };
+            let u = if c.i == v { c.j } else { c.i };
+            if settled[u as usize] < 2 && !is_pin[u as usize] {
+                heap.push(Entry(d + c.rest_length, u, s));
+            }
+        }
+    }
+    let x = model.particle_position();
+    let mut out = Vec::new();
+    for (b, body) in model.bodies().iter().enumerate() {
+        let scale = 1.0 + slack(model, b);
+        for p in body.particles.clone() {
+            let pi = p as usize;
+            if is_pin[pi] || settled[pi] == 0 {
+                continue;
+            }
+            let mut t = Tether { particle: p, count: settled[pi] as u32, pins: [0; 2], length: [0.0; 2] };
+            for (k, &(q, along)) in found[pi].iter().enumerate().take(settled[pi] as usize) {
+                // A flat grid's geodesic is the straight distance; ropes and meshes keep the
+                // distance along their edges.
+                let rest = match body.kind {
+                    BodyKind::ClothGrid { .. } => (x[pi] - x[q as usize]).length(),
+                    _ => along,
+                };
+                t.pins[k] = q;
+                t.length[k] = rest * scale;
+            }
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// A tether acts once it is longer than its length by this fraction: a body lying exactly at
+/// its rest distances (a flat sheet at t = 0) is then left alone despite the last bit of
+/// rounding in the distance (a few ulp of the coordinates: 1 µm on a 10 cm tether 1 m from
+/// the origin) — 0.001 % of strain, far below anything a cloth shows.
+pub const TOLERANCE: f32 = 1e-5;
+
+/// cos² of the largest turn within a substep for which a tether pulls along its direction at
+/// the start of the substep (the shared XPBD update's rule, `solver/xpbd/distance_kernel.rs`).
+const COS2_TURN: f32 = 0.82;
+
+/// Projects one particle's tethers on positions x⁰ + d: `x0` and `d` give the start-of-substep
+/// position and the displacement of a particle; returns the particle's new displacement.
+/// Unilateral: a tether within its length (times 1 + [`TOLERANCE`]) does nothing; one beyond it by C moves the particle
+/// by C toward the pin, along the pin–particle direction at the start of the substep (so that
+/// it exerts no torque about the pin and conserves angular momentum, as the constraint sets
+/// do; see `solver/xpbd/projection.rs`) unless the pair turned by more than 25° in the
+/// substep, then along the current one.
+#[inline]
+pub fn project(t: &Tether, x0: impl Fn(u32) -> Vec3, d: impl Fn(u32) -> Vec3) -> Vec3 {
+    let (xp, mut dp) = (x0(t.particle), d(t.particle));
+    for k in 0..t.count.min(2) as usize {
+        let q = t.pins[k];
+        let start = xp - x0(q);
+        let v = start + (dp - d(q));
+        let (s2, v2) = (start.dot(start), v.dot(v));
+        let dist = v2.sqrt();
+        let excess = dist - t.length[k];
+        if excess > TOLERANCE * t.length[k] && dist > 0.0 {
+            let dot = start.dot(v);
+            let (u, u2) =
+                if s2 > 0.0 && dot > 0.0 && dot * dot >= COS2_TURN * (s2 * v2) { (start, s2) } else { (v, v2) };
+            dp -= u * (excess / u2.sqrt());
+        }
+    }
+    dp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ClothGrid, ModelBuilder, Rope};
+
+    /// A grid pinned at its two top corners: every other particle is tethered to both, with
+    /// the straight rest distance; a rope pinned at one end: the arc length.
+    #[test]
+    fn tethers_reach_the_nearest_pins_with_rest_distances() {
+        let mut b = ModelBuilder::new();
+        let mut g = ClothGrid::new("c", 5, 4, 0.1);
+        g.material.stretch_stiffness = f32::INFINITY;
+        b.add_cloth_grid(&g).unwrap();
+        let mut r =
+            Rope::polyline("r", vec![Vec3::new(2.0, 0.0, 0.0), Vec3::new(2.3, 0.4, 0.0), Vec3::new(3.0, 0.4, 0.0)], 8);
+        r.material.stretch_stiffness = f32::INFINITY;
+        b.add_rope(&r).unwrap();
+        let model = b.finalize().unwrap();
+        let (corner_a, corner_b, rope0) = (0u32, 3u32, 20u32);
+        let t = build(&model, &[corner_a, corner_b, rope0]);
+        assert_eq!(t.len(), 20 - 2 + 8 - 1);
+        let x = model.particle_position();
+        for t in &t {
+            let p = t.particle as usize;
+            if p < 20 {
+                assert_eq!(t.count, 2);
+                let mut pins = t.pins;
+                pins.sort();
+                assert_eq!(pins, [corner_a, corner_b]);
+                for k in 0..2 {
+                    assert!((t.length[k] - (x[p] - x[t.pins[k] as usize]).length()).abs() < 1e-6);
+                }
+            } else {
+                assert_eq!((t.count, t.pins[0]), (1, rope0));
+                let arc: f32 = (20..p).map(|k| (x[k + 1] - x[k]).length()).sum();
+                assert!((t.length[0] - arc).abs() < 1e-5, "{} vs {arc}", t.length[0]);
+            }
+        }
+    }
+
+    /// `project` is unilateral and exact: for random pins, particles and displacements, a
+    /// particle within its tether lengths keeps its displacement bit for bit (zero correction),
+    /// and one beyond it moves toward it without passing it (one step along the start-of-substep
+    /// direction: onto the sphere when the pair did not turn, short of it when it did).
+    #[test]
+    fn projection_does_nothing_within_and_reaches_the_sphere_beyond() {
+        let mut seed = 0x2545_f491_u32;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed as f32 / u32::MAX as f32 * 2.0 - 1.0
+        };
+        let (mut within, mut beyond) = (0, 0);
+        for _ in 0..2000 {
+            let x0 = [Vec3::new(rand(), rand(), rand()), Vec3::new(rand(), rand(), rand())];
+            let d = [0.1 * Vec3::new(rand(), rand(), rand()), 0.1 * Vec3::new(rand(), rand(), rand())];
+            let length = 1.5 * rand().abs();
+            let t = Tether { particle: 1, count: 1, pins: [0, 0], length: [length, 0.0] };
+            let new = project(&t, |q| x0[q as usize], |q| d[q as usize]);
+            let dist = ((x0[1] + d[1]) - (x0[0] + d[0])).length();
+            if dist <= length * (1.0 + TOLERANCE) {
+                within += 1;
+                assert_eq!(new.to_array().map(f32::to_bits), d[1].to_array().map(f32::to_bits));
+            } else {
+                beyond += 1;
+                let after = ((x0[1] + new) - (x0[0] + d[0])).length();
+                assert!(after >= length - 1e-5 && after < dist, "{dist} → {after}, length {length}");
+                // Without turning (pin and particle displaced alike), exactly onto the sphere.
+                let still = project(&t, |q| x0[q as usize], |_| d[0]);
+                let at = ((x0[1] + still) - (x0[0] + d[0])).length();
+                let from = (x0[1] - x0[0]).length();
+                if from > length {
+                    assert!((at - length).abs() < 1e-5, "{at} vs {length}");
+                }
+            }
+        }
+        assert!(within > 200 && beyond > 200, "{within} within, {beyond} beyond");
+    }
+}
