@@ -10,7 +10,8 @@
 @group(0) @binding(5) var<storage, read> particle_triangles: array<u32>;
 @group(0) @binding(6) var<storage, read_write> force: array<vec4<f32>>;
 
-// A third of the force on triangle t (N), i.e. its share per vertex.
+// A third of the force on triangle t (N, xyz) and of its drag rate κ (kg/s, w), i.e. its
+// share per vertex.
 @compute @workgroup_size(64)
 fn triangle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let t = thread_index(gid, nwg);
@@ -24,34 +25,43 @@ fn triangle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     let c = cross3(position[i1].xyz - x0, position[i2].xyz - x0);
     let len = sqrt(dot3(c, c));
     var f = vec3<f32>(0.0);
+    var rate = 0.0;
     if len > 1e-20 {
         let n = c / len;
         let area = 0.5 * len;
         let v_rel = (velocity[i0].xyz + velocity[i1].xyz + velocity[i2].xyz) * (1.0 / 3.0) - P.wind;
         let vn = dot3(v_rel, n);
-        let q = -0.5 * P.air_density * area;
+        let k = 0.5 * P.air_density * area;
+        let q = -k;
         f = n * (q * P.drag_coefficient * abs(vn) * vn);
+        let drag_rate = P.drag_coefficient * abs(vn);
+        rate = k * drag_rate;
         if P.lift_coefficient != 0.0 {
             let speed2 = dot3(v_rel, v_rel);
             if speed2 > 1e-20 {
                 let speed = sqrt(speed2);
                 f = f + (n * speed2 - v_rel * vn) * (q * P.lift_coefficient * vn / speed);
+                rate = k * (drag_rate + P.lift_coefficient * speed);
             }
         }
     }
-    triangle_force[t] = vec4<f32>(f * (1.0 / 3.0), 0.0);
+    triangle_force[t] = vec4<f32>(f, rate) * (1.0 / 3.0);
 }
 
-// f_i = Σ over the triangles around i, in the model's order (as the CPU sums them).
+// f_i and c_i = Σ over the triangles around i of their shares of force and drag rate, in the
+// model's order (as the CPU sums them); then the limited force f_i / (1 + h w_i c_i) of
+// hooke's `forces::aerodynamics::limited_force`, with w_i the particle's inverse mass (0 when
+// pinned).
 @compute @workgroup_size(64)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = thread_index(gid, nwg);
     if i >= P.particle_count {
         return;
     }
-    var f = vec3<f32>(0.0);
+    var s = vec4<f32>(0.0);
     for (var k = particle_triangle_offsets[i]; k < particle_triangle_offsets[i + 1u]; k++) {
-        f = f + triangle_force[particle_triangles[k]].xyz;
+        s = s + triangle_force[particle_triangles[k]];
     }
-    force[i] = vec4<f32>(f, 0.0);
+    let w = position[i].w;
+    force[i] = vec4<f32>(s.xyz / (1.0 + P.h * w * s.w), 0.0);
 }

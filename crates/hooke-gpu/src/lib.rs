@@ -25,7 +25,8 @@
 //! the frame's `hooke::SubstepPlan` (computed on the host and uploaded):
 //!
 //! 1. **aerodynamics** (if the air is active, article §1.4): drag and lift per triangle,
-//!    gathered per particle;
+//!    gathered per particle and limited to f/(1 + h w c) so that no step carries a particle
+//!    past the wind (`hooke::forces::aerodynamics::limited_force`);
 //! 2. **predict**: v ← v e^{−c h} + h(g + w f), d ← h v; pinned particles (w = 0) follow their
 //!    targets;
 //! 3. **solve_distance**, `iterations` × (one dispatch per colour): the XPBD update

@@ -5,7 +5,8 @@
 //! never moved by a constraint), recording where it starts. Per substep of length h:
 //!
 //! * `predict`: v ← v·e^{−c h} + h (g + w f_ext) and d ← h v for free particles (c the air
-//!   damping rate, f_ext the aerodynamic force); d ← 0 for pinned ones;
+//!   damping rate, f_ext the limited aerodynamic force of `aerodynamics.wgsl`); d ← 0 for
+//!   pinned ones;
 //! * `pin_predict`: a pinned particle follows its target linearly over the frame,
 //!   d = lerp(x_start, x_target, (s+1)/n) − x⁰.
 

@@ -516,3 +516,45 @@ fn tethers_key_turns_them_off() {
     let e = err(&format!("[solver]\ntethers = \"no\"\n{GRID}"));
     assert!(e.contains("tethers"), "{e}");
 }
+
+/// `[air]`: `lift_coefficient` is read (default 0); each key must be finite and ≥ 0, and the
+/// error names it.
+#[test]
+fn air_lift_coefficient_is_read_and_checked() {
+    let s = parse(&format!("[air]\nlift_coefficient = 0.7\n{GRID}")).unwrap();
+    let air = s.model.air();
+    assert_eq!((air.density, air.drag_coefficient, air.lift_coefficient), (1.225, 1.0, 0.7));
+    let s = parse(&format!("[air]\ndensity = 1.0\ndrag_coefficient = 1.5\n{GRID}")).unwrap();
+    assert_eq!((s.model.air().drag_coefficient, s.model.air().lift_coefficient), (1.5, 0.0));
+    for key in ["lift_coefficient", "drag_coefficient", "density"] {
+        for bad in ["-0.5", "nan", "inf"] {
+            let e = err(&format!("[air]\n{key} = {bad}\n{GRID}"));
+            assert!(e.contains(&format!("air.{key}")) && e.contains("≥ 0"), "{key} = {bad}: {e}");
+        }
+    }
+}
+
+/// Issue #9's input D, read from its scene file and run as `hooke run` would (XPBD, one
+/// substep per frame): a 0.03 kg/m² silk square is never faster than the wind, at 10, 30 and
+/// 100 m/s (it blew up within five frames before the limited drag step).
+#[test]
+fn input_d_silk_in_strong_wind_stays_below_the_wind_speed() {
+    for speed in [10.0f32, 30.0, 100.0] {
+        let text = format!(
+            "gravity = [0.0, 0.0, 0.0]\nwind = [0.0, {speed:?}, 0.0]\n[solver]\nsubsteps = 1\nframes = 30\n[air]\n\
+             [materials.silk]\ndensity = 0.03\n[[cloth]]\nmaterial = \"silk\"\nrows = 2\ncolumns = 2\nspacing = 0.1\n"
+        );
+        let s = parse(&text).unwrap();
+        let scene::SolverChoice::Position(settings) = s.solver else { panic!("an XPBD scene") };
+        let mut solver = hooke::XpbdSolver::new(s.model.clone(), settings).unwrap();
+        let mut fastest = 0.0f32;
+        for frame in 0..s.frames {
+            let control = s.control_at(solver.time());
+            solver.step(&control, 1.0 / s.fps).unwrap_or_else(|e| panic!("{speed} m/s, frame {frame}: {e}"));
+            let v = solver.velocities().iter().map(|v| v.length()).fold(0.0, f32::max);
+            assert!(v <= speed * (1.0 + 1e-5), "{v} m/s in a {speed} m/s wind at frame {frame}");
+            fastest = fastest.max(v);
+        }
+        println!("input D at {speed} m/s: fastest particle {fastest:.4} m/s over {} frames", s.frames);
+    }
+}

@@ -24,6 +24,7 @@ mod common;
 #[path = "../../../hooke/tests/common/mod.rs"]
 mod scenes;
 
+mod aerodynamics;
 mod device;
 mod friction;
 mod independence;

@@ -120,10 +120,15 @@ fn environment(f: &SceneFile, b: &mut ModelBuilder) -> Result<(Vec3, Option<hook
         None => None,
     };
     if let Some(a) = &f.air {
+        // Each key finite and ≥ 0, named in the error (dimensionless but for the density).
+        let key = |name: &str, value: Option<f32>, default: f32| match value.unwrap_or(default) {
+            v if v.is_finite() && v >= 0.0 => Ok(v),
+            v => Err(format!("air.{name}: must be a finite number ≥ 0, got {v}")),
+        };
         let air = Air {
-            density: a.density.unwrap_or(1.225),
-            drag_coefficient: a.drag_coefficient.unwrap_or(1.0),
-            ..Air::default()
+            density: key("density", a.density, 1.225)?,
+            drag_coefficient: key("drag_coefficient", a.drag_coefficient, 1.0)?,
+            lift_coefficient: key("lift_coefficient", a.lift_coefficient, 0.0)?,
         };
         b.set_air(air).map_err(|e| e.to_string())?;
     }

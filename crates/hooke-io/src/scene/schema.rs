@@ -121,6 +121,8 @@ pub struct AirSection {
     pub density: Option<f32>,
     /// Drag coefficient C_d of the normal pressure force (default 1).
     pub drag_coefficient: Option<f32>,
+    /// Lift coefficient C_l of the force perpendicular to the relative wind (default 0).
+    pub lift_coefficient: Option<f32>,
 }
 
 /// `gust = { amplitude = [x, y, z], period = s }`.

@@ -28,7 +28,10 @@
 //! parallel over rows). Under compression the transverse term of Kₛ is negative and can make A
 //! indefinite; [`ForceSettings::clamp_compression`](super::ForceSettings::clamp_compression)
 //! drops it (Choi & Ko 2002). The aerodynamic force and the air damping enter explicitly (f
-//! and v are taken after the air damping e^{−c h}); they are not differentiated.
+//! and v are taken after the air damping e^{−c h}); they are not differentiated, but the
+//! aerodynamic force enters in its limited form f/(1 + h w c)
+//! ([`limited_force`](crate::forces::aerodynamics::limited_force)), so that a light cloth in a
+//! strong wind is not carried past the wind's velocity in one step.
 //!
 //! **Solve.** The system is solved by the [filtered conjugate gradient](super::pcg) of Baraff &
 //! Witkin §5.3 with a block-Jacobi preconditioner (the inverse of each 3×3 diagonal block).
@@ -223,7 +226,7 @@ impl ImplicitScratch {
 impl ForceSolver {
     /// Fills `force` with the spring and aerodynamic forces (N, without gravity) of the
     /// current state (the explicit integrators fuse this into their particle pass).
-    fn accumulate_forces(&mut self, wind: Vec3, parallel: bool) {
+    fn accumulate_forces(&mut self, wind: Vec3, h: f32, parallel: bool) {
         self.pack();
         let aero = self.triangle_forces(wind, parallel);
         let angles = self.angle_forces(parallel);
@@ -232,6 +235,7 @@ impl ForceSolver {
             gather: &self.gather,
             phase: &self.phase[0],
             aero: aero.then_some(&self.triangle_force[..]),
+            h,
             angles: angles.then_some(&self.angle_force[..]),
         };
         let fill = |start: usize, out: &mut [Vec3]| {
@@ -265,7 +269,7 @@ impl ForceSolver {
             }
         }
         // Aerodynamics and spring forces.
-        self.accumulate_forces(slot.wind, parallel);
+        self.accumulate_forces(slot.wind, h, parallel);
         if trace && let Some(p) = self.force.iter().position(|f| !f.is_finite()) {
             return Err(self.diagnose(t0, p, self.model.air().is_active()));
         }

@@ -26,8 +26,12 @@ pub(crate) struct Forces<'a> {
     pub model: &'a Model,
     pub gather: &'a SpringGather,
     pub phase: &'a [Phase],
-    /// A third of each triangle's aerodynamic force (N), if aerodynamics are on.
-    pub aero: Option<&'a [Vec3]>,
+    /// A third of each triangle's aerodynamic force (N, xyz) and drag rate (kg/s, w), if
+    /// aerodynamics are on.
+    pub aero: Option<&'a [Vec4]>,
+    /// The step (s) the aerodynamic forces are limited for
+    /// ([`limited_force`](crate::forces::aerodynamics::limited_force)).
+    pub h: f32,
     /// The force of the angle sets on each particle (N), if the model has any
     /// (`constraint_forces.rs`).
     pub angles: Option<&'a [Vec3]>,
@@ -42,12 +46,12 @@ impl Forces<'_> {
         self.gather.for_each_pair(pairs, self.phase, &mut PerParticle { forces: self, end: range.end, inner: f });
     }
 
-    /// The aerodynamic force on particle `p` (its triangles' shares) and that of its angle
-    /// constraints (N in xyz, w = 0).
+    /// The aerodynamic force on particle `p` (its triangles' shares, limited for the step h
+    /// with the particle's inverse mass) and that of its angle constraints (N in xyz, w = 0).
     #[inline(always)]
     fn aero(&self, p: usize) -> Vec4 {
         let aero = match self.aero {
-            Some(tf) => stages::aerodynamics::particle_force(self.model, tf, p).extend(0.0),
+            Some(tf) => stages::aerodynamics::particle_force(self.model, tf, p, self.h, self.phase[p].x.w).extend(0.0),
             None => Vec4::ZERO,
         };
         match self.angles {

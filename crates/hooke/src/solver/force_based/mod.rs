@@ -15,7 +15,9 @@
 //!
 //! The force on particle p of mass m_p (kg) is the sum of its springs, gravity m_p g and the
 //! aerodynamic drag and lift of its triangles ([`aerodynamics`], a third of each triangle's
-//! force per vertex, with the frame's [`Control::wind`]); its acceleration is
+//! force per vertex, with the frame's [`Control::wind`], limited for the step h so that it
+//! never carries a particle past the wind:
+//! [`limited_force`](crate::forces::aerodynamics::limited_force)); its acceleration is
 //! a_p = g + f_p/m_p. An air damping rate c (1/s, [`ForceSettings::air_damping`]) multiplies
 //! velocities by e^{−c h} per step of h seconds, so the decay e^{−c t} does not depend on the
 //! frame rate.
@@ -89,7 +91,7 @@ use crate::collision::Pose;
 use crate::forces::spring::Spring;
 use crate::{Control, Model, Solver, State};
 use explicit_pass::{ExplicitPass, Forces, particle_chunk};
-use glam::Vec3;
+use glam::{Vec3, Vec4};
 use rayon::prelude::*;
 use std::fmt;
 use std::str::FromStr;
@@ -277,8 +279,8 @@ pub struct ForceSolver {
     pub(in crate::solver) step_h: f32,
     /// Force on particle p without gravity (N): springs and aerodynamics.
     pub(in crate::solver) force: Vec<Vec3>,
-    /// A third of each triangle's aerodynamic force (N).
-    pub(in crate::solver) triangle_force: Vec<Vec3>,
+    /// A third of each triangle's aerodynamic force (N, xyz) and drag rate (kg/s, w).
+    pub(in crate::solver) triangle_force: Vec<Vec4>,
     /// Force of the angle sets (cloth hinges, rope joints) per particle (N); empty for a model
     /// without them.
     pub(in crate::solver) angle_force: Vec<Vec3>,
@@ -316,7 +318,7 @@ impl ForceSolver {
             step: vec![Vec3::ZERO; n],
             step_h: 0.0,
             force: vec![Vec3::ZERO; n],
-            triangle_force: vec![Vec3::ZERO; model.triangles().len()],
+            triangle_force: vec![Vec4::ZERO; model.triangles().len()],
             angle_force: if angles { vec![Vec3::ZERO; n] } else { Vec::new() },
             pinned: vec![false; n],
             implicit,
@@ -417,8 +419,8 @@ impl ForceSolver {
         );
     }
 
-    /// Fills `triangle_force` with a third of each triangle's aerodynamic force (N) for the
-    /// state in `phase[0]`; returns whether aerodynamics are on.
+    /// Fills `triangle_force` with a third of each triangle's aerodynamic force (N) and drag
+    /// rate (kg/s) for the state in `phase[0]`; returns whether aerodynamics are on.
     pub(in crate::solver) fn triangle_forces(&mut self, wind: Vec3, parallel: bool) -> bool {
         let model = &*self.model;
         if !model.air().is_active() || model.triangles().is_empty() {
@@ -496,6 +498,7 @@ impl ForceSolver {
                     gather: &self.gather,
                     phase: old,
                     aero: aero.then_some(&self.triangle_force[..]),
+                    h,
                     angles: angles.then_some(&self.angle_force[..]),
                 },
                 pinned: &self.pinned,

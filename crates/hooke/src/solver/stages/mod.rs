@@ -2,7 +2,7 @@
 //!
 //! | stage | XPBD / PBD | explicit integrators | implicit Euler | GPU |
 //! |---|---|---|---|---|
-//! | [`Aerodynamics`](Stage::Aerodynamics) | drag and lift per triangle, gathered per particle ([`aerodynamics`]) | the same | the same | `aerodynamics.wgsl` |
+//! | [`Aerodynamics`](Stage::Aerodynamics) | drag and lift per triangle, gathered per particle and limited so that no step overshoots the wind ([`aerodynamics`]) | the same | the same | `aerodynamics.wgsl` |
 //! | [`Predict`](Stage::Predict) | v ← v e^{−ch} + h(g + w f), d ← h v; pins moved ([`predict`]) | forces and the integrator's step (fused, see below) | forces, then the linearised solve for Δv | `predict.wgsl` |
 //! | [`Constraints`](Stage::Constraints) | each constraint set, colour by colour, `iterations` times (Gauss–Seidel) | — (springs are forces) | — | one dispatch per colour, or Jacobi |
 //! | [`Contacts`](Stage::Contacts) | particle contacts (self-collision): the slot exists, nothing fills it yet ([`contacts`]) | — (the fused pass has no slot: contacts will split it there) | as XPBD | — |

@@ -4,7 +4,9 @@
 //! al. 2019, "Small steps in physics simulation"), planned once per frame
 //! ([`SubstepPlan`]). Each substep runs the [stages](super::stages) in order:
 //!
-//! 1. **Aerodynamics**: drag and lift per triangle, f_ext per particle (if the air is active).
+//! 1. **Aerodynamics**: drag and lift per triangle, f_ext per particle (if the air is active),
+//!    limited so that no step overshoots the wind
+//!    ([`limited_force`](crate::forces::aerodynamics::limited_force)).
 //! 2. **Predict**: v ← v·e^{−c·h} + h·(g + w·f_ext), x⁰ ← x, x ← x + h·v, where c is the air
 //!    damping rate (1/s); pinned particles (w = 0) follow their targets instead.
 //! 3. **Constraints**: λ ← 0, then `iterations` Gauss–Seidel sweeps over each constraint set's
@@ -39,7 +41,7 @@ use crate::model::DistanceConstraint;
 use crate::{Control, Model, Solver, State};
 pub(crate) use distance_kernel::Shared;
 use distance_kernel::{Block4, Sweep};
-use glam::Vec3;
+use glam::{Vec3, Vec4};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -205,7 +207,8 @@ pub struct XpbdSolver {
     tether_pins: Option<Vec<u32>>,
     /// External force per particle (N), from aerodynamics.
     force: Vec<Vec3>,
-    triangle_force: Vec<Vec3>,
+    /// A third of each triangle's aerodynamic force (N, xyz) and drag rate (kg/s, w).
+    triangle_force: Vec<Vec4>,
     /// Each collider's pose at the end of the last frame.
     collider_pose: Vec<Pose>,
     snapshot: Option<Snapshot>,
@@ -233,7 +236,7 @@ impl XpbdSolver {
             tethers: Vec::new(),
             tether_pins: None,
             force: vec![Vec3::ZERO; n],
-            triangle_force: vec![Vec3::ZERO; model.triangles().len()],
+            triangle_force: vec![Vec4::ZERO; model.triangles().len()],
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
             snapshot: None,
             settings,
@@ -293,7 +296,8 @@ impl XpbdSolver {
                     &mut self.triangle_force,
                     parallel,
                 );
-                stages::aerodynamics::gather(&model, &self.triangle_force, &mut self.force, parallel);
+                let w = |k: usize| p[k].x.w;
+                stages::aerodynamics::gather(&model, &self.triangle_force, &mut self.force, plan.h, w, parallel);
                 if trace && let Some(k) = self.force.iter().position(|f| !f.is_finite()) {
                     let what = format!("in {}", Stage::Aerodynamics.describe());
                     return Err(self.blow_up(t0, k as u32, None, what));
