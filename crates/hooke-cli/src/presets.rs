@@ -17,6 +17,9 @@ fn preset(
 ) -> Scene {
     let pins =
         pinned.into_iter().map(|p| ScheduledPin { pin: Pin { particle: p, target: None }, release_at: None }).collect();
+    // The blow-up speed limit scales with the scene, as a scene file's does by default.
+    let mut solver = solver;
+    solver.set_max_speed(scene::derived_max_speed(&model, Vec3::ZERO, None, &[]));
     Scene {
         name,
         model,
@@ -30,6 +33,7 @@ fn preset(
         output: Default::default(),
         vertex_maps: Vec::new(),
         warnings: Vec::new(),
+        residual_tolerance: scene::DEFAULT_RESIDUAL_TOLERANCE,
     }
 }
 

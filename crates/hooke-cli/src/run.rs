@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use hooke::Diagnostics;
+use hooke::diagnostics::{BodyConvergence, ConstraintResiduals, pinned_particles};
 use hooke_io::cache::{self, CacheSpec, Format};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
@@ -33,6 +34,10 @@ pub struct RunArgs {
     backend: crate::Backend,
     #[command(flatten)]
     gpu_solve: crate::GpuSolveArgs,
+    /// Fail (non-zero exit, no cache written) as soon as a body's residual stretch strain
+    /// away from its pins exceeds the scene's `residual_tolerance`, instead of warning.
+    #[arg(long)]
+    strict: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -73,7 +78,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let dt = 1.0 / scene.fps;
 
     println!(
-        "scene {:?}: {} particles, {} constraints in {} colours, {}; {} at {} fps, {} on {}, {} substeps × {} iteration(s), {} thread(s)",
+        "scene {:?}: {} particles, {} constraints in {} colours, {}; {} at {} fps, {} on {}, {} substeps × {} iteration(s), {} thread(s), blow-up above {:.1} m/s",
         scene.name,
         model.particle_count(),
         model.distance().constraints().len(),
@@ -85,7 +90,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         device,
         scene.solver.substeps(),
         scene.solver.iterations(),
-        threads
+        threads,
+        scene.solver.max_speed()
     );
     crate::report(&scene);
     // Mesh cloths are written in their files' vertex order (welded vertices repeated).
@@ -97,7 +103,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         vertex_maps: &scene.vertex_maps,
     };
     let mut writer = cache::create(format, &spec)?;
-    let mut csv = CsvWriter::create(&dir.join("diagnostics.csv"))?;
+    let names: Vec<&str> = model.bodies().iter().map(|b| b.name.as_str()).collect();
+    let mut csv = CsvWriter::create(&dir.join("diagnostics.csv"), &names)?;
     let mut x = Vec::new();
     let mut state = hooke::State::from_model(&model);
     solver.read_state(&mut state);
@@ -108,8 +115,16 @@ pub fn run(args: RunArgs) -> Result<()> {
         0.0,
         &scene.collider_poses_at(0.0),
     );
+    // The convergence monitor: per body, strains and (XPBD) residuals, every frame.
+    let mut monitor = Monitor::new(&scene, &solver.info().name);
+    let mut pinned = Vec::new();
+    let mut residuals = ConstraintResiduals::default();
+    let mut bodies = Vec::new();
+    pinned_particles(&model, &scene.control_at(0.0), &mut pinned);
+    BodyConvergence::measure(&model, &state.particle_position, &pinned, None, &mut bodies);
+    monitor.record(0, 0.0, &bodies);
     writer.write_frame(0, &state.particle_position)?;
-    csv.row(0, &first, 0)?;
+    csv.row(0, &first, 0, &bodies)?;
 
     let progress = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(scene.frames as u64);
@@ -143,12 +158,35 @@ pub fn run(args: RunArgs) -> Result<()> {
                 let t = solver.time();
                 let poses = scene.collider_poses_at(t);
                 let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, t, &poses);
+                pinned_particles(&model, &control, &mut pinned);
+                let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
+                BodyConvergence::measure(&model, &state.particle_position, &pinned, measured, &mut bodies);
+                monitor.record(frame, t, &bodies);
+                if args.strict
+                    && let Some(k) = monitor.over_tolerance(&bodies)
+                {
+                    // Nothing of this run stays: the atomic caches are dropped unfinished; an
+                    // OBJ sequence's complete frames are removed.
+                    if format == Format::Obj {
+                        for f in writer.finish().unwrap_or_default() {
+                            let _ = std::fs::remove_file(f);
+                        }
+                    } else {
+                        drop(writer);
+                    }
+                    drop(csv);
+                    let when = format!("frame {frame}, t = {t:.3} s");
+                    bail!(
+                        "{} Stopped by --strict; no cache was written.",
+                        monitor.exceeded(k, bodies[k].residual(), &when)
+                    );
+                }
                 worst.max_stretch_strain = worst.max_stretch_strain.max(d.max_stretch_strain);
                 worst.max_penetration = worst.max_penetration.max(d.max_penetration);
                 worst.nan_count = worst.nan_count.max(d.nan_count);
                 x.clone_from(&state.particle_position);
                 writer.write_frame(frame, &x)?;
-                csv.row(frame, &d, report.contacts)?;
+                csv.row(frame, &d, report.contacts, &bodies)?;
                 written += 1;
                 worst.time = d.time;
                 worst.kinetic_energy = d.kinetic_energy;
@@ -156,7 +194,15 @@ pub fn run(args: RunArgs) -> Result<()> {
                 worst.elastic_energy = d.elastic_energy;
             }
             Err(e) => {
-                failure = Some((frame, e.into()));
+                let speed = matches!(&e, hooke::SolverError::BlowUp { detail, .. } if detail.contains(" m/s (limit "));
+                let e = match speed {
+                    true => anyhow::anyhow!(
+                        "{e} (if that speed is real, set [solver] max_speed above it: unless the scene sets it, \
+                         the limit is derived from the scene's size, gravity, wind and collider motion)"
+                    ),
+                    false => e.into(),
+                };
+                failure = Some((frame, e));
                 break;
             }
         }
@@ -190,6 +236,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         worst.total_energy(),
         first.total_energy()
     );
+    monitor.summarise();
     for f in files.iter().take(5) {
         println!("wrote {}", f.display());
     }
@@ -214,7 +261,8 @@ struct CsvWriter {
 }
 
 impl CsvWriter {
-    fn create(path: &Path) -> Result<CsvWriter> {
+    /// Creates the file with its header: the global columns, then six per body (`names`).
+    fn create(path: &Path, names: &[&str]) -> Result<CsvWriter> {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         // The naming of hooke-io's temporary files (`.<name>.tmp-<pid>-<seq>`), so that a killed
@@ -228,18 +276,34 @@ impl CsvWriter {
         }
         .with_context(|| format!("creating {}", tmp.display()))?;
         let mut out = std::io::BufWriter::new(f);
-        writeln!(
+        write!(
             out,
-            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts"
+            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts,max_residual_strain"
         )?;
+        for name in names {
+            for q in BODY_COLUMNS {
+                write!(out, ",{}", csv_field(&format!("{name}:{q}")))?;
+            }
+        }
+        writeln!(out)?;
         Ok(CsvWriter { tmp, path: path.to_path_buf(), out: Some(out) })
     }
 
-    fn row(&mut self, frame: usize, d: &Diagnostics, contacts: u32) -> Result<()> {
+    fn row(&mut self, frame: usize, d: &Diagnostics, contacts: u32, bodies: &[BodyConvergence]) -> Result<()> {
         let out = self.out.as_mut().expect("open until finish");
+        let worst = bodies.iter().map(BodyConvergence::residual).fold(f32::NAN, f32::max);
+        let mut tail = cell(worst);
+        for b in bodies {
+            for v in
+                [b.strain, b.strain_at_pins, b.residual_stiff, b.residual_compliant, b.residual_at_pins, b.residual_rms]
+            {
+                tail.push(',');
+                tail.push_str(&cell(v));
+            }
+        }
         writeln!(
             out,
-            "{frame},{},{},{},{},{},{},{},{},{},{contacts}",
+            "{frame},{},{},{},{},{},{},{},{},{},{contacts},{tail}",
             d.time,
             d.max_stretch_strain,
             d.total_energy(),
@@ -267,4 +331,160 @@ impl Drop for CsvWriter {
             let _ = std::fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// The per-body columns of `diagnostics.csv`, each written `<body>:<name>` (see
+/// [`BodyConvergence`]).
+const BODY_COLUMNS: [&str; 6] =
+    ["strain", "strain_at_pins", "residual_stiff", "residual_compliant", "residual_at_pins", "residual_rms"];
+
+/// A CSV cell: the number, or nothing for NaN (not measured).
+fn cell(v: f32) -> String {
+    if v.is_nan() { String::new() } else { v.to_string() }
+}
+
+/// A CSV header field, quoted (RFC 4180) if it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+/// A strain as a percentage.
+fn percent(v: f32) -> String {
+    format!("{:.2} %", 100.0 * v)
+}
+
+/// NaN-aware field-wise maximum of two measurements.
+fn max_of(a: &BodyConvergence, b: &BodyConvergence) -> BodyConvergence {
+    BodyConvergence {
+        strain: a.strain.max(b.strain),
+        strain_at_pins: a.strain_at_pins.max(b.strain_at_pins),
+        residual_stiff: a.residual_stiff.max(b.residual_stiff),
+        residual_compliant: a.residual_compliant.max(b.residual_compliant),
+        residual_at_pins: a.residual_at_pins.max(b.residual_at_pins),
+        residual_rms: a.residual_rms.max(b.residual_rms),
+    }
+}
+
+/// The convergence monitor of a run: each body's worst and latest measurement, the frame of
+/// its worst residual, and the summary lines and warnings they make.
+struct Monitor {
+    /// `cloth "name"` / `rope "name"`, per body.
+    labels: Vec<String>,
+    /// Whether the scene pins any particle of the body (then tethers would help).
+    pinned: Vec<bool>,
+    /// Whether the solver is a position-based one with tethers off (`[solver] tethers = false`).
+    tethers_off: bool,
+    tolerance: f32,
+    solver: String,
+    substeps: u32,
+    iterations: u32,
+    /// Field-wise maximum over the frames, per body.
+    worst: Vec<BodyConvergence>,
+    /// The latest frame's, per body.
+    last: Vec<BodyConvergence>,
+    /// Frame and time (s) of the largest monitored residual, per body.
+    worst_at: Vec<(usize, f64)>,
+}
+
+impl Monitor {
+    fn new(scene: &hooke_io::scene::Scene, solver: &str) -> Monitor {
+        let bodies = scene.model.bodies();
+        Monitor {
+            labels: bodies
+                .iter()
+                .map(|b| format!("{} {:?}", if b.is_cloth() { "cloth" } else { "rope" }, b.name))
+                .collect(),
+            pinned: bodies.iter().map(|b| scene.pins.iter().any(|p| b.particles.contains(&p.pin.particle))).collect(),
+            tethers_off: matches!(scene.solver, hooke_io::scene::SolverChoice::Position(s) if !s.tethers),
+            tolerance: scene.residual_tolerance,
+            solver: solver.to_string(),
+            substeps: scene.solver.substeps(),
+            iterations: scene.solver.iterations(),
+            worst: vec![BodyConvergence::default(); bodies.len()],
+            last: vec![BodyConvergence::default(); bodies.len()],
+            worst_at: vec![(0, 0.0); bodies.len()],
+        }
+    }
+
+    fn record(&mut self, frame: usize, time: f64, bodies: &[BodyConvergence]) {
+        for (k, b) in bodies.iter().enumerate() {
+            if b.residual() > self.worst[k].residual() || (self.worst[k].residual().is_nan() && !b.residual().is_nan())
+            {
+                self.worst_at[k] = (frame, time);
+            }
+            self.worst[k] = max_of(&self.worst[k], b);
+            self.last[k] = *b;
+        }
+    }
+
+    /// The first body whose monitored residual exceeds the tolerance.
+    fn over_tolerance(&self, bodies: &[BodyConvergence]) -> Option<usize> {
+        bodies.iter().position(|b| b.residual() > self.tolerance)
+    }
+
+    /// What would help body `k` converge.
+    fn advice(&self, k: usize) -> String {
+        let tethers = if self.pinned[k] && self.tethers_off {
+            ", or tethers, long-range attachments to its pins ([solver] tethers = true, now false)"
+        } else {
+            ""
+        };
+        format!(
+            "More substeps ([solver] substeps, now {}; the most effective for their cost) or iterations \
+             ([solver] iterations, now {}) reduce it{tethers}",
+            self.substeps, self.iterations
+        )
+    }
+
+    /// Body `k`'s monitored residual `value` over the tolerance, in words; `when` says at
+    /// which frame.
+    fn exceeded(&self, k: usize, value: f32, when: &str) -> String {
+        format!(
+            "{} did not converge: its residual stretch strain reached {} away from its pins ({when}), over the \
+             tolerance of {} ([solver] residual_tolerance = {}): it is stretched that much beyond what its \
+             material allows. {}.",
+            self.labels[k],
+            percent(value),
+            percent(self.tolerance),
+            self.tolerance,
+            self.advice(k)
+        )
+    }
+
+    /// Prints each body's strains and residuals over the run, and a warning for each body
+    /// whose residual exceeded the tolerance.
+    fn summarise(&self) {
+        for (k, label) in self.labels.iter().enumerate() {
+            let (w, last) = (&self.worst[k], &self.last[k]);
+            let mut line = format!("{label}: strain up to {} away from the pins", maybe(w.strain));
+            if !w.strain_at_pins.is_nan() {
+                line += &format!(", {} at them", percent(w.strain_at_pins));
+            }
+            if w.residual().is_nan() {
+                line += &format!("; residual not measured ({} has no constraint multipliers)", self.solver);
+            } else {
+                let (frame, t) = self.worst_at[k];
+                line += &format!(
+                    "; residual stretch strain up to {} (frame {frame}, t = {t:.3} s), {} at the end \
+                     (stiffness-dominated {}, compliance-dominated {}, at the pins {})",
+                    percent(w.residual()),
+                    percent(last.residual()),
+                    maybe(w.residual_stiff),
+                    maybe(w.residual_compliant),
+                    maybe(w.residual_at_pins)
+                );
+            }
+            println!("{line}");
+            if w.residual() > self.tolerance {
+                let (frame, t) = self.worst_at[k];
+                let when = format!("frame {frame}, t = {t:.3} s; {} at the last frame", percent(last.residual()));
+                eprintln!("warning: {}", self.exceeded(k, w.residual(), &when));
+            }
+        }
+    }
+}
+
+/// A percentage, or "none" for NaN.
+fn maybe(v: f32) -> String {
+    if v.is_nan() { "none".into() } else { percent(v) }
 }

@@ -108,6 +108,10 @@ fn bad_input_fails_cleanly() {
         ("[[cloth]]\nrows = 0\ncolumns = 0\nspacing = 0.1\n".into(), "2×2"),
         ("[[cloth]]\nrows = 3000000\ncolumns = 3000000\nspacing = 0.001\n".into(), "memory"),
         (format!("name = \"two\\nlines\"\n{grid}"), "control character U+000A"),
+        (format!("[solver]\nmax_speed = 0.0\n{grid}"), "solver.max_speed"),
+        (format!("[solver]\nmax_speed = nan\n{grid}"), "solver.max_speed"),
+        (format!("[solver]\nresidual_tolerance = -0.02\n{grid}"), "solver.residual_tolerance"),
+        (format!("[solver]\nresidual_tolerance = nan\n{grid}"), "solver.residual_tolerance"),
     ];
     for (k, (scene, needle)) in cases.iter().enumerate() {
         let tmp = tempfile::tempdir().unwrap();
@@ -136,8 +140,9 @@ fn bad_input_fails_cleanly() {
 #[test]
 fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
     let tmp = tempfile::tempdir().unwrap();
-    // 1 000 m/s² of gravity passes the 500 m/s speed limit after 0.5 s (frame 30 at 60 fps).
-    let scene = "gravity = [0.0, -1000.0, 0.0]\n[[rope]]\nname = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 8\n";
+    // 1 000 m/s² of gravity passes the 500 m/s speed limit (set: the scene's own would be
+    // 894 m/s) after 0.5 s (frame 30 at 60 fps).
+    let scene = "gravity = [0.0, -1000.0, 0.0]\n[solver]\nmax_speed = 500.0\n[[rope]]\nname = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 8\n";
     std::fs::write(tmp.path().join("boom.toml"), scene).unwrap();
     let o = hooke(&["run", "boom.toml", "--frames", "100", "--out", "out"], tmp.path());
     let t = text(&o);
@@ -285,4 +290,135 @@ fn mesh_scene_reports_welds_warnings_and_caches_in_file_order() {
     assert!(frame.contains("\nf 1/1 2/2 3/3\nf 4/4 6/6 5/5\n"), "{frame}");
     let v: Vec<&str> = frame.lines().filter(|l| l.starts_with("v ")).collect();
     assert_eq!((v[1], v[2]), (v[3], v[4]), "welded vertices repeated in file order");
+}
+
+/// A 1 m sheet of K = 10⁴ N/m and 0.15 kg/m², 20×20, hung by its two top corners (issue #9),
+/// `substeps` × `iterations`, 60 frames, with tethers (the default) or without.
+fn stiff_sheet(substeps: u32, iterations: u32, tethers: bool) -> String {
+    let off = if tethers { "" } else { "tethers = false\n" };
+    format!(
+        "[solver]\nframes = 60\nsubsteps = {substeps}\niterations = {iterations}\n{off}\
+         [materials.stiff]\ndensity = 0.15\nstretch_stiffness = 1e4\n\
+         [[cloth]]\nname = \"sheet\"\nmaterial = \"stiff\"\nrows = 20\ncolumns = 20\nspacing = 0.05263158\n\
+         center = [0.0, 1.0, 0.0]\nrotation = [90.0, 0.0, 0.0]\npin_cells = [[0, 0], [0, 19]]\n"
+    )
+}
+
+/// The convergence monitor (issue #9 item 4). Without tethers, at the default 20 substeps × 1
+/// iteration the stiff sheet keeps a residual stretch strain over 2 % away from its pins: the run warns,
+/// naming the body and what would help, and the CSV has the residual per frame (none at frame
+/// 0, before any substep); with `--strict` the run fails with that message and leaves no cache,
+/// in an atomic format or as an OBJ sequence. At 100 substeps, or with tethers (the default)
+/// at 20, it converges: no warning, and `--strict` passes.
+#[test]
+fn a_stiff_sheet_that_does_not_converge_is_named_and_strict_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("sheet.toml"), stiff_sheet(20, 1, false)).unwrap();
+    let o = hooke(&["run", "sheet.toml", "--out", "out"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let warning = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{t}");
+    assert!(warning.contains("warning: cloth \"sheet\" did not converge"), "{warning}");
+    for help in ["substeps", "iterations", "tethers = true", "residual_tolerance"] {
+        assert!(warning.contains(help), "{help:?} in {warning}");
+    }
+    let csv = std::fs::read_to_string(tmp.path().join("out/diagnostics.csv")).unwrap();
+    let worst = column_opt(&csv, "max_residual_strain");
+    assert_eq!(worst.len(), 61);
+    assert_eq!(worst[0], None, "no residual before the first substep");
+    let peak = worst.iter().flatten().cloned().fold(0.0, f64::max);
+    eprintln!("20 × 1: peak residual {peak}");
+    assert!(peak > 0.02, "{peak}");
+    let stiff = column_opt(&csv, "sheet:residual_stiff");
+    assert_eq!(stiff.iter().flatten().cloned().fold(0.0, f64::max), peak);
+    assert!(column_opt(&csv, "sheet:strain_at_pins").iter().skip(1).all(|v| v.is_some()));
+
+    for format in ["usda", "obj"] {
+        let out = format!("strict_{format}");
+        let o = hooke(&["run", "sheet.toml", "--strict", "--format", format, "--out", &out], tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(t.contains("cloth \"sheet\" did not converge") && t.contains("--strict"), "{t}");
+        assert!(files(&tmp.path().join(&out)).is_empty(), "{format}: {:?}", files(&tmp.path().join(&out)));
+    }
+
+    for (name, scene) in [("100 × 1", stiff_sheet(100, 1, false)), ("tethers, 20 × 1", stiff_sheet(20, 1, true))] {
+        std::fs::write(tmp.path().join("fine.toml"), scene).unwrap();
+        let o = hooke(&["run", "fine.toml", "--strict", "--out", "fine"], tmp.path());
+        let t = text(&o);
+        assert!(o.status.success(), "{name}: {t}");
+        assert!(!t.contains("did not converge"), "{name}: {t}");
+        let csv = std::fs::read_to_string(tmp.path().join("fine/diagnostics.csv")).unwrap();
+        let peak = column_opt(&csv, "max_residual_strain").iter().flatten().cloned().fold(0.0, f64::max);
+        eprintln!("{name}: peak residual {peak}");
+        assert!(peak < 0.02, "{name}: {peak}");
+    }
+}
+
+/// The residual is that of XPBD: a force-based integrator writes the strains and leaves the
+/// residual columns empty, says so, and never warns; a tolerance set in the scene is used.
+#[test]
+fn residual_columns_are_empty_without_multipliers_and_the_tolerance_is_a_scene_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let implicit = stiff_sheet(20, 1, true).replace("[solver]\n", "[solver]\nmethod = \"implicit-euler\"\n");
+    std::fs::write(tmp.path().join("implicit.toml"), implicit).unwrap();
+    let o = hooke(&["run", "implicit.toml", "--strict", "--frames", "10", "--out", "implicit"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("residual not measured") && !t.contains("did not converge"), "{t}");
+    let csv = std::fs::read_to_string(tmp.path().join("implicit/diagnostics.csv")).unwrap();
+    assert!(column_opt(&csv, "max_residual_strain").iter().all(Option::is_none));
+    assert!(column_opt(&csv, "sheet:residual_stiff").iter().all(Option::is_none));
+    assert!(column_opt(&csv, "sheet:strain").iter().all(Option::is_some));
+
+    let loose = stiff_sheet(20, 1, false).replace("[solver]\n", "[solver]\nresidual_tolerance = 0.2\n");
+    std::fs::write(tmp.path().join("loose.toml"), loose).unwrap();
+    let o = hooke(&["run", "loose.toml", "--strict", "--out", "loose"], tmp.path());
+    assert!(o.status.success() && !text(&o).contains("did not converge"), "{}", text(&o));
+}
+
+/// The blow-up speed limit scales with the scene. A hanging 1 m cloth integrated by forward
+/// Euler (unstable by nature) runs away: the limit derived from the scene (100 m/s) stops it
+/// at frame 43, with a hint about `max_speed`, where a fixed 500 m/s (set in the file) let
+/// three more frames of garbage through until the strain limit stopped it. A valid 100 m
+/// scene — a rope released horizontally, whose tip whips past 100 m/s, over the 1 m scene's
+/// limit — runs to the end under its own limit.
+#[test]
+fn the_blow_up_speed_limit_scales_with_the_scene() {
+    let tmp = tempfile::tempdir().unwrap();
+    let euler = "[solver]\nmethod = \"forward-euler\"\nframes = 100\nsubsteps = 50\n{max}\
+                 [materials.m]\nstretch_stiffness = 100.0\nshear_stiffness = 10.0\n\
+                 [[cloth]]\nmaterial = \"m\"\nrows = 10\ncolumns = 10\nspacing = 0.1\npin_rows = [0]\n";
+    let mut stopped = Vec::new();
+    for (name, max) in [("derived", ""), ("fixed", "max_speed = 500.0\n")] {
+        std::fs::write(tmp.path().join(format!("{name}.toml")), euler.replace("{max}", max)).unwrap();
+        let o = hooke(&["run", &format!("{name}.toml"), "--out", name], tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(t.contains("blew up"), "{t}");
+        let csv = std::fs::read_to_string(tmp.path().join(name).join("diagnostics.csv")).unwrap();
+        let frames = column(&csv, "frame").len();
+        let fastest = column(&csv, "max_speed_m_per_s").iter().cloned().fold(0.0, f64::max);
+        eprintln!("{name}: stopped after {frames} frames, fastest written {fastest:.1} m/s\n{t}");
+        if name == "derived" {
+            assert!(t.contains("blow-up above 99.9 m/s") && t.contains("m/s (limit 99.9"), "{t}");
+            assert!(t.contains("set [solver] max_speed"), "{t}");
+        }
+        stopped.push((frames, fastest));
+    }
+    assert!(stopped[0].0 < stopped[1].0, "{stopped:?}");
+    assert!(stopped[0].1 < 100.0 && stopped[1].1 > 100.0, "{stopped:?}");
+
+    let rope = "[solver]\nframes = 300\n[[rope]]\nstart = [0.0, 100.0, 0.0]\nend = [100.0, 100.0, 0.0]\n\
+                particles = 101\npin_indices = [0]\n";
+    std::fs::write(tmp.path().join("rope.toml"), rope).unwrap();
+    let o = hooke(&["run", "rope.toml", "--out", "rope"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let csv = std::fs::read_to_string(tmp.path().join("rope/diagnostics.csv")).unwrap();
+    let fastest = column(&csv, "max_speed_m_per_s").iter().cloned().fold(0.0, f64::max);
+    eprintln!("100 m rope: fastest {fastest:.1} m/s\n{t}");
+    assert!(fastest > 100.0, "{fastest}");
+    assert!(t.contains("blow-up above 885.9 m/s"), "{t}");
 }

@@ -83,6 +83,8 @@ pub(crate) struct Jacobi {
     bound: Bound,
     /// The second displacement buffer (`vec4<f32>` per particle), which even iterations write.
     pub displacement: wgpu::Buffer,
+    /// The second λ buffer (one `f32` per distance constraint), which even iterations write.
+    lambda: wgpu::Buffer,
     /// Reads (displacement, λ) and writes the second pair; and the reverse.
     groups: [wgpu::BindGroup; 2],
     slot_group: wgpu::BindGroup,
@@ -140,7 +142,13 @@ impl Jacobi {
         });
         let slot_group =
             SharedLayouts::uniform_group(device, &kernels.layouts.slot, &uniform, size_of::<JacobiSlot>() as u64);
-        Jacobi { bound, displacement, groups: [forward, backward], slot_group }
+        Jacobi { bound, displacement, lambda, groups: [forward, backward], slot_group }
+    }
+
+    /// The buffer that holds a substep's final λ after `iterations` iterations: this solve's
+    /// second buffer after an odd count (λ is not copied back), else `Buffers::lambda`.
+    pub fn final_lambda<'a>(&'a self, b: &'a Buffers, iterations: u32) -> &'a wgpu::Buffer {
+        if iterations % 2 == 1 { &self.lambda } else { &b.lambda }
     }
 
     /// Records Jacobi iteration `it` of a substep over `n` particles: even iterations read

@@ -18,6 +18,7 @@ use crate::tethers::Tethers;
 use crate::timing::FrameTimer;
 use glam::Vec3;
 use hooke::collision::Pose;
+use hooke::diagnostics::ConstraintResiduals;
 use hooke::solver::{SubstepPlan, check_same_topology, check_state};
 use hooke::{Control, Method, Model, Solver, SolverError, SolverInfo, State, StepReport, XpbdSettings};
 use std::sync::Arc;
@@ -202,6 +203,12 @@ pub struct GpuXpbdSolver {
     timer: Option<FrameTimer>,
     /// Buffers this solver mapped for reading (see [`GpuXpbdSolver::read_backs`]).
     read_backs: std::cell::Cell<u64>,
+    /// 1/h² (1/s²) of the last substep of the last frame recorded, while the λ buffer holds
+    /// its multipliers (for [`Solver::constraint_residuals`]).
+    residual_inv_h2: Option<f32>,
+    /// Mappable buffer for [`Solver::constraint_residuals`]' read-back (positions, velocities
+    /// and λ), made on the first call.
+    residual_staging: Option<wgpu::Buffer>,
 }
 
 impl GpuXpbdSolver {
@@ -238,6 +245,8 @@ impl GpuXpbdSolver {
             unchecked: 0,
             timer: None,
             read_backs: std::cell::Cell::new(0),
+            residual_inv_h2: None,
+            residual_staging: None,
             b,
             k,
             kernels,
@@ -260,8 +269,8 @@ impl GpuXpbdSolver {
 
     /// How many times this solver has mapped a buffer for reading — waited for the GPU — since
     /// it was made: every `read_*` and `try_read_*`, every health check of
-    /// [`Solver::step`] ([`GpuSettings::health_interval`]) and every
-    /// [`GpuXpbdSolver::read_frame_times`]. [`GpuXpbdSolver::encode_frame`] adds nothing.
+    /// [`Solver::step`] ([`GpuSettings::health_interval`]), every
+    /// [`GpuXpbdSolver::read_frame_times`] and every [`Solver::constraint_residuals`]. [`GpuXpbdSolver::encode_frame`] adds nothing.
     pub fn read_backs(&self) -> u64 {
         self.read_backs.get()
     }
@@ -472,6 +481,7 @@ impl GpuXpbdSolver {
             timer.resolve(encoder);
         }
         self.time += frame_dt as f64;
+        self.residual_inv_h2 = Some(plan.inv_h2);
         self.collider_pose.clone_from(&plan.collider_end);
         self.pinned.clear();
         self.pinned.extend(plan.pins.iter().map(|p| p.particle));
@@ -727,6 +737,7 @@ impl Solver for GpuXpbdSolver {
             if let SolverError::BlowUp { time: t, .. } = &mut err {
                 *t = time;
             }
+            self.residual_inv_h2 = None;
             if self.b.snapshot.is_some() {
                 self.pending = None;
                 self.restore_snapshot();
@@ -774,6 +785,7 @@ impl Solver for GpuXpbdSolver {
         enc.clear_buffer(&self.b.health, 0, None);
         queue.submit([enc.finish()]);
         self.pending = None;
+        self.residual_inv_h2 = None;
         self.time = state.time;
         self.submit_normals();
         Ok(())
@@ -784,6 +796,7 @@ impl Solver for GpuXpbdSolver {
     /// compiled and no bind group made.
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         check_same_topology(&self.model, &model)?;
+        self.residual_inv_h2 = None;
         self.b.update_parameters(self.ctx.queue(), &model);
         if let Some(ropes) = &self.k.ropes {
             ropes.update_parameters(self.ctx.queue(), &model);
@@ -820,7 +833,53 @@ impl Solver for GpuXpbdSolver {
         }
         self.pinned.clear();
         self.unchecked = 0;
+        self.residual_staging = None;
         self.model = model;
         self.write_state(state)
+    }
+
+    /// Reads positions (with the inverse masses the last substep used), velocities and the
+    /// last substep's λ back in one read-back and computes the residuals on the host with
+    /// [`hooke::diagnostics::distance_residuals`], the CPU solver's function: equal states
+    /// give equal residuals. `false` without a frame since the last state, model or blow-up,
+    /// for PBD, or while a blow-up is pending.
+    fn constraint_residuals(&mut self, out: &mut ConstraintResiduals) -> bool {
+        out.clear();
+        let Some(inv_h2) = self.residual_inv_h2 else { return false };
+        if self.settings.xpbd.method != Method::Xpbd || self.pending.is_some() {
+            return false;
+        }
+        let n = self.model.particle_count() as u64;
+        let m = self.model.distance().len() as u64;
+        let lambda = match &self.k.jacobi {
+            Some(j) => j.final_lambda(&self.b, self.settings.xpbd.iterations),
+            None => &self.b.lambda,
+        };
+        let size = (2 * n * VEC4 + 4 * m).max(16);
+        if self.residual_staging.as_ref().is_none_or(|s| s.size() < size) {
+            self.residual_staging = Some(self.ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("hooke residual staging"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let staging = self.residual_staging.as_ref().expect("made above");
+        self.read_backs.set(self.read_backs.get() + 1);
+        let bytes = readback::read_back(
+            &self.ctx,
+            staging,
+            &[(&self.b.position, n * VEC4), (&self.b.velocity, n * VEC4), (lambda, 4 * m)],
+        );
+        let (x, rest) = bytes.split_at((n * VEC4) as usize);
+        let (v, l) = rest.split_at((n * VEC4) as usize);
+        let word = |c: &[u8]| f32::from_le_bytes(c.try_into().expect("4 bytes"));
+        let x: Vec<[f32; 4]> =
+            x.chunks_exact(16).map(|c| std::array::from_fn(|k| word(&c[4 * k..4 * k + 4]))).collect();
+        let v: Vec<Vec3> = readback::vec3s(v).collect();
+        let lambda: Vec<f32> = l.chunks_exact(4).map(word).collect();
+        let (position, inv_mass) = (|k: usize| Vec3::new(x[k][0], x[k][1], x[k][2]), |k: usize| x[k][3]);
+        hooke::diagnostics::distance_residuals(&self.model, position, inv_mass, &v, &lambda, inv_h2, out);
+        true
     }
 }

@@ -18,9 +18,6 @@ struct Tether {
 // `count`: the number of tethered particles.
 @group(2) @binding(0) var<uniform> colour: Colour;
 
-// `hooke::tethers::TOLERANCE`: a tether acts once longer than its length by this fraction.
-const TETHER_TOLERANCE: f32 = 1e-5;
-
 // One tether: the particle moved back onto the sphere of radius `length` around pin q, along
 // the direction at the start of the substep unless the pair turned by more than 25°.
 fn pull(xp: vec3<f32>, dp: vec3<f32>, q: u32, length: f32) -> vec3<f32> {
@@ -30,7 +27,7 @@ fn pull(xp: vec3<f32>, dp: vec3<f32>, q: u32, length: f32) -> vec3<f32> {
     let v2 = dot3(v, v);
     let dist = sqrt(v2);
     let excess = dist - length;
-    if excess > TETHER_TOLERANCE * length && dist > 0.0 {
+    if excess > 0.0 && dist > 0.0 {
         let dt = dot3(start, v);
         var u = v;
         var u2 = v2;

@@ -558,3 +558,58 @@ fn input_d_silk_in_strong_wind_stays_below_the_wind_speed() {
         println!("input D at {speed} m/s: fastest particle {fastest:.4} m/s over {} frames", s.frames);
     }
 }
+
+// ---- The convergence monitor's keys and the blow-up speed limit (issue #9 item 4) ----
+
+/// `[solver] max_speed` and `residual_tolerance`: set, defaulted, refused when not > 0. The
+/// default speed limit is max(50, 20·(√(2|g|D) + |wind| + |gust| + v_colliders + v₀)) with D
+/// the diagonal of the box around particles and colliders: it grows with the scene's size and
+/// gravity, takes the wind, gusts, keyframed colliders and initial velocities in, and reaches
+/// every solver (force-based ones too).
+#[test]
+fn max_speed_is_derived_from_the_scene_or_set() {
+    let limit = |text: &str| parse(text).unwrap().solver.max_speed();
+    let g = 9.81f32;
+    // A 1 m × 1 m grid flat at y = 0 (11 × 11 at 0.1 m): D = √2 m.
+    let grid = "[[cloth]]\nrows = 11\ncolumns = 11\nspacing = 0.1\n";
+    let one = limit(grid);
+    let expected = 20.0 * (2.0 * g * 2f32.sqrt()).sqrt();
+    eprintln!("1 m grid: {one} m/s (expected {expected})");
+    assert!((one - expected).abs() < 1e-3 * expected, "{one} vs {expected}");
+    // The same grid 100 m above a ground plane: D ≈ 100 m, √(2gD) ≈ 44 m/s.
+    let high = limit(&format!(
+        "{grid}center = [0.0, 100.0, 0.0]\n[[collider]]\nshape = \"plane\"\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n"
+    ));
+    let d = (100.0f32 * 100.0 + 2.0).sqrt();
+    assert!((high - 20.0 * (2.0 * g * d).sqrt()).abs() < 0.1, "{high}");
+    assert!(high > 800.0 && high > 8.0 * one, "{high} vs {one}");
+    // Wind, gusts, a moving collider and an initial velocity add their speeds.
+    let windy =
+        limit(&format!("wind = [10.0, 0.0, 0.0]\ngust = {{ amplitude = [0.0, 0.0, 5.0], period = 1.0 }}\n{grid}"));
+    assert!((windy - (one + 20.0 * 15.0)).abs() < 1e-2, "{windy}");
+    let thrown = limit(&format!("{grid}velocity = [0.0, 30.0, 0.0]\n"));
+    assert!((thrown - (one + 20.0 * 30.0)).abs() < 1e-2, "{thrown}");
+    let swept = limit(&format!(
+        "{grid}[[collider]]\nshape = \"sphere\"\ncenter = [0.0, -0.5, 0.0]\nradius = 0.1\nkeyframes = [{{ time = 0.0 }}, {{ time = 0.5, translation = [2.0, 0.0, 0.0] }}]\n"
+    ));
+    assert!(swept > 20.0 * 4.0 + one, "{swept}: a collider moving at 4 m/s");
+    // No gravity and nothing moving: the floor.
+    assert_eq!(limit(&format!("gravity = [0.0, 0.0, 0.0]\n{grid}")), scene::MIN_DERIVED_MAX_SPEED);
+    // Set in the file, for XPBD and force-based solvers alike; inf disables the check.
+    assert_eq!(limit(&format!("[solver]\nmax_speed = 75.0\n{grid}")), 75.0);
+    assert_eq!(limit(&format!("[solver]\nmax_speed = inf\n{grid}")), f32::INFINITY);
+    let s = parse(&format!("[solver]\nmethod = \"implicit-euler\"\nmax_speed = 75.0\n{grid}")).unwrap();
+    let scene::SolverChoice::Force(f) = s.solver else { panic!("force-based") };
+    assert_eq!(f.max_speed, 75.0);
+    for bad in ["0.0", "-1.0", "nan"] {
+        let e = err(&format!("[solver]\nmax_speed = {bad}\n{GRID}"));
+        assert!(e.contains("solver.max_speed") && e.contains("m/s"), "{e}");
+    }
+
+    assert_eq!(parse(GRID).unwrap().residual_tolerance, 0.02);
+    assert_eq!(parse(&format!("[solver]\nresidual_tolerance = 0.05\n{GRID}")).unwrap().residual_tolerance, 0.05);
+    for bad in ["0.0", "-0.02", "nan"] {
+        let e = err(&format!("[solver]\nresidual_tolerance = {bad}\n{GRID}"));
+        assert!(e.contains("solver.residual_tolerance"), "{e}");
+    }
+}

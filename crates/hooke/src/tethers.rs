@@ -23,15 +23,17 @@
 //! the body's structural and shear edges (each particle settled by at most two sources).
 //!
 //! **Slack for the material.** A tether of exactly L would make an elastic body inextensible
-//! along the line to its pin. L is therefore scaled by 1 + ε, ε = the strain the material
-//! takes at a pin holding the whole body's weight (ρ_A·|g|·extent / K for cloth, ρ·|g|·length /
-//! EA for rope), so a physically stretched body is left alone while a solver's excess strain
-//! (the GS residual, tens of percent) is removed. Rigid materials get ε = 0.
+//! along the line to its pin. L is therefore scaled by 1 + ε, ε twice the strain the material
+//! takes at a pin holding the whole body's weight (2·M·|g|·extent / (A·K) for a cloth of mass
+//! M over an area A, 2·M·|g| / EA for a rope, point masses included; twice, because a load
+//! applied at once stretches an elastic body up to twice its static strain), so a physically
+//! stretched body is left alone while a solver's excess strain (the Gauss–Seidel residual,
+//! percents to tens of percent) is removed. Rigid materials get ε = 0.
 //!
 //! The tethers depend on which particles are pinned, so the solvers rebuild them when the set
 //! of pins changes (a pin released, another added).
 
-use crate::model::{BodyKind, BodyMaterial, ConstraintFamily, Model};
+use crate::model::{BodyKind, BodyMaterial, ConstraintFamily, MassSource, Model};
 use glam::Vec3;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -72,16 +74,36 @@ impl Ord for Entry {
 /// The material slack ε of body `b` (see the module documentation).
 fn slack(model: &Model, body: usize) -> f32 {
     let b = &model.bodies()[body];
-    let x = &model.particle_position()[b.particles.start as usize..b.particles.end as usize];
+    let range = b.particles.start as usize..b.particles.end as usize;
+    let x = &model.particle_position()[range.clone()];
     let (lo, hi) = x.iter().fold((Vec3::MAX, Vec3::MIN), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
     let extent = (hi - lo).length();
     let g = model.gravity().length();
+    // The body's whole mass, point masses (a rope's end mass) included, and the area or length
+    // its material's density covers.
+    let mass: f32 = model.particle_mass()[range.clone()].iter().filter(|m| m.is_finite()).sum();
+    let covered: f32 = model.particle_mass_source[range]
+        .iter()
+        .map(|s| match s {
+            MassSource::Share(share) => *share,
+            MassSource::Fixed => 0.0,
+        })
+        .sum();
     let eps = match b.material {
-        BodyMaterial::Cloth(m) => m.areal_density * g * extent / m.stretch_stiffness,
-        BodyMaterial::Rope(m) => m.linear_density * g * extent / m.stretch_stiffness,
+        // The weight per unit width a pin row carries, over K.
+        BodyMaterial::Cloth(m) => {
+            let density = if covered > 0.0 { mass / covered } else { m.areal_density };
+            DYNAMIC * density * g * extent / m.stretch_stiffness
+        }
+        // The weight at the pin, over EA.
+        BodyMaterial::Rope(m) => DYNAMIC * mass * g / m.stretch_stiffness,
     };
     if eps.is_finite() { eps.max(0.0) } else { 0.0 }
 }
+
+/// How many times its static own-weight strain a body may stretch before its tethers act: a
+/// load applied at once stretches an elastic body up to twice its static strain.
+const DYNAMIC: f32 = 2.0;
 
 /// The tethers of every free particle of a body that has pins, to its two nearest pins
 /// (sorted by particle). `pinned` lists the pinned particles (any order, repeats allowed).
@@ -128,7 +150,7 @@ pub fn build(model: &Model, pinned: &[u32]) -> Vec<Tether> {
     let x = model.particle_position();
     let mut out = Vec::new();
     for (b, body) in model.bodies().iter().enumerate() {
-        let scale = 1.0 + slack(model, b);
+        let scale = (1.0 + slack(model, b)) * (1.0 + TOLERANCE);
         for p in body.particles.clone() {
             let pi = p as usize;
             if is_pin[pi] || settled[pi] == 0 {
@@ -151,10 +173,12 @@ pub fn build(model: &Model, pinned: &[u32]) -> Vec<Tether> {
     out
 }
 
-/// A tether acts once it is longer than its length by this fraction: a body lying exactly at
-/// its rest distances (a flat sheet at t = 0) is then left alone despite the last bit of
-/// rounding in the distance (a few ulp of the coordinates: 1 µm on a 10 cm tether 1 m from
-/// the origin) — 0.001 % of strain, far below anything a cloth shows.
+/// Every tether is made longer than the body's rest distance by this fraction (on top of the
+/// material slack): a body lying exactly at its rest distances (a flat sheet at t = 0) is
+/// then left alone despite the last bit of rounding in the distance (a few ulp of the
+/// coordinates: 1 µm on a 10 cm tether 1 m from the origin) — 0.001 % of strain, far below
+/// anything a cloth shows. (In the length, not as a dead band of the projection: a dead band
+/// would let a particle held at its tether chatter across it.)
 pub const TOLERANCE: f32 = 1e-5;
 
 /// cos² of the largest turn within a substep for which a tether pulls along its direction at
@@ -163,7 +187,7 @@ const COS2_TURN: f32 = 0.82;
 
 /// Projects one particle's tethers on positions x⁰ + d: `x0` and `d` give the start-of-substep
 /// position and the displacement of a particle; returns the particle's new displacement.
-/// Unilateral: a tether within its length (times 1 + [`TOLERANCE`]) does nothing; one beyond it by C moves the particle
+/// Unilateral: a tether within its length does nothing; one beyond it by C moves the particle
 /// by C toward the pin, along the pin–particle direction at the start of the substep (so that
 /// it exerts no torque about the pin and conserves angular momentum, as the constraint sets
 /// do; see `solver/xpbd/projection.rs`) unless the pair turned by more than 25° in the
@@ -178,7 +202,7 @@ pub fn project(t: &Tether, x0: impl Fn(u32) -> Vec3, d: impl Fn(u32) -> Vec3) ->
         let (s2, v2) = (start.dot(start), v.dot(v));
         let dist = v2.sqrt();
         let excess = dist - t.length[k];
-        if excess > TOLERANCE * t.length[k] && dist > 0.0 {
+        if excess > 0.0 && dist > 0.0 {
             let dot = start.dot(v);
             let (u, u2) =
                 if s2 > 0.0 && dot > 0.0 && dot * dot >= COS2_TURN * (s2 * v2) { (start, s2) } else { (v, v2) };
@@ -218,12 +242,13 @@ mod tests {
                 pins.sort();
                 assert_eq!(pins, [corner_a, corner_b]);
                 for k in 0..2 {
-                    assert!((t.length[k] - (x[p] - x[t.pins[k] as usize]).length()).abs() < 1e-6);
+                    let rest = (x[p] - x[t.pins[k] as usize]).length();
+                    assert!((t.length[k] - rest * (1.0 + TOLERANCE)).abs() < 1e-6);
                 }
             } else {
                 assert_eq!((t.count, t.pins[0]), (1, rope0));
                 let arc: f32 = (20..p).map(|k| (x[k + 1] - x[k]).length()).sum();
-                assert!((t.length[0] - arc).abs() < 1e-5, "{} vs {arc}", t.length[0]);
+                assert!((t.length[0] - arc * (1.0 + TOLERANCE)).abs() < 1e-5, "{} vs {arc}", t.length[0]);
             }
         }
     }
@@ -249,7 +274,7 @@ mod tests {
             let t = Tether { particle: 1, count: 1, pins: [0, 0], length: [length, 0.0] };
             let new = project(&t, |q| x0[q as usize], |q| d[q as usize]);
             let dist = ((x0[1] + d[1]) - (x0[0] + d[0])).length();
-            if dist <= length * (1.0 + TOLERANCE) {
+            if dist <= length {
                 within += 1;
                 assert_eq!(new.to_array().map(f32::to_bits), d[1].to_array().map(f32::to_bits));
             } else {

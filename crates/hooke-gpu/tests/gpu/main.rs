@@ -1,6 +1,6 @@
 //! GPU tests, one test binary (each binary links wgpu, and the build machine has two cores):
 //! shaders on a device and with naga, CPU/GPU parity, contact, friction, normals and tangents,
-//! blow-up detection, the Jacobi solve, XPBD's independence of iterations, frame timing, and
+//! blow-up detection, the convergence monitor's residuals, the Jacobi solve, XPBD's independence of iterations, frame timing, and
 //! what a renderer relies on (recording into its encoder, no read-backs, kernels compiled once).
 //!
 //! They need a wgpu adapter; Mesa's lavapipe (a CPU Vulkan driver) is enough. Without one a
@@ -25,6 +25,7 @@ mod common;
 mod scenes;
 
 mod aerodynamics;
+mod convergence;
 mod device;
 mod friction;
 mod independence;

@@ -2,7 +2,7 @@
 //! collider motions, one function per section.
 
 use super::schema::*;
-use super::solver::{SolverChoice, solver_choice};
+use super::solver::{DEFAULT_RESIDUAL_TOLERANCE, SolverChoice, derived_max_speed, solver_choice};
 use super::{Scene, ScheduledPin};
 use crate::mesh::VertexMap;
 use glam::{EulerRot, Quat, Vec3};
@@ -43,7 +43,7 @@ pub(super) fn build(
     memory_limit: u64,
 ) -> Result<Scene, String> {
     let s = &f.solver;
-    let solver = solver_choice(s)?;
+    let mut solver = solver_choice(s)?;
     let frames = count(s.frames, "solver.frames")?;
     if frames == 0 {
         return Err("solver.frames: must be ≥ 1, got 0".into());
@@ -67,6 +67,8 @@ pub(super) fn build(
         collider_motion.push(add_collider(&mut b, k, c, &mut warnings)?);
     }
     let model = Arc::new(b.finalize().map_err(|e| e.to_string())?);
+    // The blow-up speed limit: the file's, or one that scales with the scene.
+    solver.set_max_speed(s.max_speed.unwrap_or_else(|| derived_max_speed(&model, wind, gust, &collider_motion)));
     let name = match &f.name {
         Some(n) => n.clone(),
         None => default_name.to_string(),
@@ -100,6 +102,7 @@ pub(super) fn build(
         output: f.output.clone(),
         vertex_maps,
         warnings,
+        residual_tolerance: s.residual_tolerance.unwrap_or(DEFAULT_RESIDUAL_TOLERANCE),
     })
 }
 

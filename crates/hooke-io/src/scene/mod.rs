@@ -8,7 +8,9 @@ mod build;
 pub mod schema;
 mod solver;
 
-pub use solver::SolverChoice;
+pub use solver::{
+    DEFAULT_RESIDUAL_TOLERANCE, MAX_SPEED_FACTOR, MIN_DERIVED_MAX_SPEED, SolverChoice, derived_max_speed,
+};
 
 use crate::mesh::VertexMap;
 use glam::Vec3;
@@ -73,6 +75,10 @@ pub struct Scene {
     /// Things that are allowed but probably not meant (e.g. μₖ > μₛ on a collider), one
     /// sentence each naming the file's key; callers print them.
     pub warnings: Vec<String>,
+    /// The largest residual stretch strain (dimensionless) a body may keep away from its pins
+    /// before `hooke run` warns, or fails with `--strict` (`[solver] residual_tolerance`,
+    /// default [`DEFAULT_RESIDUAL_TOLERANCE`]; see [`hooke::diagnostics`]).
+    pub residual_tolerance: f32,
 }
 
 impl Scene {

@@ -74,6 +74,14 @@ pub struct SolverSection {
     /// Number of frames to simulate (default 240).
     #[serde(default = "default_frames")]
     pub frames: i64,
+    /// Convergence tolerance: the largest residual stretch strain (dimensionless, 0.02 = 2 %)
+    /// a body may keep away from its pins before `hooke run` warns (`--strict`: fails);
+    /// default 0.02; `inf` never warns. See `hooke::diagnostics`.
+    pub residual_tolerance: Option<f32>,
+    /// Blow-up speed limit (m/s): a particle faster than this stops the run; `inf` disables
+    /// it. Default: derived from the scene's size, gravity, wind and
+    /// collider motion (`hooke_io::scene::derived_max_speed`).
+    pub max_speed: Option<f32>,
 }
 
 impl Default for SolverSection {
@@ -90,6 +98,8 @@ impl Default for SolverSection {
             air_damping: default_air_damping(),
             fps: default_fps(),
             frames: default_frames(),
+            residual_tolerance: None,
+            max_speed: None,
         }
     }
 }

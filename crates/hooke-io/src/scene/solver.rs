@@ -1,8 +1,93 @@
 //! The `[solver]` section: which solver a scene runs, with its numerical settings.
 
 use super::schema::SolverSection;
+use glam::Vec3;
+use hooke::collision::{Motion, Shape};
 use hooke::solver::force_based::{ForceSettings, Integrator};
-use hooke::{Method, RopeSolver, SolverError, XpbdSettings};
+use hooke::{Gust, Method, Model, RopeSolver, SolverError, XpbdSettings};
+use std::sync::Arc;
+
+/// The default `residual_tolerance`: 2 % residual stretch strain.
+pub const DEFAULT_RESIDUAL_TOLERANCE: f32 = 0.02;
+
+/// The lowest derived blow-up speed limit (m/s), for scenes where nothing sets a speed (no
+/// gravity, no wind, nothing moving).
+pub const MIN_DERIVED_MAX_SPEED: f32 = 50.0;
+
+/// How many times the scene's reference speed the derived blow-up limit is: a rigid 100 m
+/// rope released horizontally whips its tip to 4.6 × √(2gL) (measured, converged at 200
+/// substeps × 20 iterations); a runaway grows by orders of magnitude in a few frames, so the
+/// margin costs at most a frame or two of detection.
+pub const MAX_SPEED_FACTOR: f32 = 20.0;
+
+/// The blow-up speed limit (m/s) a scene gets when it does not set `[solver] max_speed`:
+///
+/// max(50 m/s, 20 · (√(2|g|D) + |wind| + |gust amplitude| + v_colliders + v₀)),
+///
+/// with D (m) the diagonal of the box that holds every particle and every collider (a
+/// collider as the sphere about its origin that holds it — a plane as its point — at rest
+/// and at each keyframe), so √(2|g|D) is the speed of a fall across the whole scene;
+/// v_colliders (m/s) the fastest keyframed collider motion, (|Δtranslation| + Δθ·D)/Δt
+/// between consecutive keyframes (its rim, at most D from its origin, at the turn Δθ in
+/// radians); and v₀ the fastest initial particle speed. A 1 m cloth falling 1 m gets about
+/// 140 m/s; a 100 m scene about 900 m/s ([`MIN_DERIVED_MAX_SPEED`], [`MAX_SPEED_FACTOR`]).
+/// Non-finite inputs are ignored.
+pub fn derived_max_speed(
+    model: &Model,
+    wind: Vec3,
+    gust: Option<Gust>,
+    collider_motion: &[Option<Arc<Motion>>],
+) -> f32 {
+    let (mut lo, mut hi) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY));
+    let mut add = |p: Vec3, r: f32| {
+        if p.is_finite() && r.is_finite() {
+            lo = lo.min(p - Vec3::splat(r));
+            hi = hi.max(p + Vec3::splat(r));
+        }
+    };
+    for &x in model.particle_position() {
+        add(x, 0.0);
+    }
+    // Each collider as the sphere about its origin that holds it.
+    let spheres: Vec<(Vec3, f32)> = model
+        .colliders()
+        .iter()
+        .map(|c| match c.shape {
+            Shape::Plane { point, .. } => (point, 0.0),
+            Shape::Sphere { center, radius } => (center, radius),
+            Shape::Capsule { a, b, radius } => (0.5 * (a + b), 0.5 * (b - a).length() + radius),
+            Shape::Box { center, half_extents, .. } => (center, half_extents.length()),
+        })
+        .collect();
+    for (k, &(origin, r)) in spheres.iter().enumerate() {
+        add(origin, r);
+        if let Some(Some(m)) = collider_motion.get(k) {
+            for key in m.keys() {
+                add(origin + key.translation, r);
+            }
+        }
+    }
+    let diagonal = if lo.cmple(hi).all() { (hi - lo).length() } else { 0.0 };
+    let mut collider_speed = 0.0f32;
+    for m in collider_motion.iter().flatten() {
+        for w in m.keys().windows(2) {
+            let dt = w[1].time - w[0].time;
+            if dt > 0.0 {
+                let turn = w[0].rotation.angle_between(w[1].rotation);
+                let v = ((w[1].translation - w[0].translation).length() + turn * diagonal) / dt;
+                if v.is_finite() {
+                    collider_speed = collider_speed.max(v);
+                }
+            }
+        }
+    }
+    let initial = model.particle_velocity().iter().map(|v| v.length()).filter(|v| v.is_finite()).fold(0.0, f32::max);
+    let finite = |v: f32| if v.is_finite() { v } else { 0.0 };
+    let fall = finite((2.0 * model.gravity().length() * diagonal).sqrt());
+    let air = finite(wind.length()) + gust.map_or(0.0, |g| finite(g.amplitude.length()));
+    let reference = fall + air + collider_speed + initial;
+    (MAX_SPEED_FACTOR * reference).max(MIN_DERIVED_MAX_SPEED)
+}
 
 /// Which solver a scene runs, with its numerical settings (`hooke_sim::make_solver` makes it).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -46,6 +131,20 @@ impl SolverChoice {
         match self {
             SolverChoice::Position(s) => s.parallel = parallel,
             SolverChoice::Force(s) => s.parallel = parallel,
+        }
+    }
+    /// The blow-up speed limit (m/s).
+    pub fn max_speed(&self) -> f32 {
+        match self {
+            SolverChoice::Position(s) => s.max_speed,
+            SolverChoice::Force(s) => s.max_speed,
+        }
+    }
+    /// Sets the blow-up speed limit (m/s).
+    pub fn set_max_speed(&mut self, v: f32) {
+        match self {
+            SolverChoice::Position(s) => s.max_speed = v,
+            SolverChoice::Force(s) => s.max_speed = v,
         }
     }
     /// Checks the settings ([`XpbdSettings::validate`], [`ForceSettings::validate`]).
@@ -129,6 +228,18 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     }
     if (s.cg_tolerance.is_some() || s.cg_max_iterations.is_some()) && s.method != "implicit-euler" {
         return Err("solver.cg_tolerance/cg_max_iterations: only apply to method = \"implicit-euler\"".into());
+    }
+    if let Some(v) = s.max_speed
+        && (v.is_nan() || v <= 0.0)
+    {
+        return Err(format!("solver.max_speed: the blow-up speed limit must be > 0 m/s (inf: no limit), got {v}"));
+    }
+    if let Some(t) = s.residual_tolerance
+        && (t.is_nan() || t <= 0.0)
+    {
+        return Err(format!(
+            "solver.residual_tolerance: must be a residual strain > 0 (0.02 = 2 %; inf: never warn), got {t}"
+        ));
     }
     solver.validate().map_err(|e| e.to_string())?;
     if !(s.fps.is_finite() && s.fps > 0.0) {

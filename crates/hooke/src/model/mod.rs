@@ -57,7 +57,8 @@ pub use rope_bending::{RopeBending, bending_angle};
 use crate::collision::Collider;
 use crate::error::{self, ModelError};
 use glam::{Vec2, Vec3};
-use material::{Element, MassSource};
+use material::Element;
+pub(crate) use material::MassSource;
 use std::ops::Range;
 
 /// What kind of body a [`Body`] is, with its topology.

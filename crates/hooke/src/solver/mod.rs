@@ -180,6 +180,17 @@ pub trait Solver: Send {
     /// As the solver's constructor for `model`, and [`SolverError::StateMismatch`] for a
     /// state that does not fit it. The solver is unchanged on error.
     fn rebuild(&mut self, model: Arc<Model>, state: &State) -> Result<(), SolverError>;
+    /// The residual of every distance constraint's XPBD equation after the last substep of the
+    /// last frame — |C + α̃λ + γ∇C·d|/L₀ and whether the constraint is compliance-dominated,
+    /// see [`diagnostics`](crate::diagnostics) — into `out`; returns whether there is one.
+    /// `false` (and `out` emptied) for solvers without multipliers (PBD, the force-based
+    /// integrators: the default), and before the first frame or after a blow-up, a state
+    /// written, a model changed or rebuilt. A GPU solver reads its state back for it (one
+    /// read-back per call, none otherwise).
+    fn constraint_residuals(&mut self, out: &mut crate::diagnostics::ConstraintResiduals) -> bool {
+        out.clear();
+        false
+    }
 }
 
 /// Checks the inputs of [`Solver::step`]: a finite frame time step > 0 and a finite wind (and

@@ -212,6 +212,9 @@ pub struct XpbdSolver {
     /// Each collider's pose at the end of the last frame.
     collider_pose: Vec<Pose>,
     snapshot: Option<Snapshot>,
+    /// 1/h² (1/s²) of the last substep of the last good frame, while `lambda` holds its
+    /// multipliers (for [`Solver::constraint_residuals`]).
+    residual_inv_h2: Option<f32>,
 }
 
 impl XpbdSolver {
@@ -239,6 +242,7 @@ impl XpbdSolver {
             triangle_force: vec![Vec4::ZERO; model.triangles().len()],
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
             snapshot: None,
+            residual_inv_h2: None,
             settings,
             model,
         })
@@ -581,9 +585,11 @@ impl Solver for XpbdSolver {
         let mut snap = self.snapshot.take().unwrap_or_default();
         snap.state.clone_from(&self.state);
         snap.collider_pose.clone_from(&self.collider_pose);
+        self.residual_inv_h2 = None;
         let report = self.frame(&plan, false)?;
         let Some((particle, constraint, what)) = self.health() else {
             self.snapshot = Some(snap);
+            self.residual_inv_h2 = Some(plan.inv_h2);
             return Ok(report);
         };
         // Replay the frame sequentially with checks to find where it started.
@@ -609,11 +615,13 @@ impl Solver for XpbdSolver {
     fn write_state(&mut self, state: &State) -> Result<(), SolverError> {
         check_state(&self.model, state)?;
         self.state.write(state);
+        self.residual_inv_h2 = None;
         Ok(())
     }
 
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         super::check_same_topology(&self.model, &model)?;
+        self.residual_inv_h2 = None;
         self.distance = DistanceBlocks::new(&model);
         self.ropes = match self.settings.rope_solver {
             RopeSolver::Direct => direct_rope::RopeChains::new(&model),
@@ -637,5 +645,17 @@ impl Solver for XpbdSolver {
         }
         *self = fresh;
         Ok(())
+    }
+
+    /// From the state and multipliers the last substep left (XPBD only; PBD has no λ).
+    fn constraint_residuals(&mut self, out: &mut crate::diagnostics::ConstraintResiduals) -> bool {
+        let (Method::Xpbd, Some(inv_h2)) = (self.settings.method, self.residual_inv_h2) else {
+            out.clear();
+            return false;
+        };
+        let p = &self.state.particles;
+        let (x, w) = (|k: usize| p[k].position(), |k: usize| p[k].x.w);
+        crate::diagnostics::distance_residuals(&self.model, x, w, &self.state.velocity, &self.lambda, inv_h2, out);
+        true
     }
 }
