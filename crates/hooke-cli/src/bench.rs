@@ -8,7 +8,8 @@ use std::time::Instant;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Scene file, `default`, or a preset: `grid:N` (an N×N, 1 m cloth hanging from one edge,
-    /// XPBD), `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler) or
+    /// XPBD), `sheet:N` (an N×N, 1 m sheet of K = 1e4 N/m hanging from its top row, XPBD),
+    /// `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler) or
     /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10).
     #[arg(default_value = "default")]
     scene: String,
@@ -24,6 +25,17 @@ pub struct BenchArgs {
     /// Iterations per substep (overrides the scene).
     #[arg(long)]
     iterations: Option<u32>,
+    /// Iterate each substep to half the residual tolerance, at most this many iterations
+    /// (XPBD on the CPU; overrides the scene's iterations).
+    #[arg(long)]
+    auto_iterations: Option<u32>,
+    /// Tethers on or off (XPBD/PBD; overrides the scene).
+    #[arg(long)]
+    tethers: Option<bool>,
+    /// Use implicit Euler instead of the scene's solver (same substeps; for quality-per-cost
+    /// comparisons).
+    #[arg(long)]
+    implicit: bool,
     /// Worker threads (default: all cores; 1 runs the sequential path).
     #[arg(long)]
     threads: Option<usize>,
@@ -49,6 +61,30 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     if let Some(i) = args.iterations {
         scene.solver.set_iterations(i);
     }
+    if let hooke_io::scene::SolverChoice::Position(s) = &mut scene.solver {
+        if let Some(max_iterations) = args.auto_iterations {
+            let tolerance = 0.5 * scene.residual_tolerance.min(hooke_io::scene::DEFAULT_RESIDUAL_TOLERANCE);
+            s.auto_iterations = Some(hooke::AutoIterations { tolerance, max_iterations });
+            s.iterations = 1;
+        }
+        if let Some(t) = args.tethers {
+            s.tethers = t;
+        }
+    }
+    if args.implicit {
+        let d = hooke::ForceSettings::default();
+        let settings = hooke::ForceSettings {
+            integrator: hooke::Integrator::ImplicitEuler,
+            substeps: scene.solver.substeps(),
+            air_damping: match scene.solver {
+                hooke_io::scene::SolverChoice::Position(s) => s.air_damping,
+                hooke_io::scene::SolverChoice::Force(s) => s.air_damping,
+            },
+            max_speed: scene.solver.max_speed(),
+            ..d
+        };
+        scene.solver = hooke_io::scene::SolverChoice::Force(settings);
+    }
     scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
     let gpu = args.backend == crate::Backend::Gpu;
@@ -58,6 +94,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut times = Vec::with_capacity(args.frames);
     // GPU time per frame from timestamps: None on the CPU or where the device has none.
     let mut gpu_times: Option<Vec<f64>> = None;
+    // Iterations and substeps of the timed CPU frames (with auto iterations they vary).
+    let (mut iteration_count, mut substep_count) = (0u64, 0u64);
     let (solver, device): (Box<dyn hooke::Solver>, String) = if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.health_interval = 0;
@@ -91,8 +129,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         for _ in 0..args.frames {
             let control = scene.control_at(solver.time());
             let t = Instant::now();
-            solver.step(&control, dt)?;
+            let report = solver.step(&control, dt)?;
             times.push(t.elapsed().as_secs_f64());
+            iteration_count += report.total_iterations as u64;
+            substep_count += report.substeps as u64;
         }
         solver.read_state(&mut state);
         (solver, device)
@@ -114,10 +154,24 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         d.nan_count,
         model.particle_count()
     );
+    // Strain away from the pins and the residual the solver leaves, at the end (largest over the
+    // bodies; the residual is NaN where the solver has none).
+    let mut solver = solver;
+    let (mut residuals, mut pinned, mut bodies) =
+        (hooke::diagnostics::ConstraintResiduals::default(), Vec::new(), Vec::new());
+    let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
+    hooke::diagnostics::pinned_particles(&model, &scene.control_at(solver.time()), &mut pinned);
+    hooke::diagnostics::BodyConvergence::measure(&model, &state.particle_position, &pinned, measured, &mut bodies);
+    let strain_away = bodies.iter().map(|b| b.strain).filter(|v| !v.is_nan()).fold(0.0f32, f32::max);
+    let residual = bodies.iter().map(|b| b.residual()).filter(|v| !v.is_nan()).fold(f32::NAN, f32::max);
     let n = model.particle_count() as f64;
     let c = model.distance().constraints().len() as f64;
     let sub = scene.solver.substeps() as f64;
-    let it = scene.solver.iterations() as f64;
+    let it = if iteration_count > 0 {
+        iteration_count as f64 / substep_count as f64
+    } else {
+        scene.solver.iterations() as f64
+    };
     let ns_per_ci = median * 1e9 / (c * sub * it);
     let json = serde_json::json!({
         "scene": scene.name,
@@ -132,6 +186,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "colours": model.distance().colour_count(),
         "substeps": scene.solver.substeps(),
         "iterations": scene.solver.iterations(),
+        "iterations_text": scene.solver.iterations_text(),
+        "iterations_mean": it,
         "frames": args.frames,
         "warmup": args.warmup,
         "ms_per_frame_median": median * 1e3,
@@ -144,6 +200,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "constraint_solves_per_s": c * sub * it / median,
         "ns_per_constraint_iteration": ns_per_ci,
         "max_stretch_strain_end": d.max_stretch_strain,
+        "strain_away_from_pins_end": strain_away,
+        "residual_strain_end": if residual.is_nan() { None } else { Some(residual) },
         "nan_count_end": d.nan_count,
     });
     if args.json {
@@ -159,7 +217,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             }
         };
         println!(
-            "{} ({}) on {}: {} particles, {} constraints ({} colours), {} substeps × {} iteration(s), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4}{}",
+            "{} ({}) on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}){}",
             scene.name,
             solver.info().name,
             device,
@@ -167,7 +225,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             model.distance().constraints().len(),
             model.distance().colour_count(),
             scene.solver.substeps(),
-            scene.solver.iterations(),
+            scene.solver.iterations_text(),
+            it,
             threads,
             if gpu { "mean (frames queued back to back)" } else { "median" },
             median * 1e3,
@@ -176,6 +235,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             n * sub / median,
             ns_per_ci,
             d.max_stretch_strain,
+            100.0 * strain_away,
+            if residual.is_nan() { "not measured".to_string() } else { format!("{:.2} %", 100.0 * residual) },
             timestamps
         );
     }

@@ -57,7 +57,7 @@ fn validate(path: &std::path::Path) -> Result<()> {
     let scene = hooke_io::scene::load(path, memory_limit())?;
     let m = &scene.model;
     println!(
-        "{}: ok — scene {:?}: {}, {} particles, {} constraints in {} colours, {}, {}; {} at {} fps, {} solver, {} substeps × {} iteration(s)",
+        "{}: ok — scene {:?}: {}, {} particles, {} constraints in {} colours, {}, {}; {} at {} fps, {} solver, {} substeps × {}",
         path.display(),
         scene.name,
         count(m.bodies().len(), "body", "bodies"),
@@ -70,7 +70,7 @@ fn validate(path: &std::path::Path) -> Result<()> {
         scene.fps,
         hooke_sim::make_cpu_solver(&scene)?.info().name,
         scene.solver.substeps(),
-        scene.solver.iterations()
+        scene.solver.iterations_text()
     );
     report(&scene);
     Ok(())

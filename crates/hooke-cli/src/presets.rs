@@ -60,6 +60,31 @@ pub fn grid(n: usize) -> Result<Scene> {
     Ok(preset(format!("grid{n}"), model, SolverChoice::Position(XpbdSettings::default()), pins))
 }
 
+/// `sheet:N`: issue #9's stiff sheet — an N×N cloth of 1 m × 1 m, K = 1e4 N/m (stretch and
+/// compression), 0.15 kg/m², otherwise the default material, hanging vertically (x–y plane,
+/// top row at y = 1.5 m) from its whole top row. XPBD at the defaults; no colliders, no air.
+pub fn sheet(n: usize) -> Result<Scene> {
+    if n < 2 {
+        bail!("sheet:{n}: needs at least 2×2 particles");
+    }
+    let mut b = ModelBuilder::new();
+    b.set_memory_limit(crate::memory_limit());
+    let mut g = ClothGrid::new("sheet", n, n, 1.0 / (n - 1) as f32);
+    g.rotation = glam::Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    g.center = Vec3::new(0.0, 1.0, 0.0);
+    g.material = ClothMaterial {
+        areal_density: 0.15,
+        stretch_stiffness: 1e4,
+        compression_stiffness: 1e4,
+        ..ClothMaterial::default()
+    };
+    let id = b.add_cloth_grid(&g)?;
+    let model = Arc::new(b.finalize()?);
+    let body = &model.bodies()[id.0];
+    let pins: Vec<u32> = (0..n).map(|c| body.grid_index(0, c).unwrap()).collect();
+    Ok(preset(format!("sheet{n}"), model, SolverChoice::Position(XpbdSettings::default()), pins))
+}
+
 /// `warp-cloth:N`: NVIDIA Warp's cloth benchmark (`warp/examples/benchmarks/benchmark_cloth.py`):
 /// an N×N grid in the x–z plane, 0.1 m spacing, 0.1 kg per particle, the two corners of the
 /// first row pinned, structural + shear + bending (distance 2) springs of k = 1000 N/m with
@@ -138,7 +163,7 @@ pub fn newton_hanging(w: usize, h: usize) -> Result<Scene> {
     Ok(preset(format!("newton_hanging_{w}x{h}"), model, solver, pins))
 }
 
-/// A scene file, `default`, or a preset `grid:N`, `warp-cloth:N`, `newton-hanging:WxH`.
+/// A scene file, `default`, or a preset `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`.
 pub fn resolve(spec: &str) -> Result<Scene> {
     if spec == "default" {
         return default_scene();
@@ -146,6 +171,10 @@ pub fn resolve(spec: &str) -> Result<Scene> {
     if let Some(n) = spec.strip_prefix("grid:") {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
         return grid(n);
+    }
+    if let Some(n) = spec.strip_prefix("sheet:") {
+        let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
+        return sheet(n);
     }
     if let Some(n) = spec.strip_prefix("warp-cloth:") {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
@@ -158,7 +187,7 @@ pub fn resolve(spec: &str) -> Result<Scene> {
         return newton_hanging(parse(w)?, parse(h)?);
     }
     if spec.contains(':') && !Path::new(spec).exists() {
-        bail!("unknown preset {spec:?} (presets: default, grid:N, warp-cloth:N, newton-hanging:WxH)");
+        bail!("unknown preset {spec:?} (presets: default, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH)");
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)
 }

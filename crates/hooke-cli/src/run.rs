@@ -4,6 +4,7 @@ use anyhow::{Context, Result, bail};
 use hooke::Diagnostics;
 use hooke::diagnostics::{BodyConvergence, ConstraintResiduals, pinned_particles};
 use hooke_io::cache::{self, CacheSpec, Format};
+use hooke_io::scene::SolverChoice;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -76,9 +77,19 @@ pub fn run(args: RunArgs) -> Result<()> {
     let options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
     let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
     let dt = 1.0 / scene.fps;
+    let auto = matches!(scene.solver, SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }));
+    if auto && options.backend == hooke_sim::Backend::Gpu {
+        // The GPU does not read back a residual per iteration: it runs the fixed minimum.
+        scene.solver.set_iterations(scene.solver.iterations());
+        eprintln!(
+            "note: iterations = \"auto\" is for the CPU; the GPU runs a fixed {} per substep and the residual \
+             is reported below",
+            crate::count(scene.solver.iterations() as usize, "iteration", "iterations")
+        );
+    }
 
     println!(
-        "scene {:?}: {} particles, {} constraints in {} colours, {}; {} at {} fps, {} on {}, {} substeps × {} iteration(s), {} thread(s), blow-up above {:.1} m/s",
+        "scene {:?}: {} particles, {} constraints in {} colours, {}; {} at {} fps, {} on {}, {} substeps × {}, {} thread(s), blow-up above {:.1} m/s",
         scene.name,
         model.particle_count(),
         model.distance().constraints().len(),
@@ -89,7 +100,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         solver.info().name,
         device,
         scene.solver.substeps(),
-        scene.solver.iterations(),
+        scene.solver.iterations_text(),
         threads,
         scene.solver.max_speed()
     );
@@ -146,6 +157,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut worst = first;
     let mut failure = None;
     let mut written = 1usize;
+    // Iterations over all substeps, the substeps, and the most in one substep.
+    let (mut iterations, mut substeps, mut most) = (0u64, 0u64, 0u32);
     for frame in 1..=scene.frames {
         if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
             failure = Some((frame, anyhow::anyhow!("interrupted")));
@@ -154,6 +167,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         let control = scene.control_at(solver.time());
         match solver.step(&control, dt) {
             Ok(report) => {
+                iterations += report.total_iterations as u64;
+                substeps += report.substeps as u64;
+                most = most.max(report.iterations);
                 solver.read_state(&mut state);
                 let t = solver.time();
                 let poses = scene.collider_poses_at(t);
@@ -236,6 +252,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         worst.total_energy(),
         first.total_energy()
     );
+    if let SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }) = scene.solver
+        && substeps > 0
+    {
+        println!(
+            "iterations per substep: {:.2} on average, at most {most} ({} in all)",
+            iterations as f64 / substeps as f64,
+            iterations
+        );
+    }
     monitor.summarise();
     for f in files.iter().take(5) {
         println!("wrote {}", f.display());

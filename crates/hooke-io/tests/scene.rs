@@ -613,3 +613,33 @@ fn max_speed_is_derived_from_the_scene_or_set() {
         assert!(e.contains("solver.residual_tolerance"), "{e}");
     }
 }
+
+/// `[solver] iterations = "auto"`: iterate to half the residual tolerance, at most
+/// `max_iterations` (default 50); other words, `max_iterations` without `"auto"`, PBD and
+/// force-based methods are refused with the key named.
+#[test]
+fn auto_iterations_key() {
+    let auto = |text: &str| match parse(text).unwrap().solver {
+        scene::SolverChoice::Position(s) => s.auto_iterations,
+        _ => panic!("an XPBD scene"),
+    };
+    assert_eq!(auto(GRID), None);
+    let a = auto(&format!("[solver]\niterations = \"auto\"\n{GRID}")).unwrap();
+    assert_eq!((a.tolerance, a.max_iterations), (0.01, 50));
+    let a = auto(&format!("[solver]\niterations = \"auto\"\nmax_iterations = 8\nresidual_tolerance = 0.05\n{GRID}"))
+        .unwrap();
+    assert_eq!((a.tolerance, a.max_iterations), (0.025, 8));
+    let s = parse(&format!("[solver]\niterations = \"auto\"\n{GRID}")).unwrap();
+    assert!(s.solver.iterations_text().contains("to 1.00 %"), "{}", s.solver.iterations_text());
+    for (text, key) in [
+        ("iterations = \"many\"", "solver.iterations"),
+        ("iterations = 0", "solver.iterations"),
+        ("max_iterations = 8", "solver.max_iterations"),
+        ("iterations = \"auto\"\nmax_iterations = 0", "solver.max_iterations"),
+        ("iterations = \"auto\"\nmethod = \"pbd\"", "iterations"),
+        ("iterations = \"auto\"\nmethod = \"implicit-euler\"", "solver.iterations"),
+    ] {
+        let e = err(&format!("[solver]\n{text}\n{GRID}"));
+        assert!(e.contains(key), "{text}: {e}");
+    }
+}

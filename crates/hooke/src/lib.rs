@@ -69,7 +69,7 @@ pub use model::{
     RopeMaterial,
 };
 pub use solver::{
-    ForceSettings, ForceSolver, Integrator, Method, RopeSolver, Solver, SolverError, SolverInfo, StepReport,
-    SubstepPlan, XpbdSettings, XpbdSolver,
+    AutoIterations, ForceSettings, ForceSolver, Integrator, Method, RopeSolver, Solver, SolverError, SolverInfo,
+    StepReport, SubstepPlan, XpbdSettings, XpbdSolver,
 };
 pub use state::State;

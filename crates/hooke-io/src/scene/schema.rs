@@ -52,9 +52,12 @@ pub struct SolverSection {
     /// Substeps per frame (default 20).
     #[serde(default = "default_substeps")]
     pub substeps: i64,
-    /// Iterations per substep (default 1).
+    /// Iterations per substep (default 1), or `"auto"`: iterate to half the residual
+    /// tolerance, at most `max_iterations` (XPBD on the CPU).
     #[serde(default = "default_iterations")]
-    pub iterations: i64,
+    pub iterations: IterationsKey,
+    /// With `iterations = "auto"`: the most iterations per substep (default 50).
+    pub max_iterations: Option<i64>,
     /// PBD stiffness factor in [0, 1] (only for `method = "pbd"`, default 1).
     pub pbd_stiffness: Option<f32>,
     /// Relative residual at which conjugate gradient stops (implicit Euler only, default 1e-6).
@@ -90,6 +93,7 @@ impl Default for SolverSection {
             method: default_method(),
             substeps: default_substeps(),
             iterations: default_iterations(),
+            max_iterations: None,
             pbd_stiffness: None,
             cg_tolerance: None,
             cg_max_iterations: None,
@@ -110,8 +114,18 @@ fn default_method() -> String {
 fn default_substeps() -> i64 {
     20
 }
-fn default_iterations() -> i64 {
-    1
+fn default_iterations() -> IterationsKey {
+    IterationsKey::Count(1)
+}
+
+/// `[solver] iterations`: a count or a word (`"auto"`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum IterationsKey {
+    /// A fixed count.
+    Count(i64),
+    /// `"auto"` (anything else is refused when the solver is made).
+    Word(String),
 }
 fn default_air_damping() -> f32 {
     0.05

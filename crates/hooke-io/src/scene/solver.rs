@@ -1,11 +1,15 @@
 //! The `[solver]` section: which solver a scene runs, with its numerical settings.
 
+use super::schema::IterationsKey;
 use super::schema::SolverSection;
 use glam::Vec3;
 use hooke::collision::{Motion, Shape};
 use hooke::solver::force_based::{ForceSettings, Integrator};
-use hooke::{Gust, Method, Model, RopeSolver, SolverError, XpbdSettings};
+use hooke::{AutoIterations, Gust, Method, Model, RopeSolver, SolverError, XpbdSettings};
 use std::sync::Arc;
+
+/// The default `max_iterations` of `iterations = "auto"`.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
 
 /// The default `residual_tolerance`: 2 % residual stretch strain.
 pub const DEFAULT_RESIDUAL_TOLERANCE: f32 = 0.02;
@@ -113,6 +117,16 @@ impl SolverChoice {
             SolverChoice::Force(_) => 1,
         }
     }
+    /// The iterations in words: `4 iterations`, or `iterations to 1.00 % (at most 50)`.
+    pub fn iterations_text(&self) -> String {
+        match self {
+            SolverChoice::Position(XpbdSettings { auto_iterations: Some(a), .. }) => {
+                format!("iterations to {:.2} % (at most {})", 100.0 * a.tolerance, a.max_iterations)
+            }
+            _ if self.iterations() == 1 => "1 iteration".into(),
+            _ => format!("{} iterations", self.iterations()),
+        }
+    }
     /// Sets the substeps per frame.
     pub fn set_substeps(&mut self, n: u32) {
         match self {
@@ -120,10 +134,12 @@ impl SolverChoice {
             SolverChoice::Force(s) => s.substeps = n,
         }
     }
-    /// Sets the iterations per substep (ignored by force-based integrators).
+    /// Sets a fixed count of iterations per substep (`"auto"` no more; ignored by force-based
+    /// integrators).
     pub fn set_iterations(&mut self, n: u32) {
         if let SolverChoice::Position(s) = self {
             s.iterations = n;
+            s.auto_iterations = None;
         }
     }
     /// Runs on the rayon pool or sequentially.
@@ -165,10 +181,28 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
         .ok()
         .filter(|&n| n >= 1)
         .ok_or(format!("solver.substeps: must be ≥ 1, got {}", s.substeps))?;
-    let iterations = u32::try_from(s.iterations)
-        .ok()
-        .filter(|&n| n >= 1)
-        .ok_or(format!("solver.iterations: must be ≥ 1, got {}", s.iterations))?;
+    let (iterations, auto) = match &s.iterations {
+        IterationsKey::Count(n) => {
+            let n =
+                u32::try_from(*n).ok().filter(|&n| n >= 1).ok_or(format!("solver.iterations: must be ≥ 1, got {n}"))?;
+            (n, false)
+        }
+        IterationsKey::Word(w) if w == "auto" => (1, true),
+        IterationsKey::Word(w) => {
+            return Err(format!("solver.iterations: expected a count ≥ 1 or \"auto\", got {w:?}"));
+        }
+    };
+    let max_iterations = match s.max_iterations {
+        None => DEFAULT_MAX_ITERATIONS,
+        Some(_) if !auto => return Err("solver.max_iterations: only applies to iterations = \"auto\"".into()),
+        Some(n) => u32::try_from(n)
+            .ok()
+            .filter(|&n| (1..=10_000).contains(&n))
+            .ok_or(format!("solver.max_iterations: must be between 1 and 10000, got {n}"))?,
+    };
+    // Half the monitor's tolerance: the monitor measures after the colliders, which add some.
+    let tolerance = s.residual_tolerance.filter(|t| t.is_finite()).unwrap_or(DEFAULT_RESIDUAL_TOLERANCE);
+    let auto_iterations = auto.then_some(AutoIterations { tolerance: 0.5 * tolerance, max_iterations });
     let rope_solver = match s.rope_solver.as_deref() {
         None | Some("direct") => RopeSolver::Direct,
         Some("gauss-seidel") => RopeSolver::GaussSeidel,
@@ -184,6 +218,7 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
             air_damping: s.air_damping,
             rope_solver,
             tethers: s.tethers.unwrap_or(true),
+            auto_iterations,
             ..XpbdSettings::default()
         })
     };
@@ -194,7 +229,7 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
             let integrator: Integrator = other.parse().map_err(|_| {
                 format!("solver.method: unknown method {other:?} (expected xpbd, pbd, forward-euler, symplectic-euler, verlet or implicit-euler)")
             })?;
-            if s.iterations != 1 {
+            if s.iterations != IterationsKey::Count(1) {
                 return Err(format!(
                     "solver.iterations: a force-based integrator ({other}) has no constraint iterations"
                 ));

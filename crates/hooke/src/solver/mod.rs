@@ -49,7 +49,7 @@ pub mod xpbd;
 pub use force_based::{ForceSettings, ForceSolver, Integrator};
 pub use plan::{PinPath, SubstepPlan, SubstepSlot};
 pub use stages::Stage;
-pub use xpbd::{Method, RopeSolver, XpbdSettings, XpbdSolver, swept_colours};
+pub use xpbd::{AutoIterations, Method, RopeSolver, XpbdSettings, XpbdSolver, swept_colours};
 
 use crate::{Control, Model, State};
 use glam::Vec3;
@@ -60,8 +60,12 @@ use std::sync::Arc;
 pub struct StepReport {
     /// Substeps taken.
     pub substeps: u32,
-    /// Constraint iterations per substep.
+    /// Constraint iterations per substep: the most any substep took (with
+    /// [`AutoIterations`](crate::AutoIterations) they vary).
     pub iterations: u32,
+    /// Constraint iterations summed over the frame's substeps (0 for solvers that do not
+    /// count them).
+    pub total_iterations: u32,
     /// Particles in contact with a collider in the last substep.
     pub contacts: u32,
     /// Linear-solver iterations (e.g. conjugate gradient) of the substep that needed most;

@@ -37,7 +37,7 @@ use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
 use super::state::SolverState;
 use super::{SolverError, SolverInfo, StepReport, check_state};
 use crate::collision::Pose;
-use crate::model::DistanceConstraint;
+use crate::model::{ConstraintFamily, DistanceConstraint};
 use crate::{Control, Model, Solver, State};
 pub(crate) use distance_kernel::Shared;
 use distance_kernel::{Block4, Sweep};
@@ -102,6 +102,23 @@ pub struct XpbdSettings {
     /// Long-range attachments from every free particle of a pinned body to its two nearest
     /// pins ([`crate::tethers`]), rebuilt when the pins change. On by default.
     pub tethers: bool,
+    /// Iterate each substep until the residual reaches a tolerance (XPBD on the CPU; the GPU
+    /// solver runs the fixed count [`XpbdSettings::iterations`] and the run reports the
+    /// residual it leaves); `None` (the default): exactly [`XpbdSettings::iterations`].
+    pub auto_iterations: Option<AutoIterations>,
+}
+
+/// Iterations to a tolerance: after each iteration (from the [`XpbdSettings::iterations`]-th
+/// on) the solver measures the largest residual stretch strain |C + α̃λ + γ∇C·Δx|/L₀ of the
+/// structural distance constraints — the quantity the convergence monitor reports
+/// ([`crate::diagnostics`]) — and stops once it is at most `tolerance`, or after
+/// `max_iterations`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AutoIterations {
+    /// Target residual stretch strain (dimensionless, 0.01 = 1 %), > 0.
+    pub tolerance: f32,
+    /// Most iterations per substep, ≥ [`XpbdSettings::iterations`].
+    pub max_iterations: u32,
 }
 
 impl Default for XpbdSettings {
@@ -118,6 +135,7 @@ impl Default for XpbdSettings {
             max_strain: 10.0,
             rope_solver: RopeSolver::Direct,
             tethers: true,
+            auto_iterations: None,
         }
     }
 }
@@ -147,6 +165,23 @@ impl XpbdSettings {
         }
         if self.max_speed.is_nan() || self.max_speed <= 0.0 || self.max_strain.is_nan() || self.max_strain <= 0.0 {
             return bad("max_speed/max_strain", "must be > 0".into());
+        }
+        if let Some(a) = self.auto_iterations {
+            if !(a.tolerance.is_finite() && a.tolerance > 0.0) {
+                return bad(
+                    "iterations",
+                    format!("the auto tolerance must be a finite strain > 0, got {}", a.tolerance),
+                );
+            }
+            if !(self.iterations..=10_000).contains(&a.max_iterations) {
+                return bad(
+                    "max_iterations",
+                    format!("must be between iterations ({}) and 10000, got {}", self.iterations, a.max_iterations),
+                );
+            }
+            if self.method != Method::Xpbd {
+                return bad("iterations", "iterating to a tolerance needs XPBD's multipliers (method = xpbd)".into());
+            }
         }
         Ok(())
     }
@@ -283,6 +318,7 @@ impl XpbdSolver {
             self.update_tethers(plan);
         }
         let mut contacts = 0u32;
+        let (mut most_iterations, mut total_iterations) = (0u32, 0u32);
         for (sub, slot) in plan.slots.iter().enumerate() {
             let t0 = slot.t0;
             let check = |solver: &Self, stage: Stage| match trace {
@@ -316,7 +352,8 @@ impl XpbdSolver {
             self.lambda.iter_mut().for_each(|l| *l = 0.0);
             self.lambda_dihedral.iter_mut().for_each(|l| *l = 0.0);
             self.lambda_rope_bending.iter_mut().for_each(|l| *l = 0.0);
-            for _ in 0..s.iterations {
+            let mut done = 0;
+            loop {
                 self.project_distance(sweep, parallel, if trace { Some(t0) } else { None })?;
                 self.project_bending(sweep, parallel);
                 if !self.ropes.is_empty() {
@@ -326,7 +363,22 @@ impl XpbdSolver {
                 }
                 project_tethers(&self.tethers, &mut self.state.particles, parallel);
                 check(self, Stage::Constraints)?;
+                done += 1;
+                let more = match s.auto_iterations {
+                    None => done < s.iterations,
+                    Some(a) => {
+                        done < s.iterations
+                            || (done < a.max_iterations
+                                && max_stretch_residual(&model, &self.state.particles, &self.lambda, plan, parallel)
+                                    > a.tolerance)
+                    }
+                };
+                if !more {
+                    break;
+                }
             }
+            most_iterations = most_iterations.max(done);
+            total_iterations += done;
             // 4. Contacts.
             stages::contacts::solve(&mut self.state);
             // 5. Colliders.
@@ -339,7 +391,13 @@ impl XpbdSolver {
         }
         self.state.time += plan.frame_dt as f64;
         self.collider_pose.clone_from(&plan.collider_end);
-        Ok(StepReport { substeps: s.substeps, iterations: s.iterations, contacts, ..StepReport::default() })
+        Ok(StepReport {
+            substeps: s.substeps,
+            iterations: most_iterations,
+            total_iterations,
+            contacts,
+            ..StepReport::default()
+        })
     }
 
     /// One Gauss–Seidel sweep of the distance set, colour by colour. With `trace` (the time
@@ -469,6 +527,59 @@ impl XpbdSolver {
 
 /// Tethers per parallel task.
 const TETHER_CHUNK: usize = 2048;
+
+/// The largest residual stretch strain |C + α̃λ + γ∇C·Δx|/L₀ of the structural distance
+/// constraints (the monitor's measure, with the velocity Δx/h of the substep so far), for
+/// [`AutoIterations`]. Constraints with both ends held are skipped.
+fn max_stretch_residual(
+    model: &Model,
+    particles: &[super::state::Particle],
+    lambda: &[f32],
+    plan: &SubstepPlan,
+    parallel: bool,
+) -> f32 {
+    let set = model.distance();
+    let one = |(k, (c, f)): (usize, (&DistanceConstraint, &ConstraintFamily))| -> f32 {
+        if *f != ConstraintFamily::Structural {
+            return 0.0;
+        }
+        let (a, b) = (&particles[c.i as usize], &particles[c.j as usize]);
+        if a.x.w + b.x.w == 0.0 {
+            return 0.0;
+        }
+        let d = a.position() - b.position();
+        let len = d.length();
+        if len.is_nan() || len < 1e-9 {
+            return 0.0;
+        }
+        let lam = lambda[k];
+        let value = len - c.rest_length;
+        let side = if lam != 0.0 { -lam } else { value };
+        let alpha = c.compliance_for(side) * plan.inv_h2;
+        let damping = if alpha > 0.0 && c.damping > 0.0 {
+            c.damping * plan.inv_h * (d / len).dot((a.d - b.d).truncate())
+        } else {
+            0.0
+        };
+        (value + alpha * lam + damping).abs() / c.rest_length
+    };
+    let items = set.constraints().iter().zip(set.families()).enumerate();
+    if parallel && set.len() >= 4 * RESIDUAL_CHUNK {
+        let (cons, fams) = (set.constraints(), set.families());
+        cons.par_chunks(RESIDUAL_CHUNK)
+            .zip(fams.par_chunks(RESIDUAL_CHUNK))
+            .enumerate()
+            .map(|(chunk, (c, f))| {
+                c.iter().zip(f).enumerate().map(|(k, cf)| one((chunk * RESIDUAL_CHUNK + k, cf))).fold(0.0, f32::max)
+            })
+            .reduce(|| 0.0, f32::max)
+    } else {
+        items.map(one).fold(0.0, f32::max)
+    }
+}
+
+/// Constraints per parallel task of [`max_stretch_residual`].
+const RESIDUAL_CHUNK: usize = 2048;
 
 /// Projects every tether once ([`crate::tethers::project`]); each moves only its own particle
 /// and reads pinned ones, so any split over threads gives the same result.
