@@ -430,3 +430,30 @@ fn the_blow_up_speed_limit_scales_with_the_scene() {
     assert!(fastest > 100.0, "{fastest}");
     assert!(t.contains("blow-up above 885.9 m/s"), "{t}");
 }
+
+/// `hooke bench sheet:N` with `--tethers`, `--auto-iterations` and `--implicit` reports the
+/// strain away from the pins and the residual beside the time: on issue #9's 41² sheet, tethers
+/// (the default) cut the Gauss–Seidel strain by over 10×; iterations to a tolerance report
+/// their mean count; implicit Euler has no residual.
+#[test]
+fn bench_reports_quality_beside_cost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bench = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["bench", "sheet:41", "--warmup", "120", "--frames", "2", "--json"];
+        args.extend_from_slice(extra);
+        let o = hooke(&args, tmp.path());
+        assert!(o.status.success(), "{extra:?}: {}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let strain = |v: &serde_json::Value| v["strain_away_from_pins_end"].as_f64().unwrap();
+    let (loose, tethered) = (bench(&["--tethers", "false"]), bench(&[]));
+    eprintln!("41² sheet: {} without tethers, {} with", strain(&loose), strain(&tethered));
+    assert!(strain(&loose) > 10.0 * strain(&tethered), "{} vs {}", strain(&loose), strain(&tethered));
+    assert!(loose["residual_strain_end"].as_f64().unwrap() > 0.005);
+    let auto = bench(&["--tethers", "false", "--auto-iterations", "30"]);
+    assert!(auto["iterations_mean"].as_f64().unwrap() > 1.0, "{auto}");
+    assert!(strain(&auto) < strain(&loose));
+    let implicit = bench(&["--implicit"]);
+    assert!(implicit["solver"].as_str().unwrap().contains("implicit"), "{implicit}");
+    assert!(implicit["residual_strain_end"].is_null());
+}
