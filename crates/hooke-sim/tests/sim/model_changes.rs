@@ -39,7 +39,21 @@ struct Switch {
 /// multiplied by `factor` given to the running solver at t = 2 s (a stiffness change the
 /// fluttering flag shows: its stretch is held by tethers either way).
 fn switch(options: &SolverOptions, frames: usize, factor: f32) -> Switch {
-    let scene = flag();
+    switch_material(options, frames, Vec3::new(5.0, 0.0, 0.5), |m| hooke::ClothMaterial {
+        bending_modulus: factor * m.bending_modulus,
+        ..m
+    })
+}
+
+/// [`switch`] with any change of the flag's material, in a steady `wind` (m/s).
+fn switch_material(
+    options: &SolverOptions,
+    frames: usize,
+    wind: Vec3,
+    change: impl Fn(hooke::ClothMaterial) -> hooke::ClothMaterial,
+) -> Switch {
+    let mut scene = flag();
+    scene.wind = wind;
     let mut a = hooke_sim::make_solver(&scene, options).unwrap().solver;
     let mut b = hooke_sim::make_solver(&scene, options).unwrap().solver;
     let dt = 1.0 / scene.fps;
@@ -50,7 +64,7 @@ fn switch(options: &SolverOptions, frames: usize, factor: f32) -> Switch {
     let mut before = State::from_model(&scene.model);
     a.read_state(&mut before);
     let BodyMaterial::Cloth(m) = scene.model.bodies()[0].material else { unreachable!("the flag is a cloth") };
-    let stiffer = hooke::ClothMaterial { bending_modulus: factor * m.bending_modulus, ..m };
+    let stiffer = change(m);
     b.notify_model_changed(Arc::new(scene.model.with_cloth_material(0, stiffer).unwrap())).unwrap();
     a.step(&scene.control_at(a.time()), dt).unwrap();
     b.step(&scene.control_at(b.time()), dt).unwrap();
@@ -75,7 +89,8 @@ fn switch(options: &SolverOptions, frames: usize, factor: f32) -> Switch {
 /// the change, as a reset of any solver state would cause. So: the same material given again
 /// changes nothing at all; a ×1.01 change moves the velocities 1/100 of what a ×2 change does
 /// (within 10 %); a ×1.1 change stays under 0.05 m/s while the flag flutters at over 1 m/s; and
-/// the change takes effect (a second later the two flags are apart).
+/// the change takes effect (a second later the two flags are apart). And the pipeline issue's own
+/// case: stretch stiffness ×10 in a 5 m/s wind along the flag, under 0.05 m/s at the switch.
 fn check(backend: &str, options: &SolverOptions) {
     let frames = 120;
     let same = switch(options, frames, 1.0);
@@ -98,6 +113,19 @@ fn check(backend: &str, options: &SolverOptions) {
     );
     assert!(small.jump < 0.05, "{backend}: a 10 % change moved the velocities by {} m/s", small.jump);
     assert!(small.apart > 1e-3, "{backend}: the change did not take effect ({} m apart)", small.apart);
+    // The pipeline issue's case: stretch stiffness ×10 at t = 2 s on the flag in a 5 m/s wind
+    // (along it) moves no velocity by more than 0.05 m/s at the switch, and takes effect.
+    let stretch = switch_material(options, frames, Vec3::new(5.0, 0.0, 0.0), |m| hooke::ClothMaterial {
+        stretch_stiffness: 10.0 * m.stretch_stiffness,
+        ..m
+    });
+    println!(
+        "{backend} stretch x10: velocity difference at the switch {:.4} m/s; 1 s later {:.1} mm apart",
+        stretch.jump,
+        1e3 * stretch.apart
+    );
+    assert!(stretch.jump < 0.05, "{backend}: stretch ×10 moved the velocities by {} m/s", stretch.jump);
+    assert!(stretch.apart > 1e-4, "{backend}: the stretch change did not take effect");
 }
 
 /// A change of the bending modulus at t = 2 s on the flag in a steady wind changes the
