@@ -63,7 +63,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     if let hooke_io::scene::SolverChoice::Position(s) = &mut scene.solver {
         if let Some(max_iterations) = args.auto_iterations {
-            let tolerance = 0.5 * scene.residual_tolerance.min(hooke_io::scene::DEFAULT_RESIDUAL_TOLERANCE);
+            let tolerance = hooke_io::scene::auto_tolerance(scene.residual_tolerance);
             s.auto_iterations = Some(hooke::AutoIterations { tolerance, max_iterations });
             s.iterations = 1;
         }

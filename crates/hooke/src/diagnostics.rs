@@ -55,7 +55,7 @@
 //! none; their per-body residuals are NaN and only the strains are measured.
 
 use crate::collision::Pose;
-use crate::model::ConstraintFamily;
+use crate::model::{ConstraintFamily, DistanceConstraint};
 use crate::{Control, Model};
 use glam::Vec3;
 
@@ -197,14 +197,30 @@ pub fn distance_residuals(
             out.compliance_dominated.push(false);
             continue;
         }
-        let value = len - c.rest_length;
-        // The side by the sign of λ (tension while λ < 0), by that of C while λ = 0.
-        let side = if lam != 0.0 { -lam } else { value };
-        let alpha = c.compliance_for(side) * inv_h2;
-        let damping = if alpha > 0.0 && c.damping > 0.0 { c.damping * (d / len).dot(*vi - *vj) } else { 0.0 };
-        out.strain.push((value + alpha * lam + damping).abs() / c.rest_length);
+        let (strain, alpha) = residual_strain(c, lam, d, len, *vi - *vj, inv_h2);
+        out.strain.push(strain);
         out.compliance_dominated.push(alpha >= w);
     }
+}
+
+/// The residual stretch strain |C + α̃λ + τ n·Δv|/L₀ (dimensionless) of distance constraint
+/// `c` with multiplier `lam` (N·s²), separation `d` = xᵢ − xⱼ (m) of length `len` > 0, relative
+/// velocity `relative_velocity` = vᵢ − vⱼ (m/s) and 1/h² (1/s²); with α̃ = α/h² (the stretch or
+/// compression side by the sign of λ, by that of C while λ = 0), which it also returns. The
+/// monitor's measure and that of [`AutoIterations`](crate::AutoIterations).
+pub(crate) fn residual_strain(
+    c: &DistanceConstraint,
+    lam: f32,
+    d: Vec3,
+    len: f32,
+    relative_velocity: Vec3,
+    inv_h2: f32,
+) -> (f32, f32) {
+    let value = len - c.rest_length;
+    let side = if lam != 0.0 { -lam } else { value };
+    let alpha = c.compliance_for(side) * inv_h2;
+    let damping = if alpha > 0.0 && c.damping > 0.0 { c.damping * (d / len).dot(relative_velocity) } else { 0.0 };
+    ((value + alpha * lam + damping).abs() / c.rest_length, alpha)
 }
 
 /// Marks in `out` (one entry per particle) the particles that are held: pinned by `control`

@@ -34,6 +34,7 @@
 //! of pins changes (a pin released, another added).
 
 use crate::model::{BodyKind, BodyMaterial, ConstraintFamily, MassSource, Model};
+use crate::solver::xpbd::distance_kernel::COS2_TURN;
 use glam::Vec3;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -180,10 +181,6 @@ pub fn build(model: &Model, pinned: &[u32]) -> Vec<Tether> {
 /// anything a cloth shows. (In the length, not as a dead band of the projection: a dead band
 /// would let a particle held at its tether chatter across it.)
 pub const TOLERANCE: f32 = 1e-5;
-
-/// cos² of the largest turn within a substep for which a tether pulls along its direction at
-/// the start of the substep (the shared XPBD update's rule, `solver/xpbd/distance_kernel.rs`).
-const COS2_TURN: f32 = 0.82;
 
 /// Projects one particle's tethers on positions x⁰ + d: `x0` and `d` give the start-of-substep
 /// position and the displacement of a particle; returns the particle's new displacement.

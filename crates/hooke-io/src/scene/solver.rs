@@ -11,6 +11,13 @@ use std::sync::Arc;
 /// The default `max_iterations` of `iterations = "auto"`.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
 
+/// The residual stretch strain `iterations = "auto"` iterates to, for a scene's
+/// `residual_tolerance`: half of it (the monitor measures after the colliders, which add some);
+/// half the default where the tolerance is infinite ("never warn").
+pub fn auto_tolerance(residual_tolerance: f32) -> f32 {
+    0.5 * if residual_tolerance.is_finite() { residual_tolerance } else { DEFAULT_RESIDUAL_TOLERANCE }
+}
+
 /// The default `residual_tolerance`: 2 % residual stretch strain.
 pub const DEFAULT_RESIDUAL_TOLERANCE: f32 = 0.02;
 
@@ -200,9 +207,8 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
             .filter(|&n| (1..=10_000).contains(&n))
             .ok_or(format!("solver.max_iterations: must be between 1 and 10000, got {n}"))?,
     };
-    // Half the monitor's tolerance: the monitor measures after the colliders, which add some.
-    let tolerance = s.residual_tolerance.filter(|t| t.is_finite()).unwrap_or(DEFAULT_RESIDUAL_TOLERANCE);
-    let auto_iterations = auto.then_some(AutoIterations { tolerance: 0.5 * tolerance, max_iterations });
+    let tolerance = auto_tolerance(s.residual_tolerance.unwrap_or(DEFAULT_RESIDUAL_TOLERANCE));
+    let auto_iterations = auto.then_some(AutoIterations { tolerance, max_iterations });
     let rope_solver = match s.rope_solver.as_deref() {
         None | Some("direct") => RopeSolver::Direct,
         Some("gauss-seidel") => RopeSolver::GaussSeidel,

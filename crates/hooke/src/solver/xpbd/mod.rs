@@ -28,7 +28,7 @@
 //! the start of the frame.
 
 pub mod direct_rope;
-mod distance_kernel;
+pub(crate) mod distance_kernel;
 mod projection;
 
 use super::health;
@@ -552,16 +552,8 @@ fn max_stretch_residual(
         if len.is_nan() || len < 1e-9 {
             return 0.0;
         }
-        let lam = lambda[k];
-        let value = len - c.rest_length;
-        let side = if lam != 0.0 { -lam } else { value };
-        let alpha = c.compliance_for(side) * plan.inv_h2;
-        let damping = if alpha > 0.0 && c.damping > 0.0 {
-            c.damping * plan.inv_h * (d / len).dot((a.d - b.d).truncate())
-        } else {
-            0.0
-        };
-        (value + alpha * lam + damping).abs() / c.rest_length
+        let velocity = (a.d - b.d).truncate() * plan.inv_h;
+        crate::diagnostics::residual_strain(c, lambda[k], d, len, velocity, plan.inv_h2).0
     };
     let items = set.constraints().iter().zip(set.families()).enumerate();
     if parallel && set.len() >= 4 * RESIDUAL_CHUNK {
