@@ -96,6 +96,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut gpu_times: Option<Vec<f64>> = None;
     // Iterations and substeps of the timed CPU frames (with auto iterations they vary).
     let (mut iteration_count, mut substep_count) = (0u64, 0u64);
+    // The Jacobi relaxation ω and Chebyshev ρ in use (GPU Jacobi only).
+    let mut jacobi = None;
     let (solver, device): (Box<dyn hooke::Solver>, String) = if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.health_interval = 0;
@@ -116,6 +118,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         }
         solver.try_read_state(&mut state)?;
         times.push(t.elapsed().as_secs_f64() / args.frames as f64);
+        jacobi = solver.jacobi_parameters();
         if timed {
             gpu_times = solver.read_frame_times().filter(|t| !t.is_empty());
         }
@@ -179,7 +182,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "device": device,
         "timing": if gpu { "mean over frames queued back to back, ending in one read-back" } else { "median of per-frame wall times" },
         "solver": solver.info().name,
-        "relaxation": match solve { hooke_gpu::GpuSolve::Jacobi { relaxation } => Some(relaxation), _ => None },
+        "relaxation": jacobi.map(|(w, _)| w),
+        "spectral_radius": jacobi.map(|(_, rho)| rho),
         "threads": threads,
         "particles": model.particle_count(),
         "constraints": model.distance().constraints().len(),
@@ -216,10 +220,16 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 "\n  GPU timestamps: unavailable (the adapter offers no TIMESTAMP_QUERY); wall-clock figure only".into()
             }
         };
+        let jacobi_text = match jacobi {
+            Some((w, rho)) if rho > 0.0 => format!(" [Jacobi ω = {w:.3}, Chebyshev ρ = {rho:.4}]"),
+            Some((w, _)) => format!(" [Jacobi ω = {w:.3}, no Chebyshev]"),
+            None => String::new(),
+        };
         println!(
-            "{} ({}) on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}){}",
+            "{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}){}",
             scene.name,
             solver.info().name,
+            jacobi_text,
             device,
             model.particle_count(),
             model.distance().constraints().len(),

@@ -131,7 +131,8 @@ pub enum Backend {
 pub enum GpuSolveKind {
     /// Gauss–Seidel over colours: one dispatch per colour and iteration; the CPU's result.
     GaussSeidel,
-    /// Jacobi: one dispatch per iteration, relaxed by ω (`--relaxation`); slower to converge.
+    /// Jacobi: one dispatch per iteration, relaxed by ω (`--relaxation`) and accelerated by
+    /// Chebyshev (`--spectral-radius`), both chosen from the model unless given.
     Jacobi,
 }
 
@@ -139,13 +140,18 @@ pub enum GpuSolveKind {
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct GpuSolveArgs {
     /// With --backend gpu: how each substep's constraints are solved, gauss-seidel (one
-    /// dispatch per colour) or jacobi (one dispatch per iteration; converges more slowly).
+    /// dispatch per colour) or jacobi (one dispatch per iteration, Chebyshev-accelerated).
     #[arg(long, value_enum, default_value = "gauss-seidel")]
     gpu_solve: GpuSolveKind,
-    /// Jacobi relaxation ω in (0, 2] (default 0.3). A stiff cloth grid with shear and bending
-    /// diverges above ≈ 0.4; a soft material or a rope takes up to 1, which converges faster.
+    /// Jacobi relaxation ω in (0, 2] (default: 2/(1.25 μ_hi + μ_lo) from the spectrum of the
+    /// model's constraints, ≈ 0.3 for a cloth grid). A stiff cloth grid with shear and
+    /// bending diverges above ≈ 0.4.
     #[arg(long)]
     relaxation: Option<f32>,
+    /// Chebyshev spectral radius ρ in [0, 1) of the Jacobi solve (default: from the same
+    /// spectrum); 0 turns the acceleration off.
+    #[arg(long)]
+    spectral_radius: Option<f32>,
 }
 
 impl GpuSolveArgs {
@@ -156,20 +162,30 @@ impl GpuSolveArgs {
     /// `--gpu-solve jacobi` or outside (0, 2].
     pub fn solve(&self, backend: Backend) -> Result<hooke_gpu::GpuSolve> {
         let jacobi = self.gpu_solve == GpuSolveKind::Jacobi;
-        if backend == Backend::Cpu && (jacobi || self.relaxation.is_some()) {
-            anyhow::bail!("--gpu-solve jacobi and --relaxation need --backend gpu (the CPU solves by Gauss–Seidel)");
+        let tuned = self.relaxation.is_some() || self.spectral_radius.is_some();
+        if backend == Backend::Cpu && (jacobi || tuned) {
+            anyhow::bail!(
+                "--gpu-solve jacobi, --relaxation and --spectral-radius need --backend gpu (the CPU solves by Gauss–Seidel)"
+            );
         }
-        if !jacobi && self.relaxation.is_some() {
-            anyhow::bail!("--relaxation applies to --gpu-solve jacobi only");
+        if !jacobi && tuned {
+            anyhow::bail!("--relaxation and --spectral-radius apply to --gpu-solve jacobi only");
         }
         if let Some(w) = self.relaxation
             && !(w > 0.0 && w <= 2.0)
         {
             anyhow::bail!("--relaxation: the Jacobi relaxation ω must be in (0, 2], got {w}");
         }
+        if let Some(rho) = self.spectral_radius
+            && !(0.0..1.0).contains(&rho)
+        {
+            anyhow::bail!("--spectral-radius: the Chebyshev spectral radius ρ must be in [0, 1), got {rho}");
+        }
         Ok(match self.gpu_solve {
             GpuSolveKind::GaussSeidel => hooke_gpu::GpuSolve::GaussSeidel,
-            GpuSolveKind::Jacobi => hooke_gpu::GpuSolve::Jacobi { relaxation: self.relaxation.unwrap_or(0.3) },
+            GpuSolveKind::Jacobi => {
+                hooke_gpu::GpuSolve::Jacobi { relaxation: self.relaxation, spectral_radius: self.spectral_radius }
+            }
         })
     }
 }

@@ -21,23 +21,26 @@
 //! **Relaxation ω.** Every constraint at a particle pushes it by its full correction as if it
 //! were alone, so the corrections of constraints that share a particle add up and overshoot.
 //! In the stiff limit (α̃ ≪ wᵢ + wⱼ) the iteration on λ is a relaxed Jacobi iteration for
-//! (J W Jᵀ) λ = b, which converges only if ω < 2/ρ with ρ the spectral radius of D⁻¹ J W Jᵀ
-//! (D its diagonal). For a cloth grid with structural, shear and bending constraints (up to 12
-//! at a particle) ρ ≈ 5 (4.6 at 8×8, 5.0 at 16×16), so ω must stay below ≈ 0.4; with
-//! structural constraints only, or for a rope, ρ ≈ 2 and ω < 1. Compliance adds α̃ to the
-//! diagonal and shrinks ρ: for a soft material (α̃ ≫ wᵢ + wⱼ) ω = 1 is stable and a smaller ω
-//! only slows convergence — k iterations then apply about 1 − (1 − ω)ᵏ of the converged λ, so
-//! an unconverged solve looks softer, as with too few Gauss–Seidel iterations.
-//! Müller, Macklin, Chentanez, Jeschke and Kim (2014, "Unified particle physics for real-time
-//! applications", §4.2) instead average each particle's corrections over its constraint count
-//! and over-relax with ω ∈ [1, 2]; here a single global ω scales every Δλ, and λ is advanced by
-//! the same ωΔλ that moves the particles, so that λ and the displacements stay consistent
-//! (M Δx = ∇Cᵀλ): the converged result, and XPBD's independence of the iteration count, are
-//! those of Gauss–Seidel. Relaxing the displacements but not λ would divide the effective
-//! compliance by ω. Per iteration Jacobi converges more slowly than Gauss–Seidel (information
-//! crosses one constraint per iteration, and ω < 1 damps each step), so at equal iterations its
-//! constraint residual is larger and the cloth looks softer; what it buys is one dispatch per
-//! iteration instead of one per colour, and no need for a colouring. ω is validated to (0, 2].
+//! (J W Jᵀ) λ = b, which converges only if ω < 2/μ_hi with μ_hi the largest eigenvalue of
+//! D⁻¹ J W Jᵀ (D its diagonal): ≈ 4 for a cloth grid with structural and shear constraints
+//! (up to 8 at a particle), ≈ 5 with distance bend springs, 2 for a rope. Compliance adds α̃
+//! to the diagonal and shrinks the spectrum. Müller, Macklin, Chentanez, Jeschke and Kim
+//! (2014, "Unified particle physics for real-time applications", §4.2) instead average each
+//! particle's corrections over its constraint count and over-relax with ω ∈ [1, 2]; here a
+//! single global ω scales every Δλ, and λ is advanced by the same ωΔλ that moves the
+//! particles, so that λ and the displacements stay consistent (M Δx = ∇Cᵀλ): the converged
+//! result, and XPBD's independence of the iteration count, are those of Gauss–Seidel.
+//! Relaxing the displacements but not λ would divide the effective compliance by ω.
+//!
+//! **Chebyshev acceleration.** Plain Jacobi converges slowly per iteration (information
+//! crosses one constraint per iteration), so by default each iterate is blended with the one
+//! before the previous by Chebyshev's semi-iterative weights ω_k (Wang 2015), and ω and the
+//! spectral radius ρ behind the weights are chosen from an estimate of the spectrum of
+//! D⁻¹ J W Jᵀ, capped so that no mode is over-corrected by more than a quarter at the end of a
+//! substep — the bound that keeps an undamped cloth stable. The derivation, the choice and the
+//! measurements are in the [`chebyshev`](crate::chebyshev) module. The weights are one uniform
+//! slot per iteration; ω_k = 1 is plain Jacobi, bit for bit. ω is validated to (0, 2], ρ to
+//! [0, 1).
 //!
 //! ## Vertex-centric gather, no atomics
 //!
@@ -74,11 +77,13 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
 struct JacobiSlot {
     first: u32,
     relaxation: f32,
-    _pad: [u32; 2],
+    weight: f32,
+    prev_zero: u32,
 }
 
 /// The Jacobi kernel with its own buffers: the CSR adjacency, the second displacement and λ
-/// buffers, and two uniform slots (first iteration or not).
+/// buffers, and one uniform slot per iteration of a substep (first iteration, relaxation,
+/// Chebyshev weight).
 pub(crate) struct Jacobi {
     bound: Bound,
     /// The second displacement buffer (`vec4<f32>` per particle), which even iterations write.
@@ -88,6 +93,15 @@ pub(crate) struct Jacobi {
     /// Reads (displacement, λ) and writes the second pair; and the reverse.
     groups: [wgpu::BindGroup; 2],
     slot_group: wgpu::BindGroup,
+    /// The per-iteration slots (`JacobiSlot`), rewritten when the parameters change.
+    uniform: wgpu::Buffer,
+    /// The solve asked for (ω and ρ, each given or `None` for automatic).
+    solve: crate::GpuSolve,
+    /// Iterations per substep: one slot each.
+    iterations: u32,
+    /// The relaxation ω and the Chebyshev spectral radius ρ in use, and the substep (s) they
+    /// were chosen for; `None` before the first frame.
+    pub parameters: Option<((f32, f32), f32)>,
 }
 
 /// The CSR adjacency of `jacobi.wgsl`, from the model's distance set
@@ -118,7 +132,8 @@ impl Jacobi {
         device: &wgpu::Device,
         b: &Buffers,
         model: &Model,
-        relaxation: f32,
+        solve: crate::GpuSolve,
+        iterations: u32,
         skip_ropes: bool,
     ) -> Jacobi {
         let n = model.particle_count() as u64;
@@ -129,20 +144,50 @@ impl Jacobi {
         let bound = kernels.get(&SPEC).bind(device, &bindings(&b.displacement, &displacement, &b.lambda, &lambda));
         let forward = bound.kernel().group(device, &bindings(&b.displacement, &displacement, &b.lambda, &lambda));
         let backward = bound.kernel().group(device, &bindings(&displacement, &b.displacement, &lambda, &b.lambda));
-        let mut slots = vec![0u8; 2 * UNIFORM_SLOT as usize];
-        for first in 0..2u32 {
-            let slot = JacobiSlot { first, relaxation, _pad: [0; 2] };
-            let at = first as usize * UNIFORM_SLOT as usize;
-            slots[at..at + size_of::<JacobiSlot>()].copy_from_slice(bytemuck::bytes_of(&slot));
-        }
         let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("hooke jacobi slots"),
-            contents: &slots,
-            usage: wgpu::BufferUsages::UNIFORM,
+            contents: &vec![0u8; iterations.max(1) as usize * UNIFORM_SLOT as usize],
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         });
         let slot_group =
             SharedLayouts::uniform_group(device, &kernels.layouts.slot, &uniform, size_of::<JacobiSlot>() as u64);
-        Jacobi { bound, displacement, lambda, groups: [forward, backward], slot_group }
+        Jacobi {
+            bound,
+            displacement,
+            lambda,
+            groups: [forward, backward],
+            slot_group,
+            uniform,
+            solve,
+            iterations,
+            parameters: None,
+        }
+    }
+
+    /// Chooses ω and ρ for substep `h` (s) — estimating the model's spectrum
+    /// ([`GpuSolve::jacobi_parameters`](crate::GpuSolve::jacobi_parameters)) only the first
+    /// time and when `h` changes — and uploads (into `encoder`) the per-iteration slots.
+    pub fn update(
+        &mut self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        model: &Model,
+        settings: &hooke::XpbdSettings,
+        h: f32,
+    ) {
+        if self.parameters.is_some_and(|(_, at)| at == h) {
+            return;
+        }
+        let Some((relaxation, rho)) = self.solve.jacobi_parameters(model, settings, Some(h)) else { return };
+        let weights = crate::chebyshev::weights(rho, self.iterations);
+        let mut slots = vec![0u8; weights.len().max(1) * UNIFORM_SLOT as usize];
+        for (k, &weight) in weights.iter().enumerate() {
+            let slot = JacobiSlot { first: (k == 0) as u32, relaxation, weight, prev_zero: (k == 1) as u32 };
+            let at = k * UNIFORM_SLOT as usize;
+            slots[at..at + size_of::<JacobiSlot>()].copy_from_slice(bytemuck::bytes_of(&slot));
+        }
+        crate::solver::upload(device, encoder, &self.uniform, &slots);
+        self.parameters = Some(((relaxation, rho), h));
     }
 
     /// The buffer that holds a substep's final λ after `iterations` iterations: this solve's
@@ -154,7 +199,7 @@ impl Jacobi {
     /// Records Jacobi iteration `it` of a substep over `n` particles: even iterations read
     /// `Buffers::displacement` and write [`Jacobi::displacement`], odd ones the reverse.
     pub fn record_iteration(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, it: u32) {
-        let slot = if it == 0 { UNIFORM_SLOT as u32 } else { 0 };
+        let slot = it * UNIFORM_SLOT as u32;
         self.bound.run_group(pass, 0, &self.groups[(it % 2) as usize], params, (&self.slot_group, slot), n);
     }
 

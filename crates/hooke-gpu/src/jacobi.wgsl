@@ -8,6 +8,13 @@
 // constraint writes lambda_out[c] = λ + ωΔλ, so every λ is written by exactly one thread.
 // `copy_back` copies d_in to d_out (after an odd number of iterations the result is in the
 // second buffer).
+//
+// Chebyshev acceleration (chebyshev.rs): where the weight ω_k ≠ 1 the new iterate is
+// yᵏ⁻¹ + ω_k (ŷ − yᵏ⁻¹) with ŷ the Jacobi iterate above and yᵏ⁻¹ the one before the previous —
+// which is what the output buffers hold when the iteration starts, so each thread reads its
+// own particle's (and, as owner, its constraint's) old value before overwriting it. Particles
+// that no constraint of this solve touches (w = 0, or only rope constraints, which the direct
+// rope solver takes) are not extrapolated.
 
 // Per-dispatch constants (`JacobiSlot` in jacobi.rs), bound at @group(2) with a dynamic offset.
 struct Sweep {
@@ -15,8 +22,10 @@ struct Sweep {
     first: u32,
     // Relaxation ω.
     relaxation: f32,
-    _pad0: u32,
-    _pad1: u32,
+    // Chebyshev weight ω_k of this iteration (chebyshev.rs); 1: plain Jacobi.
+    weight: f32,
+    // 1 on the second iteration: the iterate before the previous one has λ = 0.
+    prev_zero: u32,
 }
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
@@ -60,13 +69,26 @@ fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         let tr = sweep.relaxation * step.t;
         let corr = step.x * tr;
         if owner {
-            lambda_out[ci] = lam + tr * step.len;
+            var lam_new = lam + tr * step.len;
+            if sweep.weight != 1.0 {
+                var lam_prev = lambda_out[ci];
+                if sweep.prev_zero == 1u {
+                    lam_prev = 0.0;
+                }
+                lam_new = lam_prev + sweep.weight * (lam_new - lam_prev);
+            }
+            lambda_out[ci] = lam_new;
             acc += corr * pi.w;
         } else {
             acc -= corr * pj.w;
         }
     }
-    d_out[p] = vec4<f32>(dp + acc, 0.0);
+    var d_new = dp + acc;
+    if sweep.weight != 1.0 && end > adjacency[p] && position[p].w > 0.0 {
+        let d_prev = d_out[p].xyz;
+        d_new = d_prev + sweep.weight * (d_new - d_prev);
+    }
+    d_out[p] = vec4<f32>(d_new, 0.0);
 }
 
 @compute @workgroup_size(64)

@@ -95,6 +95,7 @@
 
 mod aerodynamics;
 mod buffers;
+pub mod chebyshev;
 mod collide;
 mod context;
 mod dihedral;

@@ -2,6 +2,7 @@
 
 use crate::aerodynamics::Aerodynamics;
 use crate::buffers::{self, Buffers, ColourSlot, GpuPin, HealthRecord, Params, Placement, UNIFORM_SLOT, VEC4};
+use crate::chebyshev;
 use crate::collide::Collide;
 use crate::context::{GpuContext, GpuError};
 use crate::finish::Finish;
@@ -58,13 +59,23 @@ impl GpuSettings {
     /// # Errors
     /// [`SolverError::InvalidSettings`] naming the setting.
     pub fn validate(&self) -> Result<(), SolverError> {
-        if let GpuSolve::Jacobi { relaxation } = self.solve
-            && !(relaxation > 0.0 && relaxation <= 2.0)
-        {
-            return Err(SolverError::InvalidSettings {
-                setting: "relaxation",
-                message: format!("the Jacobi relaxation ω must be in (0, 2], got {relaxation}"),
-            });
+        if let GpuSolve::Jacobi { relaxation, spectral_radius } = self.solve {
+            if let Some(w) = relaxation
+                && !(w > 0.0 && w <= 2.0)
+            {
+                return Err(SolverError::InvalidSettings {
+                    setting: "relaxation",
+                    message: format!("the Jacobi relaxation ω must be in (0, 2], got {w}"),
+                });
+            }
+            if let Some(rho) = spectral_radius
+                && !((0.0..1.0).contains(&rho))
+            {
+                return Err(SolverError::InvalidSettings {
+                    setting: "spectral_radius",
+                    message: format!("the Chebyshev spectral radius ρ must be in [0, 1), got {rho}"),
+                });
+            }
         }
         self.xpbd.validate()
     }
@@ -79,14 +90,53 @@ pub enum GpuSolve {
     #[default]
     GaussSeidel,
     /// Jacobi: one dispatch over particles per iteration, every constraint's Δλ computed from
-    /// the previous iterate and applied scaled by the relaxation ω (λ += ωΔλ, x += ω w∇C Δλ).
-    /// It converges more slowly per iteration than Gauss–Seidel (a softer look at equal
-    /// iterations) and ω = 1 may oscillate where many constraints share a particle; ω < 1
-    /// damps that. See the `jacobi` module of the source for the derivation.
+    /// the previous iterate and applied scaled by the relaxation ω (λ += ωΔλ, x += ω w∇C Δλ),
+    /// accelerated by Chebyshev's semi-iterative method (Wang 2015) with spectral radius ρ.
+    /// Plain Jacobi converges more slowly per iteration than Gauss–Seidel, and ω = 1 diverges
+    /// where many constraints share a particle (a cloth grid needs ω < 0.4). Both parameters
+    /// are chosen from the model's constraint graph when `None` ([`GpuSolve::jacobi`]); see
+    /// the `jacobi` and `chebyshev` modules of the source for the derivation.
     Jacobi {
-        /// Relaxation ω, dimensionless, in (0, 2].
-        relaxation: f32,
+        /// Relaxation ω, dimensionless, in (0, 2]; `None`: 2/(1.25 μ_hi + μ_lo) from the
+        /// spectrum of the model's constraint system.
+        relaxation: Option<f32>,
+        /// Chebyshev spectral radius ρ in [0, 1); 0 turns the acceleration off (plain relaxed
+        /// Jacobi); `None`: the spectral radius of the relaxed iteration, from the same
+        /// estimate.
+        spectral_radius: Option<f32>,
     },
+}
+
+impl GpuSolve {
+    /// Jacobi with Chebyshev acceleration, ω and ρ chosen from the model.
+    pub const fn jacobi() -> GpuSolve {
+        GpuSolve::Jacobi { relaxation: None, spectral_radius: None }
+    }
+
+    /// Plain relaxed Jacobi with relaxation ω, no acceleration.
+    pub const fn plain_jacobi(relaxation: f32) -> GpuSolve {
+        GpuSolve::Jacobi { relaxation: Some(relaxation), spectral_radius: Some(0.0) }
+    }
+
+    /// The Jacobi relaxation ω and Chebyshev spectral radius ρ this solve uses on `model`
+    /// with `settings` at substep `h` (s; `None`: the stiff limit, valid for any substep):
+    /// those given, the others from the estimated spectrum of the model's constraint system
+    /// ([`chebyshev::estimate`], computed only when one is `None`; without the ropes'
+    /// constraints when the direct rope solver takes them). `None` for Gauss–Seidel.
+    pub fn jacobi_parameters(&self, model: &Model, settings: &XpbdSettings, h: Option<f32>) -> Option<(f32, f32)> {
+        let GpuSolve::Jacobi { relaxation, spectral_radius } = *self else { return None };
+        if let (Some(w), Some(rho)) = (relaxation, spectral_radius) {
+            return Some((w, rho));
+        }
+        let spectrum = chebyshev::estimate(model, direct_ropes(model, settings), h);
+        Some(spectrum.parameters(settings.iterations, relaxation, spectral_radius))
+    }
+}
+
+/// Whether the direct rope solver takes the model's ropes under `settings`.
+fn direct_ropes(model: &Model, settings: &XpbdSettings) -> bool {
+    settings.rope_solver == hooke::RopeSolver::Direct
+        && model.bodies().iter().any(|body| body.kind == hooke::BodyKind::Rope)
 }
 
 impl From<XpbdSettings> for GpuSettings {
@@ -123,12 +173,9 @@ impl Bindings {
     fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model, settings: &GpuSettings) -> Bindings {
         let layouts = &kernels.layouts;
         let has_uv = model.particle_uv().is_some() && !model.triangles().is_empty();
-        let direct = settings.xpbd.rope_solver == hooke::RopeSolver::Direct
-            && model.bodies().iter().any(|body| body.kind == hooke::BodyKind::Rope);
-        let jacobi = match settings.solve {
-            GpuSolve::GaussSeidel => None,
-            GpuSolve::Jacobi { relaxation } => Some(Jacobi::new(kernels, device, b, model, relaxation, direct)),
-        };
+        let direct = direct_ropes(model, &settings.xpbd);
+        let jacobi = matches!(settings.solve, GpuSolve::Jacobi { .. })
+            .then(|| Jacobi::new(kernels, device, b, model, settings.solve, settings.xpbd.iterations, direct));
         let alternate = jacobi.as_ref().map(|j| &j.displacement);
         let ropes = if direct { RopeSolver::new(kernels, device, b, model, alternate) } else { None };
         let tethers =
@@ -281,7 +328,14 @@ impl GpuXpbdSolver {
         readback::read_back(&self.ctx, &self.b.staging, parts)
     }
 
-    /// The settings.
+    /// The Jacobi relaxation ω and Chebyshev spectral radius ρ in use (those of
+    /// [`GpuSolve::jacobi_parameters`] at the last frame's substep); `None` under
+    /// Gauss–Seidel and before the first frame.
+    pub fn jacobi_parameters(&self) -> Option<(f32, f32)> {
+        self.k.jacobi.as_ref().and_then(|j| j.parameters).map(|(p, _)| p)
+    }
+
+    /// The settings this solver was made with.
     pub fn settings(&self) -> &GpuSettings {
         &self.settings
     }
@@ -466,6 +520,9 @@ impl GpuXpbdSolver {
         if let Some(tethers) = &mut self.k.tethers {
             let particles: Vec<u32> = plan.pins.iter().map(|p| p.particle).collect();
             tethers.update(device, encoder, &self.model, &particles);
+        }
+        if let Some(jacobi) = &mut self.k.jacobi {
+            jacobi.update(device, encoder, &self.model, &self.settings.xpbd, plan.h);
         }
         let n = self.model.particle_count() as u64;
         if let Some((x, v)) = &self.b.snapshot

@@ -61,7 +61,7 @@ fn gpu_direct_rope_solver_runs_inside_the_jacobi_solve() {
     for (rope_solver, bound) in [(hooke::RopeSolver::Direct, 0.001), (hooke::RopeSolver::GaussSeidel, f32::INFINITY)] {
         for iterations in [1, 2] {
             let xpbd = XpbdSettings { iterations, rope_solver, tethers: false, ..settings() };
-            let s = GpuSettings { xpbd, solve: GpuSolve::Jacobi { relaxation: 0.3 }, ..GpuSettings::default() };
+            let s = GpuSettings { xpbd, solve: GpuSolve::plain_jacobi(0.3), ..GpuSettings::default() };
             let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
             let mut worst = 0.0f32;
             for _ in 0..30 {
