@@ -236,8 +236,10 @@ fn gpu_backend_runs_the_default_scene() {
     assert_eq!(prims[0].points_per_frame.len(), 61);
 }
 
-/// `--gpu-solve jacobi` selects the Jacobi solve (default ω = 0.3) in `bench`; `--relaxation`
-/// out of (0, 2], or without Jacobi, or Jacobi on the CPU, is an error that names the option.
+/// `--gpu-solve jacobi` selects the Jacobi solve in `bench`, with ω and the Chebyshev ρ chosen
+/// from the model and reported (at 1 iteration there is nothing to accelerate, ρ = 0; at 5,
+/// 0 < ρ < 1) or given by `--relaxation` / `--spectral-radius`; either out of range, or
+/// without Jacobi, or Jacobi on the CPU, is an error that names the option.
 #[test]
 fn gpu_solve_and_relaxation_options() {
     let tmp = tempfile::tempdir().unwrap();
@@ -251,7 +253,20 @@ fn gpu_solve_and_relaxation_options() {
     assert!(o.status.success(), "{t}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["solver"], "xpbd-jacobi-gpu");
-    assert_eq!(v["relaxation"], 0.3f32 as f64);
+    let w = v["relaxation"].as_f64().unwrap();
+    assert!(w > 0.0 && w <= 2.0, "{v}");
+    // One iteration per substep: nothing to accelerate.
+    assert_eq!(v["spectral_radius"], 0.0, "{v}");
+    let o = hooke(&[&args[..], &["--gpu-solve", "jacobi", "--iterations", "5"]].concat(), tmp.path());
+    let v5: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rho = v5["spectral_radius"].as_f64().unwrap();
+    assert!(rho > 0.0 && rho < 1.0, "{v5}");
+    let given = ["--gpu-solve", "jacobi", "--relaxation", "0.3", "--spectral-radius", "0"];
+    let o = hooke(&[&args[..], &given[..]].concat(), tmp.path());
+    let v0: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((v0["relaxation"].as_f64(), v0["spectral_radius"].as_f64()), (Some(0.3f32 as f64), Some(0.0)));
+    let o = hooke(&[&args[..], &["--gpu-solve", "jacobi", "--spectral-radius", "1"]].concat(), tmp.path());
+    assert!(!o.status.success() && text(&o).contains("--spectral-radius"), "{}", text(&o));
     // GPU timestamps where the adapter has them (lavapipe does), reported beside the wall clock.
     match v["gpu_ms_per_frame_mean"].as_f64() {
         Some(ms) => assert!(ms > 0.0 && v["gpu_timestamps"] == "each frame's compute pass", "{v}"),
