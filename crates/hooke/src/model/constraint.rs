@@ -70,6 +70,13 @@ pub trait ParticleConstraint<const N: usize>: Copy + Send + Sync + 'static {
     /// undefined (coincident particles): the solver skips the constraint for that iteration.
     fn evaluate(&self, x: &[Vec3; N]) -> Option<(f32, [Vec3; N])>;
 
+    /// The gradients ∇C of [`ParticleConstraint::evaluate`] alone, bit for bit the same; the
+    /// solver needs only them at the start of a substep. The default evaluates C too; a
+    /// constraint whose C costs more than its gradient (the dihedral angle's atan2) skips it.
+    fn gradient(&self, x: &[Vec3; N]) -> Option<[Vec3; N]> {
+        self.evaluate(x).map(|(_, g)| g)
+    }
+
     /// Compliance α ≥ 0 on the side `c` of the constraint (0 = rigid): c ≥ 0 is the stretch
     /// side, c < 0 the compression side, and the two may differ. The solver passes the sign
     /// of the constraint's force — −λ once λ ≠ 0 — and C only while λ = 0 (see the shared

@@ -49,6 +49,30 @@ pub struct DihedralBending {
 /// triangle is degenerate.
 #[inline]
 pub fn dihedral_angle(x: &[Vec3; 4]) -> Option<(f32, [Vec3; 4])> {
+    let (h, grad) = hinge(x)?;
+    let m = cross(h.n1, h.n2);
+    let theta = crate::angle::atan2(dot(m, h.e) * h.inv_le, dot(h.n1, h.n2));
+    Some((theta, grad))
+}
+
+/// The gradients of [`dihedral_angle`] alone (the same bits), without the angle's atan2.
+#[inline]
+pub fn dihedral_gradient(x: &[Vec3; 4]) -> Option<[Vec3; 4]> {
+    hinge(x).map(|(_, grad)| grad)
+}
+
+/// The hinge's triangle normals, edge and 1/‖e‖, which the angle needs beside the gradients.
+struct Hinge {
+    n1: Vec3,
+    n2: Vec3,
+    e: Vec3,
+    inv_le: f32,
+}
+
+/// The gradients of the dihedral angle and the [`Hinge`] quantities; `None` when a triangle is
+/// degenerate.
+#[inline(always)]
+fn hinge(x: &[Vec3; 4]) -> Option<(Hinge, [Vec3; 4])> {
     let e = x[1] - x[0];
     let (a, b) = (x[2] - x[0], x[3] - x[0]);
     let n1 = cross(e, a);
@@ -59,8 +83,6 @@ pub fn dihedral_angle(x: &[Vec3; 4]) -> Option<(f32, [Vec3; 4])> {
     }
     let le = le2.sqrt();
     let inv_le = 1.0 / le;
-    let m = cross(n1, n2);
-    let theta = crate::angle::atan2(dot(m, e) * inv_le, dot(n1, n2));
     let (g1, g2) = (n1 * (1.0 / l1), n2 * (1.0 / l2));
     let grad2 = g1 * le;
     let grad3 = g2 * le;
@@ -69,7 +91,7 @@ pub fn dihedral_angle(x: &[Vec3; 4]) -> Option<(f32, [Vec3; 4])> {
     let grad0 = g1 * a1 + g2 * b1;
     let grad1 = -(g1 * a0) - g2 * b0;
     // Bridson's gradients are those of −θ for this orientation (the tests check the sign).
-    Some((theta, [-grad0, -grad1, -grad2, -grad3]))
+    Some((Hinge { n1, n2, e, inv_le }, [-grad0, -grad1, -grad2, -grad3]))
 }
 
 /// Adds a dihedral constraint for every interior edge of `triangles` (an edge shared by
@@ -162,6 +184,10 @@ impl ParticleConstraint<4> for DihedralBending {
         Some((c, grad))
     }
 
+    fn gradient(&self, x: &[Vec3; 4]) -> Option<[Vec3; 4]> {
+        dihedral_gradient(x)
+    }
+
     fn compliance(&self, _c: f32) -> f32 {
         self.compliance
     }
@@ -174,6 +200,30 @@ impl ParticleConstraint<4> for DihedralBending {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The gradient alone (what the solver evaluates at the start of a substep) is the angle's
+    /// gradient bit for bit, degenerate hinges included.
+    #[test]
+    fn gradient_alone_matches_the_angle_bit_for_bit() {
+        let mut seed = 7u32;
+        let mut rnd = move || {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        for _ in 0..1000 {
+            let x = [
+                Vec3::ZERO,
+                Vec3::new(rnd(), rnd(), rnd()),
+                Vec3::new(rnd(), rnd(), rnd()),
+                Vec3::new(rnd(), rnd(), rnd()),
+            ];
+            let full = dihedral_angle(&x).map(|(_, g)| g.map(|v| v.to_array().map(f32::to_bits)));
+            let alone = dihedral_gradient(&x).map(|g| g.map(|v| v.to_array().map(f32::to_bits)));
+            assert_eq!(full, alone, "{x:?}");
+        }
+        let flat = [Vec3::ZERO, Vec3::X, Vec3::X * 2.0, Vec3::Y];
+        assert!(dihedral_gradient(&flat).is_none() && dihedral_angle(&flat).is_none());
+    }
 
     /// The gradients equal central finite differences of the angle, for folds of either sign
     /// and a non-planar, irregular configuration.

@@ -217,8 +217,8 @@ fn evaluate<T: ParticleConstraint<N>, const N: usize>(
     let x0: [Vec3; N] = std::array::from_fn(|k| (q[k].x - q[0].x).truncate());
     let x: [Vec3; N] = std::array::from_fn(|k| ((q[k].x - q[0].x) + (q[k].d - q[0].d)).truncate());
     let (value, now) = c.evaluate(&x)?;
-    let gradient = match c.evaluate(&x0) {
-        Some((_, start)) => {
+    let gradient = match c.gradient(&x0) {
+        Some(start) => {
             let (mut dot, mut s2, mut n2) = (0.0, 0.0, 0.0);
             for k in 0..N {
                 dot += start[k].dot(now[k]);

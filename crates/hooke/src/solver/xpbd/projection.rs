@@ -74,8 +74,8 @@ pub(crate) unsafe fn project<T: ParticleConstraint<N>, const N: usize, const PBD
     let Some((value, now)) = c.evaluate(&x) else { return };
     // The gradients at the start of the substep, unless the constraint's particles have turned
     // by more than 25° since (or it was degenerate then): then the current ones.
-    let gradient = match c.evaluate(&x0) {
-        Some((_, start)) => {
+    let gradient = match c.gradient(&x0) {
+        Some(start) => {
             let (mut dot, mut s2, mut n2) = (0.0, 0.0, 0.0);
             for k in 0..N {
                 dot += start[k].dot(now[k]);
