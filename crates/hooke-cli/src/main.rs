@@ -143,9 +143,9 @@ pub struct GpuSolveArgs {
     /// dispatch per colour) or jacobi (one dispatch per iteration, Chebyshev-accelerated).
     #[arg(long, value_enum, default_value = "gauss-seidel")]
     gpu_solve: GpuSolveKind,
-    /// Jacobi relaxation ω in (0, 2] (default: 2/(1.25 μ_hi + μ_lo) from the spectrum of the
-    /// model's constraints, ≈ 0.3 for a cloth grid). A stiff cloth grid with shear and
-    /// bending diverges above ≈ 0.4.
+    /// Jacobi relaxation ω in (0, 2] (default: chosen from the spectrum of the model's
+    /// constraints at the substep, 0.29–0.46 for a stiff cloth grid, ≈ 0.9 for a soft one).
+    /// A stiff cloth grid diverges above ≈ 0.5.
     #[arg(long)]
     relaxation: Option<f32>,
     /// Chebyshev spectral radius ρ in [0, 1) of the Jacobi solve (default: from the same

@@ -93,16 +93,18 @@ pub enum GpuSolve {
     /// the previous iterate and applied scaled by the relaxation ω (λ += ωΔλ, x += ω w∇C Δλ),
     /// accelerated by Chebyshev's semi-iterative method (Wang 2015) with spectral radius ρ.
     /// Plain Jacobi converges more slowly per iteration than Gauss–Seidel, and ω = 1 diverges
-    /// where many constraints share a particle (a cloth grid needs ω < 0.4). Both parameters
+    /// where many constraints share a particle (a stiff cloth grid needs ω < 0.5). Both parameters
     /// are chosen from the model's constraint graph when `None` ([`GpuSolve::jacobi`]); see
     /// the `jacobi` and `chebyshev` modules of the source for the derivation.
     Jacobi {
-        /// Relaxation ω, dimensionless, in (0, 2]; `None`: 2/(1.25 μ_hi + μ_lo) from the
-        /// spectrum of the model's constraint system.
+        /// Relaxation ω, dimensionless, in (0, 2]; `None`: (1 + ρ)/(1.1 μ_hi) from the
+        /// spectrum of the model's constraint system at the substep
+        /// ([`chebyshev::Spectrum::parameters`]).
         relaxation: Option<f32>,
         /// Chebyshev spectral radius ρ in [0, 1); 0 turns the acceleration off (plain relaxed
-        /// Jacobi); `None`: the spectral radius of the relaxed iteration, from the same
-        /// estimate.
+        /// Jacobi); `None`: the spectral radius of the relaxed iteration from the same
+        /// estimate, capped so that no mode is over-corrected by more than ¼ after the
+        /// substep's iterations (0 where a given ω does not allow that).
         spectral_radius: Option<f32>,
     },
 }
@@ -128,6 +130,8 @@ impl GpuSolve {
         if let (Some(w), Some(rho)) = (relaxation, spectral_radius) {
             return Some((w, rho));
         }
+        // PBD ignores compliance (Δλ = −sC/(wᵢ+wⱼ)): its spectrum is the stiff limit's.
+        let h = if matches!(settings.method, Method::Pbd { .. }) { None } else { h };
         let spectrum = chebyshev::estimate(model, direct_ropes(model, settings), h);
         Some(spectrum.parameters(settings.iterations, relaxation, spectral_radius))
     }
@@ -857,6 +861,10 @@ impl Solver for GpuXpbdSolver {
         self.b.update_parameters(self.ctx.queue(), &model);
         if let Some(ropes) = &self.k.ropes {
             ropes.update_parameters(self.ctx.queue(), &model);
+        }
+        if let Some(jacobi) = &mut self.k.jacobi {
+            // The spectrum depends on the compliances and masses: estimate it again.
+            jacobi.parameters = None;
         }
         if let Some(tethers) = &mut self.k.tethers {
             tethers.invalidate();

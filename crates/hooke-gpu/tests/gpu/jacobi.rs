@@ -2,10 +2,10 @@
 
 use crate::*;
 
-/// Jacobi relaxation used by the tests: below 2/ρ ≈ 0.4, ρ ≈ 5 the spectral radius of the
-/// Jacobi iteration matrix D⁻¹JWJᵀ of a stiff cloth grid with structural, shear and bending
-/// constraints (see the `jacobi` module), and far enough from 1 that a relaxation applied to
-/// the displacements but not to λ would change the stiffness threefold.
+/// Plain Jacobi's relaxation in the tests (the former default): below 2/μ_hi ≈ 0.5, μ_hi ≈ 4
+/// the largest eigenvalue of D⁻¹JWJᵀ of a stiff cloth grid with structural and shear
+/// constraints (see the `jacobi` and `chebyshev` modules), and far enough from 1 that a
+/// relaxation applied to the displacements but not to λ would change the stiffness threefold.
 const OMEGA: f32 = 0.3;
 
 fn gpu_settings(xpbd: XpbdSettings, solve: GpuSolve) -> GpuSettings {
