@@ -6,15 +6,16 @@
 //! Linearised about an iterate, one relaxed Jacobi iteration of `jacobi.wgsl` is the
 //! iteration λ ← λ + ω D⁻¹(b − Aλ) for the XPBD system A λ = b with
 //! A = (1+γ) J W Jᵀ + α̃ (J the constraint gradients, W the inverse masses, α̃ = α/h² the
-//! compliances, γ = τ/h the damping; see [`jacobi`](crate::jacobi)) and D its diagonal; the
+//! compliances, γ = τ/h the damping; see the `jacobi` module of the source) and D its diagonal; the
 //! displacements follow λ (d = W Jᵀ λ). Its error is multiplied by G = I − ω D⁻¹A each
 //! iteration. D⁻¹A is similar to the symmetric positive definite D^{−½} A D^{−½}, so its
 //! eigenvalues μ are real, in [μ_lo, μ_hi] with μ_lo > 0, and those of G are 1 − ωμ.
 //!
 //! **Relaxation.** G's eigenvalues lie in (−1, 1) — the iteration converges — if and only if
 //! ω < 2/μ_hi, and they are spread evenly about 0, in [−ρ, ρ] with the smallest
-//! ρ = (μ_hi − μ_lo)/(μ_hi + μ_lo), for ω = 2/(μ_hi + μ_lo). On a cloth grid with structural,
-//! shear and bending constraints μ_hi ≈ 5, so ω ≈ 0.4; on a large grid μ_lo is tiny and
+//! ρ = (μ_hi − μ_lo)/(μ_hi + μ_lo), for ω = 2/(μ_hi + μ_lo). On a stiff cloth grid with
+//! structural and shear constraints μ_hi ≈ 4 (≈ 5 with distance bend springs), so ω < 0.5;
+//! on a large grid μ_lo is tiny and
 //! ρ → 1: plain Jacobi then needs O(n²) iterations for the smooth modes, which is why it looks
 //! soft.
 //!
@@ -24,7 +25,8 @@
 //!
 //! yᵏ⁺¹ = yᵏ⁻¹ + ω_{k+1} (ŷᵏ⁺¹ − yᵏ⁻¹),   ω₁ = 1, ω₂ = 2/(2 − ρ²), ω_{k+1} = 4/(4 − ρ²ω_k),
 //!
-//! applied to the displacements and λ alike (y = (d, λ)), so that M Δx = ∇Cᵀλ still holds. In
+//! applied to the displacements and λ alike (y = (d, λ)), so that M Δx = ∇Cᵀλ still holds for
+//! the distance constraints (for the other sets, see "What is extrapolated" below). In
 //! the linear picture the error after k iterations is T_k(G/ρ)/T_k(1/ρ) e⁰ (T_k the Chebyshev
 //! polynomial): the smallest possible over [−ρ, ρ] for any polynomial of degree k, and falling
 //! like (1 − √(2(1−ρ)))ᵏ instead of ρᵏ. An eigenvalue x of G beyond ρ but inside (−1, 1) still
@@ -56,7 +58,7 @@
 //! relaxation is chosen for μ_hi enlarged by a margin of [`MARGIN`]; μ_lo is approached from
 //! above. The direct rope solver's constraints, and constraints between two immovable
 //! particles, are left out, as in the Jacobi solve. The estimate costs 200 sweeps over the
-//! constraints on the CPU (≈ 0.3 s at 256²), once per substep length.
+//! constraints on the CPU, once per substep length and material change.
 
 use hooke::{BodyKind, Model};
 
@@ -76,8 +78,8 @@ pub const OVERSHOOT: f64 = 0.25;
 /// Power iterations for each end of the spectrum.
 const POWER_ITERATIONS: usize = 100;
 
-/// The extreme eigenvalues of D^{−½} J W Jᵀ D^{−½} (dimensionless), and the Jacobi parameters
-/// chosen from them.
+/// The extreme eigenvalues of D^{−½} A D^{−½} (dimensionless; see [`estimate`]), and the
+/// Jacobi parameters chosen from them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Spectrum {
     /// Largest eigenvalue μ_hi (≥ 1 when there is a constraint; 1 for constraints that share

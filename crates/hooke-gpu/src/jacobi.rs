@@ -35,8 +35,8 @@
 //! **Chebyshev acceleration.** Plain Jacobi converges slowly per iteration (information
 //! crosses one constraint per iteration), so by default each iterate is blended with the one
 //! before the previous by Chebyshev's semi-iterative weights ω_k (Wang 2015), and ω and the
-//! spectral radius ρ behind the weights are chosen from an estimate of the spectrum of
-//! D⁻¹ J W Jᵀ, capped so that no mode is over-corrected by more than a quarter at the end of a
+//! spectral radius ρ behind the weights are chosen from an estimate of the spectrum of the
+//! XPBD system D⁻¹((1+γ) J W Jᵀ + α̃) at the solver's substep, ρ capped so that no mode is over-corrected by more than a quarter at the end of a
 //! substep — the bound that keeps an undamped cloth stable. The derivation, the choice and the
 //! measurements are in the [`chebyshev`](crate::chebyshev) module. The weights are one uniform
 //! slot per iteration; ω_k = 1 is plain Jacobi, bit for bit. ω is validated to (0, 2], ρ to

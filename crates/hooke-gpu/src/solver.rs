@@ -121,7 +121,8 @@ impl GpuSolve {
     }
 
     /// The Jacobi relaxation ω and Chebyshev spectral radius ρ this solve uses on `model`
-    /// with `settings` at substep `h` (s; `None`: the stiff limit, valid for any substep):
+    /// with `settings` at substep `h` (s; `None`: the stiff limit α̃ = γ = 0, the widest
+    /// spectrum, which overestimates ρ for a compliant material):
     /// those given, the others from the estimated spectrum of the model's constraint system
     /// ([`chebyshev::estimate`], computed only when one is `None`; without the ropes'
     /// constraints when the direct rope solver takes them). `None` for Gauss–Seidel.
