@@ -10,7 +10,8 @@ pub struct BenchArgs {
     /// Scene file, `default`, or a preset: `grid:N` (an N×N, 1 m cloth hanging from one edge,
     /// XPBD), `sheet:N` (an N×N, 1 m sheet of K = 1e4 N/m hanging from its top row, XPBD),
     /// `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler) or
-    /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10).
+    /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10) or `pile:N` (an
+    /// N×N, 1 m cloth with self-collision dropped onto the ground, XPBD).
     #[arg(default_value = "default")]
     scene: String,
     /// Timed frames.
@@ -32,6 +33,9 @@ pub struct BenchArgs {
     /// Tethers on or off (XPBD/PBD; overrides the scene).
     #[arg(long)]
     tethers: Option<bool>,
+    /// Self-collision on or off for every body (overrides the scene's materials).
+    #[arg(long)]
+    self_collision: Option<bool>,
     /// Use implicit Euler instead of the scene's solver (same substeps; for quality-per-cost
     /// comparisons).
     #[arg(long)]
@@ -55,6 +59,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     anyhow::ensure!(args.frames >= 1, "--frames must be ≥ 1");
     let mut scene = crate::presets::resolve(&args.scene)?;
     let threads = crate::set_threads(args.threads)?;
+    if let Some(on) = args.self_collision {
+        crate::set_self_collision(&mut scene, on)?;
+    }
     if let Some(s) = args.substeps {
         scene.solver.set_substeps(s);
     }

@@ -103,6 +103,27 @@ pub fn report(scene: &hooke_io::scene::Scene) {
     }
 }
 
+/// Turns self-collision on or off for every body of `scene` (`--self-collision`).
+///
+/// # Errors
+/// A body whose material cannot collide (a cloth of thickness 0, a rope of radius 0), named.
+pub fn set_self_collision(scene: &mut hooke_io::scene::Scene, on: bool) -> Result<()> {
+    let mut model = (*scene.model).clone();
+    for (k, body) in scene.model.bodies().iter().enumerate() {
+        model = match body.material {
+            hooke::BodyMaterial::Cloth(m) => {
+                model.with_cloth_material(k, hooke::ClothMaterial { self_collision: on, ..m })
+            }
+            hooke::BodyMaterial::Rope(m) => {
+                model.with_rope_material(k, hooke::RopeMaterial { self_collision: on, ..m })
+            }
+        }
+        .map_err(|e| anyhow::anyhow!("--self-collision {on}: {e}"))?;
+    }
+    scene.model = std::sync::Arc::new(model);
+    Ok(())
+}
+
 /// Memory a model may use: the machine's available memory (Linux), else 16 GiB.
 pub fn memory_limit() -> u64 {
     std::fs::read_to_string("/proc/meminfo")

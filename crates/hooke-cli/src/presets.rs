@@ -163,7 +163,30 @@ pub fn newton_hanging(w: usize, h: usize) -> Result<Scene> {
     Ok(preset(format!("newton_hanging_{w}x{h}"), model, solver, pins))
 }
 
-/// A scene file, `default`, or a preset `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`.
+/// `pile:N`: a cloth dropped in a heap — an N×N cloth of 1 m × 1 m, default material with a
+/// thickness of 1.5 spacings and self-collision on, hanging vertically (x–y plane) with its
+/// lower edge 0.2 m above a ground plane (μₛ = 0.6, μₖ = 0.5), unpinned, so it falls and
+/// folds onto itself on the ground. XPBD at the defaults.
+pub fn pile(n: usize) -> Result<Scene> {
+    if n < 2 {
+        bail!("pile:{n}: needs at least 2×2 particles");
+    }
+    let mut b = ModelBuilder::new();
+    b.set_memory_limit(crate::memory_limit());
+    let spacing = 1.0 / (n - 1) as f32;
+    let mut g = ClothGrid::new("cloth", n, n, spacing);
+    g.rotation = glam::Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    g.center = Vec3::new(0.0, 0.7, 0.0);
+    g.material = ClothMaterial { thickness: 1.5 * spacing, self_collision: true, ..ClothMaterial::default() };
+    b.add_cloth_grid(&g)?;
+    let ground = hooke::collision::Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y };
+    b.add_collider(hooke::collision::Collider::new("ground", ground).with_friction(0.6, 0.5))?;
+    let model = Arc::new(b.finalize()?);
+    Ok(preset(format!("pile{n}"), model, SolverChoice::Position(XpbdSettings::default()), []))
+}
+
+/// A scene file, `default`, or a preset `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
+/// `pile:N`.
 pub fn resolve(spec: &str) -> Result<Scene> {
     if spec == "default" {
         return default_scene();
@@ -180,6 +203,10 @@ pub fn resolve(spec: &str) -> Result<Scene> {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
         return warp_cloth(n);
     }
+    if let Some(n) = spec.strip_prefix("pile:") {
+        let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
+        return pile(n);
+    }
     if let Some(wh) = spec.strip_prefix("newton-hanging:") {
         let parse =
             |v: &str| v.parse::<usize>().with_context(|| format!("preset {spec:?}: expected newton-hanging:WxH"));
@@ -187,7 +214,7 @@ pub fn resolve(spec: &str) -> Result<Scene> {
         return newton_hanging(parse(w)?, parse(h)?);
     }
     if spec.contains(':') && !Path::new(spec).exists() {
-        bail!("unknown preset {spec:?} (presets: default, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH)");
+        bail!("unknown preset {spec:?} (presets: default, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N)");
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)
 }

@@ -39,6 +39,9 @@ pub struct RunArgs {
     /// away from its pins exceeds the scene's `residual_tolerance`, instead of warning.
     #[arg(long)]
     strict: bool,
+    /// Self-collision on or off for every body (overrides the scene's materials).
+    #[arg(long)]
+    self_collision: Option<bool>,
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -46,6 +49,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         Some(path) => hooke_io::scene::load(path, crate::memory_limit())?,
         None => crate::presets::default_scene()?,
     };
+    if let Some(on) = args.self_collision {
+        crate::set_self_collision(&mut scene, on)?;
+    }
     if let Some(f) = args.frames {
         anyhow::ensure!(f >= 1, "--frames must be ≥ 1, got {f}");
         scene.frames = f;
@@ -135,7 +141,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     BodyConvergence::measure(&model, &state.particle_position, &pinned, None, &mut bodies);
     monitor.record(0, 0.0, &bodies);
     writer.write_frame(0, &state.particle_position)?;
-    csv.row(0, &first, 0, &bodies)?;
+    csv.row(0, &first, [0, 0], &bodies)?;
 
     let progress = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(scene.frames as u64);
@@ -202,7 +208,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 worst.nan_count = worst.nan_count.max(d.nan_count);
                 x.clone_from(&state.particle_position);
                 writer.write_frame(frame, &x)?;
-                csv.row(frame, &d, report.contacts, &bodies)?;
+                csv.row(frame, &d, [report.contacts, report.particle_contacts], &bodies)?;
                 written += 1;
                 worst.time = d.time;
                 worst.kinetic_energy = d.kinetic_energy;
@@ -303,7 +309,7 @@ impl CsvWriter {
         let mut out = std::io::BufWriter::new(f);
         write!(
             out,
-            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts,max_residual_strain"
+            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts,max_residual_strain,particle_contacts,self_penetration_m"
         )?;
         for name in names {
             for q in BODY_COLUMNS {
@@ -314,10 +320,11 @@ impl CsvWriter {
         Ok(CsvWriter { tmp, path: path.to_path_buf(), out: Some(out) })
     }
 
-    fn row(&mut self, frame: usize, d: &Diagnostics, contacts: u32, bodies: &[BodyConvergence]) -> Result<()> {
+    fn row(&mut self, frame: usize, d: &Diagnostics, contacts: [u32; 2], bodies: &[BodyConvergence]) -> Result<()> {
         let out = self.out.as_mut().expect("open until finish");
         let worst = bodies.iter().map(BodyConvergence::residual).fold(f32::NAN, f32::max);
-        let mut tail = cell(worst);
+        let [contacts, particle_contacts] = contacts;
+        let mut tail = format!("{},{particle_contacts},{}", cell(worst), d.self_penetration);
         for b in bodies {
             for v in
                 [b.strain, b.strain_at_pins, b.residual_stiff, b.residual_compliant, b.residual_at_pins, b.residual_rms]

@@ -119,6 +119,9 @@ fn bad_input_fails_cleanly() {
         (format!("[solver]\nmax_speed = nan\n{grid}"), "solver.max_speed"),
         (format!("[solver]\nresidual_tolerance = -0.02\n{grid}"), "solver.residual_tolerance"),
         (format!("[solver]\nresidual_tolerance = nan\n{grid}"), "solver.residual_tolerance"),
+        ("[materials.m]\nthickness = 0.0\n[[cloth]]\nmaterial = \"m\"\nrows = 4\ncolumns = 4\nspacing = 0.1\nself_collision = true\n".into(), "self-collision needs a thickness"),
+        ("[materials.m]\nself_static_friction = -0.5\n[[cloth]]\nmaterial = \"m\"\nrows = 4\ncolumns = 4\nspacing = 0.1\n".into(), "self_static_friction"),
+        (format!("{grid}self_collision = true\n[solver]\nmethod = \"verlet\"\n"), "self_collision"),
     ];
     for (k, (scene, needle)) in cases.iter().enumerate() {
         let tmp = tempfile::tempdir().unwrap();

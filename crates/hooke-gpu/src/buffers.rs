@@ -121,6 +121,7 @@ pub(crate) struct HealthRecord {
     pub too_fast: u32,
     pub contacts: u32,
     pub overstrained: u32,
+    pub particle_contacts: u32,
 }
 
 /// Every device buffer of one solver.
@@ -519,7 +520,7 @@ mod tests {
         check(
             COLLIDE,
             "Health",
-            fields!(HealthRecord; nonfinite, too_fast, contacts, overstrained),
+            fields!(HealthRecord; nonfinite, too_fast, contacts, overstrained, particle_contacts),
             size_of::<HealthRecord>(),
         );
         assert!(size_of::<Params>() as u64 <= UNIFORM_SLOT);

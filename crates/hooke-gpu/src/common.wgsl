@@ -90,6 +90,34 @@ struct Health {
     too_fast: atomic<u32>,
     contacts: atomic<u32>,
     overstrained: atomic<u32>,
+    particle_contacts: atomic<u32>,
+}
+
+// The spatial hash of the particle contacts (spatial_hash.wgsl builds it, self_collision.wgsl
+// queries it; hooke's `collision/spatial_hash.rs`): its constants, then the friction of each
+// body's self-contacts (static, kinetic). Rust twin: `spatial_hash::HashInfo`.
+struct HashInfo {
+    table_size: u32,
+    member_count: u32,
+    inv_cell: f32,
+    max_radius: f32,
+    block_count: u32,
+    depenetration_speed: f32,
+    _pad0: u32,
+    _pad1: u32,
+    friction: array<vec2<f32>>,
+}
+
+// The cell of x: ⌊x·inv_cell⌋ per axis (hooke's `cell_of`).
+fn cell_of(x: vec3<f32>, inv_cell: f32) -> vec3<i32> {
+    return vec3<i32>(floor(x * inv_cell));
+}
+
+// The bucket of a cell: Teschner et al.'s hash with the article's primes, on the cell's
+// two's-complement bits with wrapping u32 products (hooke's `bucket_of`).
+fn bucket_of(c: vec3<i32>, table_size: u32) -> u32 {
+    let u = bitcast<vec3<u32>>(c);
+    return ((u.x * 73856093u) ^ (u.y * 19349663u) ^ (u.z * 83492791u)) % table_size;
 }
 
 // One distance-constraint projection from the current iterate (article §3.3; hooke's CPU

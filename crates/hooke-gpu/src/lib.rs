@@ -33,7 +33,7 @@
 //!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep —
 //!    or, with [`GpuSolve::Jacobi`], `iterations` × one dispatch over particles (see
 //!    [`GpuSolve`]);
-//! 4. (contacts: none yet);
+//! 4. particle contacts (self-collision): the spatial hash rebuilt, then one Jacobi gather;
 //! 5. **collide**: projection out of planes, spheres, capsules and boxes, each at its placement
 //!    of the substep (translated and turned), then clamped Coulomb friction relative to the
 //!    collider's surface motion;
@@ -109,9 +109,11 @@ mod predict;
 mod readback;
 mod rope_bending;
 mod rope_solver;
+mod self_collision;
 mod set_sweep;
 pub mod shaders;
 mod solver;
+mod spatial_hash;
 mod tangents;
 mod tethers;
 mod timing;

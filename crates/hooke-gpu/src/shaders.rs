@@ -17,6 +17,10 @@ pub const ROPE_SOLVER: &str = concat!(include_str!("common.wgsl"), include_str!(
 pub const TETHERS: &str = concat!(include_str!("common.wgsl"), include_str!("tethers.wgsl"));
 /// `jacobi.wgsl`: the Jacobi distance-constraint iteration, one thread per particle.
 pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jacobi.wgsl"));
+/// `spatial_hash.wgsl`: the spatial hash of the particle contacts (count, scan, scatter, sort).
+pub const SPATIAL_HASH: &str = concat!(include_str!("common.wgsl"), include_str!("spatial_hash.wgsl"));
+/// `self_collision.wgsl`: particle contacts, one Jacobi gather per member.
+pub const SELF_COLLISION: &str = concat!(include_str!("common.wgsl"), include_str!("self_collision.wgsl"));
 /// `collide.wgsl`: colliders and Coulomb friction.
 pub const COLLIDE: &str = concat!(include_str!("common.wgsl"), include_str!("collide.wgsl"));
 /// `finish.wgsl`: velocity and position at the end of a substep.
@@ -38,6 +42,8 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::rope_solver::SPEC,
     crate::tethers::SPEC,
     crate::jacobi::SPEC,
+    crate::spatial_hash::SPEC,
+    crate::self_collision::SPEC,
     crate::collide::SPEC,
     crate::finish::SPEC,
     crate::normals::SPEC,

@@ -13,6 +13,7 @@ use crate::normals::{self, Normals};
 use crate::predict::Predict;
 use crate::readback;
 use crate::rope_solver::RopeSolver;
+use crate::self_collision::SelfCollision;
 use crate::set_sweep::SetSweep;
 use crate::tangents::{self, Tangents};
 use crate::tethers::Tethers;
@@ -166,6 +167,8 @@ struct Bindings {
     ropes: Option<RopeSolver>,
     /// The tethers, when [`XpbdSettings::tethers`] is on.
     tethers: Option<Tethers>,
+    /// The particle contacts, for a model with self-collision.
+    self_collision: Option<SelfCollision>,
     collide: Collide,
     finish: Finish,
     normals: Normals,
@@ -215,6 +218,7 @@ impl Bindings {
             jacobi,
             ropes,
             tethers,
+            self_collision: SelfCollision::new(kernels, device, b, model),
             collide: Collide::new(kernels, device, b),
             finish: Finish::new(kernels, device, b),
             normals: Normals::new(kernels, device, b),
@@ -536,8 +540,9 @@ impl GpuXpbdSolver {
             encoder.copy_buffer_to_buffer(&self.b.position, 0, x, 0, n * VEC4);
             encoder.copy_buffer_to_buffer(&self.b.velocity, 0, v, 0, n * VEC4);
         }
-        // The contact counter (third word of the health record) counts this frame only.
+        // The contact counters (third and fifth words of the health record) count this frame only.
         encoder.clear_buffer(&self.b.health, 8, Some(4));
+        encoder.clear_buffer(&self.b.health, 16, Some(4));
         self.record_frame(encoder, pins.len() as u32);
         if let Some(timer) = &mut self.timer {
             timer.resolve(encoder);
@@ -651,7 +656,11 @@ impl GpuXpbdSolver {
             if let Some(jacobi) = &k.jacobi {
                 jacobi.finish(&mut pass, slot(sub), n, s.iterations);
             }
-            // Contacts: none yet. Colliders.
+            // Particle contacts.
+            if let Some(contacts) = &k.self_collision {
+                contacts.record(&mut pass, slot(sub));
+            }
+            // Colliders.
             if !model.colliders().is_empty() {
                 k.collide.record(&mut pass, slot(sub), n);
             }
@@ -811,6 +820,7 @@ impl Solver for GpuXpbdSolver {
             return Err(err);
         }
         report.contacts = health.contacts;
+        report.particle_contacts = health.particle_contacts;
         Ok(report)
     }
 
@@ -855,7 +865,8 @@ impl Solver for GpuXpbdSolver {
 
     /// Uploads the new parameters (compliances, damping, masses, radii, friction) into the
     /// existing buffers; gravity and air go with each frame's constants. No pipeline is
-    /// compiled and no bind group made.
+    /// compiled, and no bind group is made except the particle contacts' (when a body has
+    /// self-collision on).
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         check_same_topology(&self.model, &model)?;
         self.residual_inv_h2 = None;
@@ -870,6 +881,9 @@ impl Solver for GpuXpbdSolver {
         if let Some(tethers) = &mut self.k.tethers {
             tethers.invalidate();
         }
+        // Self-collision may have been switched, and its friction changed: its buffers and
+        // bind groups are made anew (the only ones a material change makes).
+        self.k.self_collision = SelfCollision::new(&self.kernels, self.ctx.device(), &self.b, &model);
         self.model = model;
         Ok(())
     }

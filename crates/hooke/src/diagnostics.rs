@@ -78,6 +78,10 @@ pub struct Diagnostics {
     pub nan_count: usize,
     /// Largest particle speed (m/s).
     pub max_speed: f32,
+    /// Deepest overlap t − ‖xᵢ − xⱼ‖ (m) of two particles in self-contact that are not
+    /// neighbours at rest ([`deepest_overlap`](crate::collision::deepest_overlap) over the
+    /// bodies with self-collision on); 0 when none overlap or none has it on.
+    pub self_penetration: f32,
 }
 
 impl Diagnostics {
@@ -119,6 +123,12 @@ impl Diagnostics {
             }
         }
         d.max_penetration = max_penetration(model, positions, collider_poses);
+        let members: Vec<u32> =
+            model.bodies().iter().filter(|b| b.self_collision()).flat_map(|b| b.particles.clone()).collect();
+        if d.nan_count == 0 && !members.is_empty() {
+            let deepest = crate::collision::deepest_overlap(model, positions, &members);
+            d.self_penetration = deepest.map_or(0.0, |o| o.depth());
+        }
         d
     }
 }

@@ -22,6 +22,7 @@ fn soft() -> ClothMaterial {
         bending_modulus: 1e-5,
         damping: 0.01,
         thickness: 0.01,
+        ..ClothMaterial::default()
     }
 }
 

@@ -25,6 +25,7 @@ fn material() -> ClothMaterial {
         // substep's Gauss–Seidel convergence; these tests settle through air damping instead.
         damping: 0.0,
         thickness: 0.0,
+        ..ClothMaterial::default()
     }
 }
 

@@ -29,6 +29,7 @@ fn rope() -> (Arc<Model>, Control) {
             bending_modulus: 1.0,
             damping: 0.0,
             radius: 0.005,
+            ..RopeMaterial::default()
         },
         bending: hooke::Bending::None,
         particle_mass: None,

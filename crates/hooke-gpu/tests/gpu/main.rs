@@ -35,6 +35,7 @@ mod parity;
 mod pipeline;
 mod robustness;
 mod ropes;
+mod self_collision;
 mod surface;
 mod timing;
 

@@ -173,7 +173,20 @@ fn cloth_material(m: &MaterialSection, c: &ClothSection, key: &str) -> Result<Cl
         bending_modulus: m.bending_modulus.unwrap_or(d.bending_modulus),
         damping: m.damping.unwrap_or(d.damping),
         thickness: m.thickness.unwrap_or(d.thickness),
+        self_collision: c.self_collision.unwrap_or(false),
+        self_friction: self_friction(m, d.self_friction),
     })
+}
+
+/// The friction of self-contacts from a material's keys: μₖ defaults to μₛ when only that
+/// is given.
+fn self_friction(m: &MaterialSection, d: hooke::collision::Friction) -> hooke::collision::Friction {
+    let static_coefficient = m.self_static_friction.unwrap_or(d.static_coefficient);
+    let kinetic_coefficient = m.self_kinetic_friction.unwrap_or(match m.self_static_friction {
+        Some(s) => s,
+        None => d.kinetic_coefficient,
+    });
+    hooke::collision::Friction { static_coefficient, kinetic_coefficient }
 }
 
 /// The bending model of a body from its `bending` key and its material: `"springs"` when the
@@ -391,6 +404,8 @@ fn add_rope(
         bending_modulus: m.bending_modulus.unwrap_or(d.bending_modulus),
         damping: m.damping.unwrap_or(d.damping),
         radius: m.radius.unwrap_or(d.radius),
+        self_collision: r.self_collision.unwrap_or(false),
+        self_friction: self_friction(&m, d.self_friction),
     };
     let bending = bending_model(r.bending.as_deref(), &m, &key)?;
     let points: Vec<Vec3> = match (&r.points, r.start, r.end) {

@@ -192,6 +192,11 @@ pub struct MaterialSection {
     pub thickness: Option<f32>,
     /// Rope radius (m).
     pub radius: Option<f32>,
+    /// Static friction μₛ between particles in self-contact (default 0.5).
+    pub self_static_friction: Option<f32>,
+    /// Kinetic friction μₖ between particles in self-contact (default 0.4, or μₛ when that is
+    /// given).
+    pub self_kinetic_friction: Option<f32>,
 }
 
 /// `[[cloth]]`: a grid (`rows`, `columns`, `spacing`) or a mesh (`mesh`).
@@ -252,6 +257,9 @@ pub struct ClothSection {
     pub pin_box: Option<BoxSection>,
     /// Release this body's pins at this time (s): the article's "cut".
     pub release_pins_at: Option<f64>,
+    /// Particle contacts within the cloth and with every other body that has them on
+    /// (default false; the material's thickness is the contact distance).
+    pub self_collision: Option<bool>,
 }
 
 /// An axis-aligned box `{ min = [...], max = [...] }` (m).
@@ -292,6 +300,9 @@ pub struct RopeSection {
     pub pin_indices: Vec<i64>,
     /// Release this body's pins at this time (s).
     pub release_pins_at: Option<f64>,
+    /// Particle contacts within the rope and with every other body that has them on
+    /// (default false; the material's radius is the contact radius).
+    pub self_collision: Option<bool>,
 }
 
 /// `[[collider]]`: `shape` is `"plane"`, `"sphere"`, `"capsule"` or `"box"`.

@@ -14,12 +14,16 @@
 mod friction;
 mod motion;
 mod placement;
+pub mod self_collision;
 mod shape;
+pub mod spatial_hash;
 
 pub use friction::Friction;
 pub use motion::{Keyframe, Motion};
 pub use placement::{ColliderPlacement, Pose};
+pub use self_collision::{DEPENETRATION_SPEED, Overlap, deepest_overlap};
 pub use shape::Shape;
+pub use spatial_hash::SpatialHash;
 
 use glam::Vec3;
 

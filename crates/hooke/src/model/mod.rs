@@ -108,6 +108,15 @@ impl Body {
     pub fn is_cloth(&self) -> bool {
         !matches!(self.kind, BodyKind::Rope)
     }
+
+    /// Whether its material has self-collision on (its particles collide with each other and
+    /// with those of every other such body).
+    pub fn self_collision(&self) -> bool {
+        match self.material {
+            BodyMaterial::Cloth(m) => m.self_collision,
+            BodyMaterial::Rope(m) => m.self_collision,
+        }
+    }
 }
 
 /// Aerodynamic parameters of the surrounding air (article §1.4); the forces they give are in

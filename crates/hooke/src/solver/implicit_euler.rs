@@ -318,10 +318,15 @@ impl ForceSolver {
             q.d = d.extend(0.0);
             self.state.velocity[pin.particle as usize] = d * inv_h;
         }
-        // Contacts (none yet), colliders, finish.
-        stages::contacts::solve(&mut self.state);
-        let placements = plan.placements(sub);
+        // Contacts, colliders, finish.
         let model = std::sync::Arc::clone(&self.model);
+        let velocity = Velocity::Correct { inv_h };
+        report.particle_contacts =
+            stages::contacts::solve(&model, &mut self.self_collision, &mut self.state, h, velocity, parallel);
+        if trace {
+            self.check_finite(t0, Stage::Contacts)?;
+        }
+        let placements = plan.placements(sub);
         report.contacts =
             stages::colliders::resolve(&model, &mut self.state, placements, Velocity::Correct { inv_h }, parallel);
         if trace {

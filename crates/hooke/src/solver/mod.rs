@@ -68,6 +68,8 @@ pub struct StepReport {
     pub total_iterations: u32,
     /// Particles in contact with a collider in the last substep.
     pub contacts: u32,
+    /// Particles in contact with another particle (self-collision) in the last substep.
+    pub particle_contacts: u32,
     /// Linear-solver iterations (e.g. conjugate gradient) of the substep that needed most;
     /// 0 for solvers without a linear solve.
     pub linear_iterations: u32,

@@ -88,6 +88,7 @@ use super::stages::{self, Stage, predict::PinMove};
 use super::state::SolverState;
 use super::{SolverError, SolverInfo, StepReport, check_state};
 use crate::collision::Pose;
+use crate::collision::self_collision::SelfCollision;
 use crate::forces::spring::Spring;
 use crate::{Control, Model, Solver, State};
 use explicit_pass::{ExplicitPass, Forces, particle_chunk};
@@ -286,6 +287,8 @@ pub struct ForceSolver {
     pub(in crate::solver) angle_force: Vec<Vec3>,
     pub(in crate::solver) pinned: Vec<bool>,
     pub(in crate::solver) implicit: Option<Box<ImplicitScratch>>,
+    /// The particle contacts (self-collision; implicit Euler only).
+    pub(in crate::solver) self_collision: SelfCollision,
     /// Each collider's pose at the end of the last frame.
     collider_pose: Vec<Pose>,
     snapshot: Option<Snapshot>,
@@ -305,6 +308,7 @@ impl ForceSolver {
         settings.validate()?;
         let springs = springs_of(&model)?;
         check_angle_compliance(&model)?;
+        let self_collision = self_collision_of(&model, settings.integrator)?;
         let limit = stability::stable_step(&model, &springs);
         let angles = !model.dihedral().is_empty() || !model.rope_bending().is_empty();
         let n = model.particle_count();
@@ -322,6 +326,7 @@ impl ForceSolver {
             angle_force: if angles { vec![Vec3::ZERO; n] } else { Vec::new() },
             pinned: vec![false; n],
             implicit,
+            self_collision,
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
             snapshot: None,
             stable_step: limit,
@@ -628,6 +633,24 @@ impl ForceSolver {
 }
 
 /// Refuses rigid angle constraints (α = 0), which have no force form.
+/// The particle contacts of `model`; an error for an explicit integrator, whose fused
+/// particle pass has no contacts stage.
+fn self_collision_of(model: &Model, integrator: Integrator) -> Result<SelfCollision, SolverError> {
+    let contacts = SelfCollision::new(model);
+    if contacts.is_active() && integrator != Integrator::ImplicitEuler {
+        let body = model.bodies().iter().find(|b| b.self_collision());
+        return Err(SolverError::InvalidSettings {
+            setting: "integrator",
+            message: format!(
+                "body {:?} has self_collision on, which {} does not support; use XPBD, PBD or implicit Euler",
+                body.map_or("?", |b| &b.name),
+                integrator.name()
+            ),
+        });
+    }
+    Ok(contacts)
+}
+
 fn check_angle_compliance(model: &Model) -> Result<(), SolverError> {
     let rigid = |what: &str, k: usize, particles: &[u32]| SolverError::InvalidSettings {
         setting: "integrator",
@@ -753,6 +776,7 @@ impl Solver for ForceSolver {
         self.stable_step = stability::stable_step(&model, &springs);
         self.gather = SpringGather::new(model.particle_count(), model.distance().constraints(), &springs);
         self.springs = springs;
+        self.self_collision = self_collision_of(&model, self.settings.integrator)?;
         if let Some(s) = &mut self.implicit {
             // The pattern is the same; the warm start carries over.
             let dv = std::mem::take(&mut s.dv);

@@ -12,7 +12,7 @@
 //! 3. **Constraints**: λ ← 0, then `iterations` Gauss–Seidel sweeps over each constraint set's
 //!    colours in a fixed order; within a colour no two constraints share a particle, so a
 //!    colour is projected in parallel (rayon) with exactly the result of the sequential sweep.
-//! 4. **Contacts**: particle contacts (an empty slot today).
+//! 4. **Contacts**: particle contacts (self-collision), one Jacobi pass through the spatial hash.
 //! 5. **Colliders**: each particle is pushed out of every collider and Coulomb friction is
 //!    applied to its tangential displacement (see [`crate::collision`]).
 //! 6. **Finish**: v ← (x − x⁰)/h, x⁰ ← x.
@@ -37,6 +37,7 @@ use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
 use super::state::SolverState;
 use super::{SolverError, SolverInfo, StepReport, check_state};
 use crate::collision::Pose;
+use crate::collision::self_collision::SelfCollision;
 use crate::model::{ConstraintFamily, DistanceConstraint};
 use crate::{Control, Model, Solver, State};
 pub(crate) use distance_kernel::Shared;
@@ -240,6 +241,8 @@ pub struct XpbdSolver {
     /// The tethers of the current pins, and those pins (sorted) — rebuilt when they change.
     tethers: Vec<crate::tethers::Tether>,
     tether_pins: Option<Vec<u32>>,
+    /// The particle contacts (self-collision) and their scratch.
+    self_collision: SelfCollision,
     /// External force per particle (N), from aerodynamics.
     force: Vec<Vec3>,
     /// A third of each triangle's aerodynamic force (N, xyz) and drag rate (kg/s, w).
@@ -273,6 +276,7 @@ impl XpbdSolver {
             swept: swept_colours(&model, settings.rope_solver),
             tethers: Vec::new(),
             tether_pins: None,
+            self_collision: SelfCollision::new(&model),
             force: vec![Vec3::ZERO; n],
             triangle_force: vec![Vec4::ZERO; model.triangles().len()],
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
@@ -317,7 +321,7 @@ impl XpbdSolver {
         if s.tethers {
             self.update_tethers(plan);
         }
-        let mut contacts = 0u32;
+        let (mut contacts, mut particle_contacts) = (0u32, 0u32);
         let (mut most_iterations, mut total_iterations) = (0u32, 0u32);
         for (sub, slot) in plan.slots.iter().enumerate() {
             let t0 = slot.t0;
@@ -380,7 +384,10 @@ impl XpbdSolver {
             most_iterations = most_iterations.max(done);
             total_iterations += done;
             // 4. Contacts.
-            stages::contacts::solve(&mut self.state);
+            let velocity = Velocity::FromDisplacement;
+            particle_contacts =
+                stages::contacts::solve(&model, &mut self.self_collision, &mut self.state, plan.h, velocity, parallel);
+            check(self, Stage::Contacts)?;
             // 5. Colliders.
             let placements = plan.placements(sub as u32);
             let velocity = Velocity::FromDisplacement;
@@ -396,6 +403,7 @@ impl XpbdSolver {
             iterations: most_iterations,
             total_iterations,
             contacts,
+            particle_contacts,
             ..StepReport::default()
         })
     }
@@ -732,6 +740,8 @@ impl Solver for XpbdSolver {
         };
         // A material change may change the tethers' slack.
         self.tether_pins = None;
+        // A material change may switch self-collision on or off.
+        self.self_collision = SelfCollision::new(&model);
         self.state.reset_inverse_masses(&model);
         self.model = model;
         Ok(())

@@ -1,0 +1,68 @@
+//! Particle contacts (self-collision) on the GPU (`self_collision.wgsl`): hooke's
+//! [`hooke::collision::self_collision`], one Jacobi pass per substep between the constraint
+//! sets and the colliders. The [spatial hash](crate::spatial_hash) is rebuilt from the current
+//! positions, then one thread per member sums its own averaged correction over the candidates
+//! in the hash's canonical order (no float atomics, the CPU's operations in the CPU's order:
+//! bit-identical on a device without fused multiply-add, such as lavapipe), then a second
+//! dispatch adds the corrections to the displacements.
+
+use crate::buffers::{self, Buffers};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+use crate::spatial_hash::SpatialHash;
+use hooke::Model;
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "self_collision.wgsl",
+    source: crate::shaders::SELF_COLLISION,
+    entries: &["gather", "apply"],
+    access: &[Read, ReadWrite, Read, Read, Read, Read, ReadWrite, ReadWrite],
+    slot: false,
+};
+
+/// The contact kernels bound to a solver's buffers, with the hash they query.
+pub(crate) struct SelfCollision {
+    hash: SpatialHash,
+    bound: Bound,
+}
+
+impl SelfCollision {
+    /// The contacts of `model`; `None` when no body has self-collision on.
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model) -> Option<SelfCollision> {
+        let (members, max_radius) = hooke::collision::self_collision::members(model);
+        if members.is_empty() {
+            return None;
+        }
+        let friction: Vec<[f32; 2]> = model
+            .bodies()
+            .iter()
+            .map(|body| {
+                let f = hooke::collision::self_collision::self_friction(body);
+                [f.static_coefficient, f.kinetic_coefficient]
+            })
+            .collect();
+        let hash = SpatialHash::new(kernels, device, b, &members, max_radius, &friction);
+        // Rest position and body (as bits) of every particle.
+        let mut rest: Vec<[f32; 4]> = model.particle_position().iter().map(|x| [x.x, x.y, x.z, 0.0]).collect();
+        for (k, body) in model.bodies().iter().enumerate() {
+            for p in body.particles.clone() {
+                rest[p as usize][3] = f32::from_bits(k as u32);
+            }
+        }
+        let rest = buffers::storage(device, "hooke contact rest", &rest);
+        let correction = buffers::zeroed(device, "hooke contact correction", (members.len() * 16) as u64);
+        let bound = kernels.get(&SPEC).bind(
+            device,
+            &[&b.position, &b.displacement, &b.radius, &rest, &hash.info, &hash.table, &correction, &b.health],
+        );
+        Some(SelfCollision { hash, bound })
+    }
+
+    /// Records the contacts of one substep: the hash's build, the gather, the apply.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32)) {
+        self.hash.record(pass, params);
+        let m = self.hash.constants.member_count;
+        self.bound.run(pass, 0, params, m);
+        self.bound.run(pass, 1, params, m);
+    }
+}

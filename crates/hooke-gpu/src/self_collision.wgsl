@@ -1,0 +1,144 @@
+// Particle contacts (self-collision), one Jacobi pass per substep after the constraint sets
+// (self_collision.rs; hooke's `collision/self_collision.rs`, operation for operation and in the
+// same order, so that both round alike): each member gathers its own averaged correction from
+// the candidates the spatial hash lists, then adds it to its displacement.
+
+@group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> radius: array<f32>;
+// Rest position (xyz) and body index (w, as bits) of every particle.
+@group(0) @binding(3) var<storage, read> rest: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> info: HashInfo;
+@group(0) @binding(5) var<storage, read> table: array<u32>;
+// Correction (xyz) and number of contacts (w, as bits) of each member.
+@group(0) @binding(6) var<storage, read_write> correction: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> health: Health;
+
+// hooke's `Friction::correction`.
+fn friction_correction(f: vec2<f32>, tangential: vec3<f32>, depth: f32) -> vec3<f32> {
+    let len2 = dot3(tangential, tangential);
+    if len2 == 0.0 {
+        return vec3<f32>(0.0);
+    }
+    let len = sqrt(len2);
+    if len < f.x * depth {
+        return -tangential;
+    }
+    return -tangential * min(f.y * depth / len, 1.0);
+}
+
+@compute @workgroup_size(64)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = thread_index(gid, nwg);
+    if k >= info.member_count {
+        return;
+    }
+    let base = info.table_size + 1u;
+    let i = table[base + info.member_count + k];
+    let pi = position[i];
+    let wi = pi.w;
+    if wi <= 0.0 {
+        correction[k] = vec4<f32>(0.0);
+        return;
+    }
+    let di4 = displacement[i];
+    let xi = (pi + di4).xyz;
+    let ri = radius[i];
+    let rest_i = rest[i];
+    let bi = bitcast<u32>(rest_i.w);
+    let x0i = pi.xyz;
+    let di = di4.xyz;
+    let relax = info.depenetration_speed * P.h;
+    var sum = vec3<f32>(0.0);
+    var count = 0u;
+    let reach = ri + info.max_radius;
+    let lo = cell_of(xi - vec3<f32>(reach), info.inv_cell);
+    let hi = cell_of(xi + vec3<f32>(reach), info.inv_cell);
+    for (var cz = lo.z; cz <= hi.z; cz++) {
+        for (var cy = lo.y; cy <= hi.y; cy++) {
+            for (var cx = lo.x; cx <= hi.x; cx++) {
+                let cell = vec3<i32>(cx, cy, cz);
+                let b = bucket_of(cell, info.table_size);
+                let stop = table[b + 1u];
+                for (var s = table[b]; s < stop; s++) {
+                    let j = table[base + s];
+                    let pj = position[j];
+                    let dj4 = displacement[j];
+                    let xj = (pj + dj4).xyz;
+                    if any(cell_of(xj, info.inv_cell) != cell) {
+                        continue;
+                    }
+                    var delta = xi - xj;
+                    let dist2 = dot3(delta, delta);
+                    if dist2 >= reach * reach || j == i {
+                        continue;
+                    }
+                    let t = ri + radius[j];
+                    if dist2 >= t * t {
+                        continue;
+                    }
+                    let rest_j = rest[j];
+                    let bj = bitcast<u32>(rest_j.w);
+                    let rd = rest_i.xyz - rest_j.xyz;
+                    if bi == bj && dot3(rd, rd) < t * t {
+                        continue;
+                    }
+                    // Coincident particles separate along their rest direction.
+                    var dist = 0.0;
+                    if dist2 > 0.0 {
+                        dist = sqrt(dist2);
+                    } else {
+                        delta = rd;
+                    }
+                    let dir_len = sqrt(dot3(delta, delta));
+                    if dir_len == 0.0 {
+                        continue;
+                    }
+                    let wj = pj.w;
+                    let d0 = x0i - pj.xyz;
+                    let dist0 = sqrt(dot3(d0, d0));
+                    var goal = t;
+                    if dist0 < t {
+                        goal = min(t, dist0 + relax);
+                    }
+                    count = count + 1u;
+                    if goal <= dist {
+                        continue;
+                    }
+                    let n = delta / dir_len;
+                    let depth = goal - dist;
+                    let share = wi / (wi + wj);
+                    sum = sum + n * (depth * share);
+                    let rel = di - dj4.xyz;
+                    let tangential = rel - n * dot3(rel, n);
+                    let fi = info.friction[bi];
+                    let fj = info.friction[bj];
+                    let f = vec2<f32>(0.5 * (fi.x + fj.x), 0.5 * (fi.y + fj.y));
+                    sum = sum + friction_correction(f, tangential, depth) * share;
+                }
+            }
+        }
+    }
+    if count == 0u {
+        correction[k] = vec4<f32>(0.0);
+    } else {
+        correction[k] = vec4<f32>(sum / f32(count), bitcast<f32>(count));
+    }
+}
+
+@compute @workgroup_size(64)
+fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = thread_index(gid, nwg);
+    if k >= info.member_count {
+        return;
+    }
+    let c = correction[k];
+    if bitcast<u32>(c.w) == 0u {
+        return;
+    }
+    let i = table[info.table_size + 1u + info.member_count + k];
+    displacement[i] = displacement[i] + vec4<f32>(c.xyz, 0.0);
+    if P.last_substep != 0u {
+        atomicAdd(&health.particle_contacts, 1u);
+    }
+}

@@ -1,0 +1,99 @@
+//! The spatial hash of the particle contacts on the GPU (`spatial_hash.wgsl`), rebuilt every
+//! substep: hooke's [`hooke::collision::spatial_hash`], the same table bit for bit.
+//!
+//! Six dispatches: count the members per bucket (atomic increments of integers), an exclusive
+//! prefix sum in three (blocks of 512, the block totals in one workgroup, the add-back, which
+//! also clears the counts for the next build), the scatter (atomic cursors, so in any order),
+//! and a sort of each bucket by particle index, which restores the CPU's canonical order.
+//! Only integers are involved, so the table is the same on every device.
+
+use crate::buffers::{self, Buffers};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+use bytemuck::{Pod, Zeroable};
+use hooke::collision::spatial_hash::table_size;
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "spatial_hash.wgsl",
+    source: crate::shaders::SPATIAL_HASH,
+    entries: &["count", "scan_blocks", "scan_top", "scan_add", "scatter", "sort"],
+    access: &[Read, Read, Read, ReadWrite, ReadWrite, ReadWrite],
+    slot: false,
+};
+
+/// Counts per block of the prefix sum (`BLOCK` in the shader).
+const BLOCK: u32 = 512;
+
+/// The hash's constants; `HashInfo` in `common.wgsl`, followed there by the friction of each
+/// body (static, kinetic).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(crate) struct HashInfo {
+    pub table_size: u32,
+    pub member_count: u32,
+    pub inv_cell: f32,
+    pub max_radius: f32,
+    pub block_count: u32,
+    pub depenetration_speed: f32,
+    pub _pad: [u32; 2],
+}
+
+/// The hash's buffers and its bound build kernels.
+pub(crate) struct SpatialHash {
+    bound: Bound,
+    /// [`HashInfo`] and the friction of each body.
+    pub info: wgpu::Buffer,
+    /// start[T + 1], entries[M], members[M].
+    pub table: wgpu::Buffer,
+    pub constants: HashInfo,
+}
+
+impl SpatialHash {
+    /// The hash of `members` (increasing particle indices, not empty) with cells of side
+    /// 2·`max_radius` (m), and `friction` ([μₛ, μₖ] per body) for the contact kernel.
+    pub fn new(
+        kernels: &Kernels,
+        device: &wgpu::Device,
+        b: &Buffers,
+        members: &[u32],
+        max_radius: f32,
+        friction: &[[f32; 2]],
+    ) -> SpatialHash {
+        let m = members.len() as u32;
+        let t = table_size(members.len());
+        let blocks = (t + 1).div_ceil(BLOCK);
+        // The CPU's cell size and its reciprocal, rounded as there.
+        let cell = 2.0 * max_radius;
+        let constants = HashInfo {
+            table_size: t,
+            member_count: m,
+            inv_cell: 1.0 / cell,
+            max_radius,
+            block_count: blocks,
+            depenetration_speed: hooke::collision::DEPENETRATION_SPEED,
+            _pad: [0; 2],
+        };
+        let mut info: Vec<u8> = bytemuck::bytes_of(&constants).to_vec();
+        info.extend_from_slice(bytemuck::cast_slice(friction));
+        let info = buffers::storage(device, "hooke hash info", &info);
+        let mut table = vec![0u32; (t + 1 + m) as usize];
+        table.extend_from_slice(members);
+        let table = buffers::storage(device, "hooke hash table", &table);
+        let counters = buffers::storage(device, "hooke hash counters", &vec![0u32; (2 * t + 1) as usize]);
+        let scratch = buffers::zeroed(device, "hooke hash scratch", (4 * (2 * blocks + m)) as u64);
+        let bound =
+            kernels.get(&SPEC).bind(device, &[&b.position, &b.displacement, &info, &counters, &table, &scratch]);
+        SpatialHash { bound, info, table, constants }
+    }
+
+    /// Records the build of the substep's table from the current positions x⁰ + d.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32)) {
+        let c = &self.constants;
+        self.bound.run(pass, 0, params, c.member_count);
+        self.bound.run(pass, 1, params, c.block_count * crate::kernel::WORKGROUP);
+        self.bound.run(pass, 2, params, crate::kernel::WORKGROUP);
+        self.bound.run(pass, 3, params, c.table_size + 1);
+        self.bound.run(pass, 4, params, c.member_count);
+        self.bound.run(pass, 5, params, c.table_size);
+    }
+}

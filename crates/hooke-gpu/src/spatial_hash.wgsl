@@ -1,0 +1,162 @@
+// The spatial hash of the particle contacts, rebuilt every substep (spatial_hash.rs; hooke's
+// `collision/spatial_hash.rs`): count the members per bucket, exclusive prefix sum (blocks of
+// 512, then the block sums, then the add-back), scatter, and sort each bucket by particle index
+// so that it lists its particles in the CPU's canonical order. Integer work only: the table is
+// the CPU's, bit for bit, on any device.
+//
+// `table` holds start[0..=T] (bucket b is entries[start[b]..start[b + 1]]), then entries[M],
+// then members[M] (the colliding particles, increasing). `counters` holds count[0..=T] (zero
+// between builds: the add-back clears it) and cursor[T]. `scratch` holds block_sum[B],
+// block_prefix[B] and each member's bucket[M].
+
+@group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> displacement: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> info: HashInfo;
+@group(0) @binding(3) var<storage, read_write> counters: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> table: array<u32>;
+@group(0) @binding(5) var<storage, read_write> scratch: array<u32>;
+
+const BLOCK: u32 = 512u;
+const PER_THREAD: u32 = 8u;
+
+var<workgroup> partial: array<u32, 64>;
+
+fn members_at() -> u32 {
+    return info.table_size + 1u + info.member_count;
+}
+
+// Exclusive scan of `partial` across the workgroup (Hillis–Steele, then shifted); returns
+// the exclusive prefix of thread `lid` and leaves the total in partial[63].
+fn workgroup_exclusive(lid: u32, value: u32) -> u32 {
+    partial[lid] = value;
+    workgroupBarrier();
+    for (var offset = 1u; offset < 64u; offset = offset * 2u) {
+        var add = 0u;
+        if lid >= offset {
+            add = partial[lid - offset];
+        }
+        workgroupBarrier();
+        partial[lid] = partial[lid] + add;
+        workgroupBarrier();
+    }
+    return partial[lid] - value;
+}
+
+// 1. One thread per member: its bucket, counted.
+@compute @workgroup_size(64)
+fn count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = thread_index(gid, nwg);
+    if k >= info.member_count {
+        return;
+    }
+    let i = table[members_at() + k];
+    let x = (position[i] + displacement[i]).xyz;
+    let b = bucket_of(cell_of(x, info.inv_cell), info.table_size);
+    scratch[2u * info.block_count + k] = b;
+    atomicAdd(&counters[b], 1u);
+}
+
+// 2. One workgroup per block of 512 counts: the exclusive prefix inside the block into start,
+// and the block's total.
+@compute @workgroup_size(64)
+fn scan_blocks(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let block = thread_index(gid, nwg) / 64u;
+    let n = info.table_size + 1u;
+    let first = block * BLOCK + lid * PER_THREAD;
+    var values: array<u32, 8>;
+    var sum = 0u;
+    for (var e = 0u; e < PER_THREAD; e++) {
+        var v = 0u;
+        if first + e < n {
+            v = atomicLoad(&counters[first + e]);
+        }
+        values[e] = v;
+        sum = sum + v;
+    }
+    var prefix = workgroup_exclusive(lid, sum);
+    for (var e = 0u; e < PER_THREAD; e++) {
+        if first + e < n {
+            table[first + e] = prefix;
+        }
+        prefix = prefix + values[e];
+    }
+    if lid == 63u && block < info.block_count {
+        scratch[block] = partial[63];
+    }
+}
+
+// 3. One workgroup: the exclusive prefix of the block totals.
+@compute @workgroup_size(64)
+fn scan_top(@builtin(local_invocation_index) lid: u32) {
+    let b = info.block_count;
+    let chunk = (b + 63u) / 64u;
+    let first = lid * chunk;
+    var sum = 0u;
+    for (var e = 0u; e < chunk; e++) {
+        if first + e < b {
+            sum = sum + scratch[first + e];
+        }
+    }
+    var prefix = workgroup_exclusive(lid, sum);
+    for (var e = 0u; e < chunk; e++) {
+        if first + e < b {
+            let v = scratch[first + e];
+            scratch[b + first + e] = prefix;
+            prefix = prefix + v;
+        }
+    }
+}
+
+// 4. One thread per entry of start: add its block's prefix, set the scatter cursor, and clear
+// the count for the next build.
+@compute @workgroup_size(64)
+fn scan_add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let e = thread_index(gid, nwg);
+    if e > info.table_size {
+        return;
+    }
+    let start = table[e] + scratch[info.block_count + e / BLOCK];
+    table[e] = start;
+    atomicStore(&counters[e], 0u);
+    if e < info.table_size {
+        atomicStore(&counters[info.table_size + 1u + e], start);
+    }
+}
+
+// 5. One thread per member: into its bucket, in any order.
+@compute @workgroup_size(64)
+fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = thread_index(gid, nwg);
+    if k >= info.member_count {
+        return;
+    }
+    let b = scratch[2u * info.block_count + k];
+    let slot = atomicAdd(&counters[info.table_size + 1u + b], 1u);
+    table[info.table_size + 1u + slot] = table[members_at() + k];
+}
+
+// 6. One thread per bucket: insertion sort of its entries by particle index (the canonical
+// order; buckets are short).
+@compute @workgroup_size(64)
+fn sort(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let b = thread_index(gid, nwg);
+    if b >= info.table_size {
+        return;
+    }
+    let base = info.table_size + 1u;
+    let lo = base + table[b];
+    let hi = base + table[b + 1u];
+    for (var s = lo + 1u; s < hi; s++) {
+        let v = table[s];
+        var t = s;
+        while t > lo && table[t - 1u] > v {
+            table[t] = table[t - 1u];
+            t = t - 1u;
+        }
+        table[t] = v;
+    }
+}
