@@ -114,10 +114,11 @@ fn cell_of(x: vec3<f32>, inv_cell: f32) -> vec3<i32> {
 }
 
 // The bucket of a cell: Teschner et al.'s hash with the article's primes, on the cell's
-// two's-complement bits with wrapping u32 products (hooke's `bucket_of`).
+// two's-complement bits with wrapping u32 products, modulo the table size, a power of two
+// (hooke's `bucket_of`).
 fn bucket_of(c: vec3<i32>, table_size: u32) -> u32 {
     let u = bitcast<vec3<u32>>(c);
-    return ((u.x * 73856093u) ^ (u.y * 19349663u) ^ (u.z * 83492791u)) % table_size;
+    return ((u.x * 73856093u) ^ (u.y * 19349663u) ^ (u.z * 83492791u)) & (table_size - 1u);
 }
 
 // One distance-constraint projection from the current iterate (article §3.3; hooke's CPU

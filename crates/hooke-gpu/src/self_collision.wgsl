@@ -54,69 +54,80 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     let reach = ri + info.max_radius;
     let lo = cell_of(xi - vec3<f32>(reach), info.inv_cell);
     let hi = cell_of(xi + vec3<f32>(reach), info.inv_cell);
+    // The buckets of the cells the box touches (2 per axis: cells are two contact distances
+    // wide; room for 3 where rounding puts the box's ends across two borders), sorted, each
+    // visited once: the CPU's order.
+    var buckets: array<u32, 27>;
+    var nb = 0u;
     for (var cz = lo.z; cz <= hi.z; cz++) {
         for (var cy = lo.y; cy <= hi.y; cy++) {
             for (var cx = lo.x; cx <= hi.x; cx++) {
-                let cell = vec3<i32>(cx, cy, cz);
-                let b = bucket_of(cell, info.table_size);
-                let stop = table[b + 1u];
-                for (var s = table[b]; s < stop; s++) {
-                    let j = table[base + s];
-                    let pj = position[j];
-                    let dj4 = displacement[j];
-                    let xj = (pj + dj4).xyz;
-                    if any(cell_of(xj, info.inv_cell) != cell) {
-                        continue;
-                    }
-                    var delta = xi - xj;
-                    let dist2 = dot3(delta, delta);
-                    if dist2 >= reach * reach || j == i {
-                        continue;
-                    }
-                    let t = ri + radius[j];
-                    if dist2 >= t * t {
-                        continue;
-                    }
-                    let rest_j = rest[j];
-                    let bj = bitcast<u32>(rest_j.w);
-                    let rd = rest_i.xyz - rest_j.xyz;
-                    if bi == bj && dot3(rd, rd) < t * t {
-                        continue;
-                    }
-                    // Coincident particles separate along their rest direction.
-                    var dist = 0.0;
-                    if dist2 > 0.0 {
-                        dist = sqrt(dist2);
-                    } else {
-                        delta = rd;
-                    }
-                    let dir_len = sqrt(dot3(delta, delta));
-                    if dir_len == 0.0 {
-                        continue;
-                    }
-                    let wj = pj.w;
-                    let d0 = x0i - pj.xyz;
-                    let dist0 = sqrt(dot3(d0, d0));
-                    var goal = t;
-                    if dist0 < t {
-                        goal = min(t, dist0 + relax);
-                    }
-                    count = count + 1u;
-                    if goal <= dist {
-                        continue;
-                    }
-                    let n = delta / dir_len;
-                    let depth = goal - dist;
-                    let share = wi / (wi + wj);
-                    sum = sum + n * (depth * share);
-                    let rel = di - dj4.xyz;
-                    let tangential = rel - n * dot3(rel, n);
-                    let fi = info.friction[bi];
-                    let fj = info.friction[bj];
-                    let f = vec2<f32>(0.5 * (fi.x + fj.x), 0.5 * (fi.y + fj.y));
-                    sum = sum + friction_correction(f, tangential, depth) * share;
+                let b = bucket_of(vec3<i32>(cx, cy, cz), info.table_size);
+                var t = nb;
+                while t > 0u && buckets[t - 1u] > b {
+                    buckets[t] = buckets[t - 1u];
+                    t = t - 1u;
                 }
+                buckets[t] = b;
+                nb = nb + 1u;
             }
+        }
+    }
+    for (var q = 0u; q < nb; q++) {
+        let b = buckets[q];
+        if q > 0u && buckets[q - 1u] == b {
+            continue;
+        }
+        let stop = table[b + 1u];
+        for (var s = table[b]; s < stop; s++) {
+            let j = table[base + s];
+            let pj = position[j];
+            let dj4 = displacement[j];
+            let xj = (pj + dj4).xyz;
+            var delta = xi - xj;
+            let dist2 = dot3(delta, delta);
+            let t = ri + radius[j];
+            if dist2 >= t * t || j == i {
+                continue;
+            }
+            let rest_j = rest[j];
+            let bj = bitcast<u32>(rest_j.w);
+            let rd = rest_i.xyz - rest_j.xyz;
+            if bi == bj && dot3(rd, rd) < t * t {
+                continue;
+            }
+            // Coincident particles separate along their rest direction.
+            var dist = 0.0;
+            if dist2 > 0.0 {
+                dist = sqrt(dist2);
+            } else {
+                delta = rd;
+            }
+            let dir_len = sqrt(dot3(delta, delta));
+            if dir_len == 0.0 {
+                continue;
+            }
+            let wj = pj.w;
+            let d0 = x0i - pj.xyz;
+            let dist0 = sqrt(dot3(d0, d0));
+            var goal = t;
+            if dist0 < t {
+                goal = min(t, dist0 + relax);
+            }
+            count = count + 1u;
+            if goal <= dist {
+                continue;
+            }
+            let n = delta / dir_len;
+            let depth = goal - dist;
+            let share = wi / (wi + wj);
+            sum = sum + n * (depth * share);
+            let rel = di - dj4.xyz;
+            let tangential = rel - n * dot3(rel, n);
+            let fi = info.friction[bi];
+            let fj = info.friction[bj];
+            let f = vec2<f32>(0.5 * (fi.x + fj.x), 0.5 * (fi.y + fj.y));
+            sum = sum + friction_correction(f, tangential, depth) * share;
         }
     }
     if count == 0u {

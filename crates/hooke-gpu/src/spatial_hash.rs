@@ -49,8 +49,8 @@ pub(crate) struct SpatialHash {
 }
 
 impl SpatialHash {
-    /// The hash of `members` (increasing particle indices, not empty) with cells of side
-    /// 2·`max_radius` (m), and `friction` ([μₛ, μₖ] per body) for the contact kernel.
+    /// The hash of `members` (increasing particle indices, not empty) with the CPU's cells
+    /// (`CELL_RADII`·`max_radius`, m), and `friction` ([μₛ, μₖ] per body) for the contact kernel.
     pub fn new(
         kernels: &Kernels,
         device: &wgpu::Device,
@@ -63,7 +63,7 @@ impl SpatialHash {
         let t = table_size(members.len());
         let blocks = (t + 1).div_ceil(BLOCK);
         // The CPU's cell size and its reciprocal, rounded as there.
-        let cell = 2.0 * max_radius;
+        let cell = hooke::collision::self_collision::CELL_RADII * max_radius;
         let constants = HashInfo {
             table_size: t,
             member_count: m,

@@ -55,7 +55,7 @@ proptest! {
             .collect();
         let ids: Vec<u32> = (0..points.len() as u32).collect();
         let mut hash = SpatialHash::new();
-        hash.build(cell, &ids, |i| points[i as usize]);
+        hash.build(cell, &ids, |i| points[i as usize].extend(0.0));
         let r = radius_fraction * cell;
         // The points themselves and lattice points as query centres.
         let centres = points.iter().take(20).copied().chain(queries.iter().map(|&(x, y, z)| Vec3::new(x, y, z)));

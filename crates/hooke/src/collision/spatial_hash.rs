@@ -6,22 +6,25 @@
 //! objects") that the article uses:
 //!
 //! h(c) = ((cₓ·73856093) ⊕ (c_y·19349663) ⊕ (c_z·83492791)) mod T,
+//! with T a power of two (so the modulo is a mask of the low bits),
 //!
 //! computed on the cells' two's-complement bits as `u32` with wrapping multiplication, so a
 //! negative coordinate hashes as well as a positive one and the CPU and WGSL give the same
-//! bucket. The table is dense: T = 2·n buckets for n points, its bucket starts in one array of
+//! bucket. The table is dense: T = 2·n buckets for n points (rounded up to a power of two), its bucket starts in one array of
 //! T + 1 offsets and the points in another of n, filled by a counting sort (count per bucket,
 //! exclusive prefix sum, scatter). The scatter goes through the points in increasing index,
 //! so each bucket lists its points in increasing index: the *canonical order* that makes a
 //! query's answer, and the order in which a solver sums what it finds, the same on every
 //! backend.
 //!
-//! Different cells can share a bucket. A query for the points within r of x visits every cell
-//! that the box [x − r, x + r] touches and keeps, from each cell's bucket, only the points whose
-//! own cell is that cell — so no point is reported twice and none from a cell not visited —
-//! then tests the distance. With s ≥ r that is at most 27 cells.
+//! Different cells can share a bucket. A query for the points within r of x takes the buckets
+//! of every cell that the box [x − r, x + r] touches (at most 27 with s ≥ r), sorts them and
+//! drops repeats, and visits each bucket once, in increasing bucket index: every point within
+//! r is in one of them, none is reported twice, and points of other cells that share a bucket
+//! are rejected by the caller's distance test like any other far point. Each entry carries its
+//! position, so a query streams through the bucket's memory instead of gathering by id.
 
-use glam::{IVec3, Vec3};
+use glam::{IVec3, Vec3, Vec4};
 
 /// The article's three primes (Teschner et al. 2003).
 pub const PRIMES: [u32; 3] = [73_856_093, 19_349_663, 83_492_791];
@@ -33,19 +36,22 @@ pub fn cell_of(x: Vec3, inv_cell: f32) -> IVec3 {
     IVec3::new(c.x as i32, c.y as i32, c.z as i32)
 }
 
-/// The bucket of `cell` in a table of `table_size` (> 0) buckets.
+/// The bucket of `cell` in a table of `table_size` buckets, a power of two (as
+/// [`table_size`] gives): the hash mod T, taken as its low bits.
 #[inline]
 pub fn bucket_of(cell: IVec3, table_size: u32) -> u32 {
+    debug_assert!(table_size.is_power_of_two());
     let h = (cell.x as u32).wrapping_mul(PRIMES[0])
         ^ (cell.y as u32).wrapping_mul(PRIMES[1])
         ^ (cell.z as u32).wrapping_mul(PRIMES[2]);
-    h % table_size
+    h & (table_size - 1)
 }
 
-/// The number of buckets for `points` points: 2·points, at least 1.
+/// The number of buckets for `points` points: the power of two at or above 2·points (at
+/// least 1), so that the modulo of the hash is a mask.
 #[inline]
 pub fn table_size(points: usize) -> u32 {
-    (2 * points).max(1) as u32
+    (2 * points).max(1).next_power_of_two() as u32
 }
 
 /// A spatial hash over a set of points, rebuilt with [`SpatialHash::build`].
@@ -56,11 +62,9 @@ pub struct SpatialHash {
     start: Vec<u32>,
     /// The points' indices (as given to `build`), bucket by bucket, increasing in each bucket.
     entries: Vec<u32>,
-    /// The cell of each entry (same order as `entries`).
-    entry_cell: Vec<IVec3>,
-    /// The position of each entry when the hash was built (m; same order as `entries`), so a
-    /// query streams through memory instead of gathering positions by id.
-    entry_position: Vec<Vec3>,
+    /// The point of each entry when the hash was built (same order as `entries`): its
+    /// position (m) and the caller's value in w.
+    entry_point: Vec<Vec4>,
     /// Scratch of `build`: each point's bucket, and the next free slot of each bucket.
     bucket: Vec<u32>,
     next: Vec<u32>,
@@ -73,20 +77,20 @@ impl SpatialHash {
     }
 
     /// Rebuilds the hash over the points `indices` (any increasing or not list of ids; each
-    /// id is reported by queries as given) placed at `position(id)` (m), with cells of side
-    /// `cell_size` (m, > 0 and finite).
+    /// id is reported by queries as given) at `point(id)`: the position (m) in xyz and any
+    /// value the caller wants back in w; cells of side `cell_size` (m, > 0 and finite).
     ///
     /// # Panics
     /// If `cell_size` is not positive and finite (an internal error: callers derive it from
     /// validated radii).
-    pub fn build(&mut self, cell_size: f32, indices: &[u32], position: impl Fn(u32) -> Vec3) {
+    pub fn build(&mut self, cell_size: f32, indices: &[u32], point: impl Fn(u32) -> Vec4) {
         assert!(cell_size > 0.0 && cell_size.is_finite(), "cell size {cell_size}");
         self.inv_cell = 1.0 / cell_size;
         let t = table_size(indices.len());
         self.start.clear();
         self.start.resize(t as usize + 1, 0);
         self.bucket.clear();
-        self.bucket.extend(indices.iter().map(|&i| bucket_of(cell_of(position(i), self.inv_cell), t)));
+        self.bucket.extend(indices.iter().map(|&i| bucket_of(cell_of(point(i).truncate(), self.inv_cell), t)));
         // Count, then exclusive prefix sum (start[b] = points in buckets before b).
         for &b in &self.bucket {
             self.start[b as usize + 1] += 1;
@@ -100,15 +104,12 @@ impl SpatialHash {
         self.next.extend_from_slice(&self.start[..t as usize]);
         let n = indices.len();
         self.entries.resize(n, 0);
-        self.entry_cell.resize(n, IVec3::ZERO);
-        self.entry_position.resize(n, Vec3::ZERO);
+        self.entry_point.resize(n, Vec4::ZERO);
         for (k, &b) in self.bucket.iter().enumerate() {
             let slot = self.next[b as usize] as usize;
             self.next[b as usize] += 1;
-            let x = position(indices[k]);
             self.entries[slot] = indices[k];
-            self.entry_cell[slot] = cell_of(x, self.inv_cell);
-            self.entry_position[slot] = x;
+            self.entry_point[slot] = point(indices[k]);
         }
     }
 
@@ -122,38 +123,53 @@ impl SpatialHash {
         self.entries.is_empty()
     }
 
-    /// Calls `f(id)` for every point whose cell touches the box [x − r, x + r] (`r` in m,
-    /// ≥ 0): cells in z, then y, then x order, and inside a cell in increasing id. Every point
-    /// within r of x is among them (and others near it may be): the caller tests the distance.
+    /// Calls `f(id)` for every point in the buckets of the cells that the box [x − r, x + r]
+    /// touches (`r` in m, ≥ 0): buckets in increasing index, each once, and inside a bucket in
+    /// increasing id. Every point within r of x is among them (and others may be): the caller
+    /// tests the distance.
     #[inline]
     pub fn for_each_candidate(&self, x: Vec3, r: f32, mut f: impl FnMut(u32)) {
         self.for_each_candidate_at(x, r, |id, _| f(id));
     }
 
-    /// As [`SpatialHash::for_each_candidate`], also passing each point's position when the
-    /// hash was built.
+    /// As [`SpatialHash::for_each_candidate`], also passing each point as it was given to
+    /// [`SpatialHash::build`].
     #[inline]
-    pub fn for_each_candidate_at(&self, x: Vec3, r: f32, mut f: impl FnMut(u32, Vec3)) {
+    pub fn for_each_candidate_at(&self, x: Vec3, r: f32, mut f: impl FnMut(u32, Vec4)) {
         if self.entries.is_empty() {
             return;
         }
         let t = (self.start.len() - 1) as u32;
         let lo = cell_of(x - Vec3::splat(r), self.inv_cell);
         let hi = cell_of(x + Vec3::splat(r), self.inv_cell);
+        let span = (hi - lo + IVec3::ONE).as_uvec3();
+        let cells = span.x as usize * span.y as usize * span.z as usize;
+        let mut small = [0u32; 27];
+        let mut large = Vec::new();
+        let buckets: &mut [u32] = if cells <= 27 {
+            &mut small[..cells]
+        } else {
+            large.resize(cells, 0);
+            &mut large
+        };
+        let mut k = 0;
         for cz in lo.z..=hi.z {
             for cy in lo.y..=hi.y {
                 for cx in lo.x..=hi.x {
-                    let cell = IVec3::new(cx, cy, cz);
-                    let b = bucket_of(cell, t) as usize;
-                    let range = self.start[b] as usize..self.start[b + 1] as usize;
-                    let cells = &self.entry_cell[range.clone()];
-                    let positions = &self.entry_position[range.clone()];
-                    for ((&id, &c), &p) in self.entries[range].iter().zip(cells).zip(positions) {
-                        if c == cell {
-                            f(id, p);
-                        }
-                    }
+                    buckets[k] = bucket_of(IVec3::new(cx, cy, cz), t);
+                    k += 1;
                 }
+            }
+        }
+        buckets.sort_unstable();
+        let mut last = u32::MAX;
+        for &b in buckets.iter() {
+            if b != last {
+                let range = self.start[b as usize] as usize..self.start[b as usize + 1] as usize;
+                for (&id, &p) in self.entries[range.clone()].iter().zip(&self.entry_point[range]) {
+                    f(id, p);
+                }
+                last = b;
             }
         }
     }
@@ -179,6 +195,8 @@ mod tests {
         let t = 1 << 20;
         let h = bucket_of(IVec3::new(-1, 0, 0), t);
         assert_eq!(h, (0u32.wrapping_sub(PRIMES[0])) % t);
+        assert_eq!(table_size(3), 8);
+        assert_eq!(table_size(0), 1);
         assert_eq!(cell_of(Vec3::new(-0.0001, 0.0, 0.25), 4.0), IVec3::new(-1, 0, 1));
         assert_eq!(cell_of(Vec3::new(-0.25, 0.5, 0.0), 4.0), IVec3::new(-1, 2, 0));
     }
@@ -189,7 +207,7 @@ mod tests {
             (0..200).map(|k| Vec3::new((k % 7) as f32 * 0.01, 0.0, (k % 3) as f32 * 0.01)).collect();
         let ids: Vec<u32> = (0..200).collect();
         let mut h = SpatialHash::new();
-        h.build(0.05, &ids, |i| points[i as usize]);
+        h.build(0.05, &ids, |i| points[i as usize].extend(0.0));
         for b in 0..h.start.len() - 1 {
             let s = &h.entries[h.start[b] as usize..h.start[b + 1] as usize];
             assert!(s.windows(2).all(|w| w[0] < w[1]), "bucket {b}: {s:?}");
