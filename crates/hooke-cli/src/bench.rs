@@ -10,8 +10,9 @@ pub struct BenchArgs {
     /// Scene file, `default`, or a preset: `grid:N` (an N×N, 1 m cloth hanging from one edge,
     /// XPBD), `sheet:N` (an N×N, 1 m sheet of K = 1e4 N/m hanging from its top row, XPBD),
     /// `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler) or
-    /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10) or `pile:N` (an
-    /// N×N, 1 m cloth with self-collision dropped onto the ground, XPBD).
+    /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10) `pile:N` (an
+    /// N×N, 1 m cloth with self-collision dropped onto the ground, XPBD) or `stack:N` (four
+    /// N×N cloths with self-collision falling flat onto each other, XPBD).
     #[arg(default_value = "default")]
     scene: String,
     /// Timed frames.
@@ -174,6 +175,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     hooke::diagnostics::BodyConvergence::measure(&model, &state.particle_position, &pinned, measured, &mut bodies);
     let strain_away = bodies.iter().map(|b| b.strain).filter(|v| !v.is_nan()).fold(0.0f32, f32::max);
     let residual = bodies.iter().map(|b| b.residual()).filter(|v| !v.is_nan()).fold(f32::NAN, f32::max);
+    // The deepest overlap of two particles that are not neighbours at rest, over every body
+    // (self-collision on or off), as a fraction of their contact distance.
+    let all: Vec<u32> = (0..model.particle_count() as u32).collect();
+    let overlap = hooke::collision::deepest_overlap(&model, &state.particle_position, &all);
+    let overlap_fraction = overlap.map_or(0.0, |o| o.depth() / o.contact_distance);
     let n = model.particle_count() as f64;
     let c = model.distance().constraints().len() as f64;
     let sub = scene.solver.substeps() as f64;
@@ -214,6 +220,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "strain_away_from_pins_end": strain_away,
         "residual_strain_end": if residual.is_nan() { None } else { Some(residual) },
         "nan_count_end": d.nan_count,
+        "deepest_overlap_end_m": overlap.map_or(0.0, |o| o.depth()),
+        "deepest_overlap_end_fraction": overlap_fraction,
     });
     if args.json {
         println!("{json}");
@@ -233,7 +241,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             None => String::new(),
         };
         println!(
-            "{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}){}",
+            "{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance{}",
             scene.name,
             solver.info().name,
             jacobi_text,
@@ -254,6 +262,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             d.max_stretch_strain,
             100.0 * strain_away,
             if residual.is_nan() { "not measured".to_string() } else { format!("{:.2} %", 100.0 * residual) },
+            100.0 * overlap_fraction,
             timestamps
         );
     }

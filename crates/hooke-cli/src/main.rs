@@ -30,7 +30,8 @@ enum Command {
         /// Scene file (TOML).
         scene: PathBuf,
     },
-    /// Time a scene or a preset (`default`, `grid:N`, `warp-cloth:N`, `newton-hanging:WxH`) and print ms/frame.
+    /// Time a scene or a preset (`default`, `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`, `pile:N`,
+    /// `stack:N`) and print ms/frame beside the accuracy reached.
     Bench(bench::BenchArgs),
     /// Compare solvers: `hooke compare integrators` writes CSV and PNG plots.
     Compare(compare::CompareArgs),

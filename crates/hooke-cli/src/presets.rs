@@ -165,7 +165,7 @@ pub fn newton_hanging(w: usize, h: usize) -> Result<Scene> {
 
 /// `pile:N`: a cloth dropped in a heap — an N×N cloth of 1 m × 1 m, default material with a
 /// thickness of 1.5 spacings and self-collision on, hanging vertically (x–y plane) with its
-/// lower edge 0.2 m above a ground plane (μₛ = 0.6, μₖ = 0.5), unpinned, so it falls and
+/// lower edge 0.2 m above a ground plane (plus its collision radius) (μₛ = 0.6, μₖ = 0.5), unpinned, so it falls and
 /// folds onto itself on the ground. XPBD at the defaults.
 pub fn pile(n: usize) -> Result<Scene> {
     if n < 2 {
@@ -176,8 +176,9 @@ pub fn pile(n: usize) -> Result<Scene> {
     let spacing = 1.0 / (n - 1) as f32;
     let mut g = ClothGrid::new("cloth", n, n, spacing);
     g.rotation = glam::Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
-    g.center = Vec3::new(0.0, 0.7, 0.0);
-    g.material = ClothMaterial { thickness: 1.5 * spacing, self_collision: true, ..ClothMaterial::default() };
+    let thickness = 1.5 * spacing;
+    g.center = Vec3::new(0.0, 0.7 + 0.5 * thickness, 0.0);
+    g.material = ClothMaterial { thickness, self_collision: true, ..ClothMaterial::default() };
     b.add_cloth_grid(&g)?;
     let ground = hooke::collision::Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y };
     b.add_collider(hooke::collision::Collider::new("ground", ground).with_friction(0.6, 0.5))?;
@@ -185,8 +186,33 @@ pub fn pile(n: usize) -> Result<Scene> {
     Ok(preset(format!("pile{n}"), model, SolverChoice::Position(XpbdSettings::default()), []))
 }
 
+/// `stack:N`: four N×N cloths of 1 m × 1 m lying flat one above the other (1.5 thicknesses
+/// apart, the lowest 5 cm above a ground plane), default material with a thickness of 1.5
+/// spacings and self-collision on, unpinned: they fall, land and rest on each other, so every
+/// particle has contacts with the layers next to it — the even load of a folded garment,
+/// without the heap's crumpling. 4N² particles. XPBD at the defaults.
+pub fn stack(n: usize) -> Result<Scene> {
+    if n < 2 {
+        bail!("stack:{n}: needs at least 2×2 particles");
+    }
+    let mut b = ModelBuilder::new();
+    b.set_memory_limit(crate::memory_limit());
+    let spacing = 1.0 / (n - 1) as f32;
+    let thickness = 1.5 * spacing;
+    for layer in 0..4 {
+        let mut g = ClothGrid::new(format!("layer{layer}"), n, n, spacing);
+        g.center = Vec3::new(0.0, 0.05 + 0.5 * thickness + 1.5 * thickness * layer as f32, 0.0);
+        g.material = ClothMaterial { thickness, self_collision: true, ..ClothMaterial::default() };
+        b.add_cloth_grid(&g)?;
+    }
+    let ground = hooke::collision::Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y };
+    b.add_collider(hooke::collision::Collider::new("ground", ground).with_friction(0.6, 0.5))?;
+    let model = Arc::new(b.finalize()?);
+    Ok(preset(format!("stack{n}"), model, SolverChoice::Position(XpbdSettings::default()), []))
+}
+
 /// A scene file, `default`, or a preset `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
-/// `pile:N`.
+/// `pile:N`, `stack:N`.
 pub fn resolve(spec: &str) -> Result<Scene> {
     if spec == "default" {
         return default_scene();
@@ -203,6 +229,10 @@ pub fn resolve(spec: &str) -> Result<Scene> {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
         return warp_cloth(n);
     }
+    if let Some(n) = spec.strip_prefix("stack:") {
+        let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
+        return stack(n);
+    }
     if let Some(n) = spec.strip_prefix("pile:") {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
         return pile(n);
@@ -214,7 +244,9 @@ pub fn resolve(spec: &str) -> Result<Scene> {
         return newton_hanging(parse(w)?, parse(h)?);
     }
     if spec.contains(':') && !Path::new(spec).exists() {
-        bail!("unknown preset {spec:?} (presets: default, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N)");
+        bail!(
+            "unknown preset {spec:?} (presets: default, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N)"
+        );
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)
 }

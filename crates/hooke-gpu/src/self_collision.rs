@@ -16,7 +16,7 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "self_collision.wgsl",
     source: crate::shaders::SELF_COLLISION,
     entries: &["gather", "apply"],
-    access: &[Read, ReadWrite, Read, Read, Read, Read, ReadWrite, ReadWrite],
+    access: &[Read, ReadWrite, Read, ReadWrite, Read, Read, ReadWrite, ReadWrite],
     slot: false,
 };
 
@@ -27,7 +27,12 @@ pub(crate) struct SelfCollision {
 }
 
 impl SelfCollision {
-    /// The contacts of `model`; `None` when no body has self-collision on.
+    /// Most bodies a model with self-collision may have on the GPU (the body index takes 20
+    /// bits of a particle's tag).
+    pub const MAX_BODIES: usize = 1 << 20;
+
+    /// The contacts of `model`; `None` when no body has self-collision on. The model must have
+    /// at most [`SelfCollision::MAX_BODIES`] bodies ([`check_bodies`]).
     pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model) -> Option<SelfCollision> {
         let (members, max_radius) = hooke::collision::self_collision::members(model);
         if members.is_empty() {
@@ -42,18 +47,22 @@ impl SelfCollision {
             })
             .collect();
         let hash = SpatialHash::new(kernels, device, b, &members, max_radius, &friction);
-        // Rest position and body (as bits) of every particle.
-        let mut rest: Vec<[f32; 4]> = model.particle_position().iter().map(|x| [x.x, x.y, x.z, 0.0]).collect();
+        // Rest position and collision radius of every particle; its body (the contact counts
+        // of the last substep start at 0, in the high 12 bits).
+        let rest: Vec<[f32; 4]> =
+            model.particle_position().iter().zip(model.particle_radius()).map(|(x, &r)| [x.x, x.y, x.z, r]).collect();
+        let mut tag = vec![0u32; model.particle_count()];
         for (k, body) in model.bodies().iter().enumerate() {
             for p in body.particles.clone() {
-                rest[p as usize][3] = f32::from_bits(k as u32);
+                tag[p as usize] = k as u32;
             }
         }
         let rest = buffers::storage(device, "hooke contact rest", &rest);
+        let tag = buffers::storage(device, "hooke contact tag", &tag);
         let correction = buffers::zeroed(device, "hooke contact correction", (members.len() * 16) as u64);
         let bound = kernels.get(&SPEC).bind(
             device,
-            &[&b.position, &b.displacement, &b.radius, &rest, &hash.info, &hash.table, &correction, &b.health],
+            &[&b.position, &b.displacement, &rest, &tag, &hash.info, &hash.table, &correction, &b.health],
         );
         Some(SelfCollision { hash, bound })
     }
@@ -65,4 +74,21 @@ impl SelfCollision {
         self.bound.run(pass, 0, params, m);
         self.bound.run(pass, 1, params, m);
     }
+}
+
+/// Refuses a model with self-collision and more bodies than the GPU's contact kernels can tell
+/// apart ([`SelfCollision::MAX_BODIES`]).
+pub(crate) fn check_bodies(model: &Model) -> Result<(), hooke::SolverError> {
+    let on = model.bodies().iter().any(|b| b.self_collision());
+    if on && model.bodies().len() > SelfCollision::MAX_BODIES {
+        return Err(hooke::SolverError::InvalidSettings {
+            setting: "backend",
+            message: format!(
+                "the model has {} bodies and self-collision: the GPU tells at most {} bodies apart; use the CPU backend",
+                model.bodies().len(),
+                SelfCollision::MAX_BODIES
+            ),
+        });
+    }
+    Ok(())
 }

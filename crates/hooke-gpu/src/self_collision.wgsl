@@ -5,9 +5,11 @@
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> radius: array<f32>;
-// Rest position (xyz) and body index (w, as bits) of every particle.
-@group(0) @binding(3) var<storage, read> rest: array<vec4<f32>>;
+// Rest position (xyz) and collision radius (w) of every particle.
+@group(0) @binding(2) var<storage, read> rest: array<vec4<f32>>;
+// Body index (low 20 bits) and number of contacts in the last substep (high 12 bits, at most
+// 4095) of every particle.
+@group(0) @binding(3) var<storage, read_write> tag: array<u32>;
 @group(0) @binding(4) var<storage, read> info: HashInfo;
 @group(0) @binding(5) var<storage, read> table: array<u32>;
 // Correction (xyz) and number of contacts (w, as bits) of each member.
@@ -43,9 +45,11 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     }
     let di4 = displacement[i];
     let xi = (pi + di4).xyz;
-    let ri = radius[i];
     let rest_i = rest[i];
-    let bi = bitcast<u32>(rest_i.w);
+    let ri = rest_i.w;
+    let tag_i = tag[i];
+    let bi = tag_i & 0xfffffu;
+    let ni = tag_i >> 20u;
     let x0i = pi.xyz;
     let di = di4.xyz;
     let relax = info.depenetration_speed * P.h;
@@ -84,32 +88,37 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             let pj = position[j];
             let dj4 = displacement[j];
             let xj = (pj + dj4).xyz;
+            let rest_j = rest[j];
             var delta = xi - xj;
             let dist2 = dot3(delta, delta);
-            let t = ri + radius[j];
+            let t = ri + rest_j.w;
             if dist2 >= t * t || j == i {
                 continue;
             }
-            let rest_j = rest[j];
-            let bj = bitcast<u32>(rest_j.w);
+            let tag_j = tag[j];
+            let bj = tag_j & 0xfffffu;
             let rd = rest_i.xyz - rest_j.xyz;
             if bi == bj && dot3(rd, rd) < t * t {
                 continue;
             }
-            // Coincident particles separate along their rest direction.
-            var dist = 0.0;
-            if dist2 > 0.0 {
-                dist = sqrt(dist2);
-            } else {
-                delta = rd;
+            // The contact normal: along the pair now; for coincident particles along the pair
+            // at rest, else at the substep's start, else ±y by index (antisymmetric).
+            let dist = sqrt(dist2);
+            let start = x0i - pj.xyz;
+            if dot3(delta, delta) <= 0.0 {
+                if dot3(rd, rd) > 0.0 {
+                    delta = rd;
+                } else if dot3(start, start) > 0.0 {
+                    delta = start;
+                } else if i < j {
+                    delta = vec3<f32>(0.0, 1.0, 0.0);
+                } else {
+                    delta = vec3<f32>(0.0, -1.0, 0.0);
+                }
             }
-            let dir_len = sqrt(dot3(delta, delta));
-            if dir_len == 0.0 {
-                continue;
-            }
+            let n = delta / sqrt(dot3(delta, delta));
             let wj = pj.w;
-            let d0 = x0i - pj.xyz;
-            let dist0 = sqrt(dot3(d0, d0));
+            let dist0 = sqrt(dot3(start, start));
             var goal = t;
             if dist0 < t {
                 goal = min(t, dist0 + relax);
@@ -118,9 +127,10 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             if goal <= dist {
                 continue;
             }
-            let n = delta / dir_len;
             let depth = goal - dist;
-            let share = wi / (wi + wj);
+            // The same share on both sides of the pair: momentum is kept.
+            let split = f32(max(max(ni, tag_j >> 20u), 1u));
+            let share = wi / (wi + wj) / split;
             sum = sum + n * (depth * share);
             let rel = di - dj4.xyz;
             let tangential = rel - n * dot3(rel, n);
@@ -130,11 +140,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             sum = sum + friction_correction(f, tangential, depth) * share;
         }
     }
-    if count == 0u {
-        correction[k] = vec4<f32>(0.0);
-    } else {
-        correction[k] = vec4<f32>(sum / f32(count), bitcast<f32>(count));
-    }
+    correction[k] = vec4<f32>(sum, bitcast<f32>(count));
 }
 
 @compute @workgroup_size(64)
@@ -144,10 +150,12 @@ fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         return;
     }
     let c = correction[k];
-    if bitcast<u32>(c.w) == 0u {
+    let count = bitcast<u32>(c.w);
+    let i = table[info.table_size + 1u + info.member_count + k];
+    tag[i] = (tag[i] & 0xfffffu) | (min(count, 4095u) << 20u);
+    if count == 0u {
         return;
     }
-    let i = table[info.table_size + 1u + info.member_count + k];
     displacement[i] = displacement[i] + vec4<f32>(c.xyz, 0.0);
     if P.last_substep != 0u {
         atomicAdd(&health.particle_contacts, 1u);

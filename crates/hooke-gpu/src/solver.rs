@@ -278,6 +278,7 @@ impl GpuXpbdSolver {
     pub fn new(ctx: Arc<GpuContext>, model: Arc<Model>, settings: impl Into<GpuSettings>) -> Result<Self, GpuError> {
         let settings: GpuSettings = settings.into();
         settings.validate()?;
+        crate::self_collision::check_bodies(&model)?;
         let kernels = ctx.kernels()?;
         let device = ctx.device();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -869,6 +870,7 @@ impl Solver for GpuXpbdSolver {
     /// self-collision on).
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         check_same_topology(&self.model, &model)?;
+        crate::self_collision::check_bodies(&model)?;
         self.residual_inv_h2 = None;
         self.b.update_parameters(self.ctx.queue(), &model);
         if let Some(ropes) = &self.k.ropes {
@@ -892,6 +894,7 @@ impl Solver for GpuXpbdSolver {
     /// loads `state`.
     fn rebuild(&mut self, model: Arc<Model>, state: &State) -> Result<(), SolverError> {
         check_state(&model, state)?;
+        crate::self_collision::check_bodies(&model)?;
         let device = self.ctx.device();
         let jacobi = matches!(self.settings.solve, GpuSolve::Jacobi { .. });
         let b = Buffers::new(device, &model, self.settings.xpbd.substeps, self.settings.health_interval == 1, jacobi)

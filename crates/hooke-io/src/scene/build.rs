@@ -67,6 +67,25 @@ pub(super) fn build(
         collider_motion.push(add_collider(&mut b, k, c, &mut warnings)?);
     }
     let model = Arc::new(b.finalize().map_err(|e| e.to_string())?);
+    let kind = |b: &hooke::Body| if b.is_cloth() { "cloth" } else { "rope" };
+    for concern in hooke::collision::self_collision::concerns(&model) {
+        use hooke::collision::self_collision::SelfCollisionConcern as C;
+        warnings.push(match concern {
+            C::ThinnerThanSpacing { body, contact_distance, spacing } => format!(
+                "{} {:?}: self-collision with a contact distance of {contact_distance} m (the thickness, or twice a rope's \
+                 radius) below its particle spacing of {spacing:.4} m: a particle can pass between two particles of a \
+                 layer; give it a thickness of at least the spacing",
+                kind(&model.bodies()[body]),
+                model.bodies()[body].name
+            ),
+            C::KineticAboveStatic { body } => format!(
+                "{} {:?}: self_kinetic_friction exceeds self_static_friction: contacts then stick up to μₖ and μₛ has no \
+                 effect; real materials have μₖ ≤ μₛ (swapped values?)",
+                kind(&model.bodies()[body]),
+                model.bodies()[body].name
+            ),
+        });
+    }
     // The blow-up speed limit: the file's, or one that scales with the scene.
     solver.set_max_speed(s.max_speed.unwrap_or_else(|| derived_max_speed(&model, wind, gust, &collider_motion)));
     let name = match &f.name {

@@ -18,12 +18,17 @@
 //!
 //! plus Coulomb friction on the pair's relative tangential displacement over the substep
 //! (the same clamped law as the colliders, [`Friction`], with the coefficients averaged over
-//! the two bodies). The sum is divided by the particle's number of contacts (constraint
-//! averaging, Macklin et al. 2014 "Unified particle physics", §4.2), since a particle of a
-//! layer lying on another touches several particles at once and the plain Jacobi sum would
-//! push it several depths away. Each particle writes only its own correction: no atomics, the
-//! same sums in the same order on every thread count and on the GPU. The correction is zero
-//! at ‖xᵢ − xⱼ‖ = t and grows continuously inside it.
+//! the two bodies). A particle of a layer lying on another touches several particles at
+//! once, and the plain Jacobi sum would push it several depths away; so each pair's
+//! correction is divided by max(nᵢ, nⱼ), the larger of the two particles' contact counts in
+//! the previous substep (constraint averaging, Macklin et al. 2014 "Unified particle
+//! physics", §4.2, made symmetric: dividing each particle's sum by its own count would give
+//! the two sides of a pair different pushes and make momentum out of nothing). Both sides of
+//! a pair get the same factor, so mᵢΔxᵢ + mⱼΔxⱼ = 0 for every pair, friction included. Each
+//! particle writes only its own correction: no atomics, the same sums in the same order on
+//! every thread count and on the GPU. The correction is zero at ‖xᵢ − xⱼ‖ = t and grows
+//! continuously inside it. Two particles at one point are pushed apart along their
+//! difference at rest, else at the substep's start, else along ±y by index.
 //!
 //! **Relaxing overlaps.** A pair that starts the substep closer than t (a cloth built with its
 //! layers overlapping, or self-collision switched on mid-run) is separated by at most
@@ -54,6 +59,9 @@ pub const DEPENETRATION_SPEED: f32 = 1.0;
 /// thread) despite the larger cells.
 pub const CELL_RADII: f32 = 4.0;
 
+/// The contact count kept per particle saturates here (the GPU packs it into 12 bits).
+pub const MAX_COUNT: u32 = 4095;
+
 /// Members per parallel task.
 const CHUNK: usize = 1024;
 
@@ -73,6 +81,8 @@ pub(crate) struct SelfCollision {
     position: Vec<Vec3>,
     /// (correction, contacts) of each member.
     correction: Vec<(Vec3, u32)>,
+    /// Each particle's number of contacts in the last substep (at most [`MAX_COUNT`]).
+    previous: Vec<u32>,
 }
 
 /// What one solve found.
@@ -97,7 +107,8 @@ impl SelfCollision {
             }
         }
         let friction = model.bodies().iter().map(self_friction).collect();
-        SelfCollision { members, body, friction, max_radius, ..SelfCollision::default() }
+        let previous = vec![0; model.particle_count()];
+        SelfCollision { members, body, friction, max_radius, previous, ..SelfCollision::default() }
     }
 
     /// Whether any particle collides with another.
@@ -132,6 +143,7 @@ impl SelfCollision {
             rest: model.particle_position(),
             radius: model.particle_radius(),
             body: &self.body,
+            previous: &self.previous,
             friction: &self.friction,
             hash: &self.hash,
             max_radius: self.max_radius,
@@ -150,6 +162,7 @@ impl SelfCollision {
         }
         let mut touching = 0;
         for (&i, &(c, n)) in members.iter().zip(&self.correction) {
+            self.previous[i as usize] = n.min(MAX_COUNT);
             if n == 0 {
                 continue;
             }
@@ -171,6 +184,7 @@ struct Gather<'a> {
     rest: &'a [Vec3],
     radius: &'a [f32],
     body: &'a [u32],
+    previous: &'a [u32],
     friction: &'a [Friction],
     hash: &'a SpatialHash,
     max_radius: f32,
@@ -178,7 +192,7 @@ struct Gather<'a> {
 }
 
 impl Gather<'_> {
-    /// The averaged correction of particle `i` and its number of contacts.
+    /// The correction of particle `i` and its number of contacts.
     #[inline]
     fn gather(&self, i: u32) -> (Vec3, u32) {
         let iu = i as usize;
@@ -186,7 +200,7 @@ impl Gather<'_> {
         if wi <= 0.0 {
             return (Vec3::ZERO, 0);
         }
-        let (xi, ri, bi) = (self.position[iu], self.radius[iu], self.body[iu]);
+        let (xi, ri, bi, ni) = (self.position[iu], self.radius[iu], self.body[iu], self.previous[iu]);
         let (x0i, di) = (self.particles[iu].x.truncate(), self.particles[iu].d.truncate());
         let (mut sum, mut count) = (Vec3::ZERO, 0u32);
         let reach = ri + self.max_radius;
@@ -199,29 +213,31 @@ impl Gather<'_> {
             }
             let ju = j as usize;
             let bj = self.body[ju];
-            if bi == bj && (self.rest[iu] - self.rest[ju]).length_squared() < t * t {
+            let rest = self.rest[iu] - self.rest[ju];
+            if bi == bj && rest.length_squared() < t * t {
                 return;
             }
-            // Coincident particles separate along their rest direction.
-            let (delta, dist) = match dist2 > 0.0 {
-                true => (delta, dist2.sqrt()),
-                false => (self.rest[iu] - self.rest[ju], 0.0),
-            };
-            let dir_len = delta.length();
-            if dir_len == 0.0 {
-                return;
-            }
+            let x0j = self.particles[ju].x.truncate();
+            // The contact normal: along the pair now; for coincident particles along the pair
+            // at rest, else at the substep's start, else ±y by index — always antisymmetric.
+            let dist = dist2.sqrt();
+            let axis = if i < j { Vec3::Y } else { Vec3::NEG_Y };
+            let start = x0i - x0j;
+            let delta = [delta, rest, start].into_iter().find(|v| v.length_squared() > 0.0).unwrap_or(axis);
+            let n = delta / delta.length();
             let wj = self.particles[ju].x.w;
             // A pair already overlapping at the substep's start separates at a bounded speed.
-            let dist0 = (x0i - self.particles[ju].x.truncate()).length();
+            let dist0 = start.length();
             let target = if dist0 < t { t.min(dist0 + self.relax) } else { t };
             count += 1;
             if target <= dist {
                 return;
             }
-            let n = delta / dir_len;
             let depth = target - dist;
-            let share = wi / (wi + wj);
+            // Mass-weighted, and shared out over the contacts that either particle had in the
+            // last substep: the same factor on both sides, so the pair's momentum is kept.
+            let shared = ni.max(self.previous[ju]).max(1) as f32;
+            let share = wi / (wi + wj) / shared;
             sum += n * (depth * share);
             // Friction on the relative tangential displacement of the substep.
             let rel = di - self.particles[ju].d.truncate();
@@ -233,7 +249,7 @@ impl Gather<'_> {
             };
             sum += f.correction(tangential, depth) * share;
         });
-        if count == 0 { (Vec3::ZERO, 0) } else { (sum / count as f32, count) }
+        (sum, count)
     }
 }
 
@@ -256,6 +272,52 @@ pub fn members(model: &Model) -> (Vec<u32>, f32) {
     (members, max_radius)
 }
 
+/// What may be wrong with a body's self-collision settings (for warnings; none is an error).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SelfCollisionConcern {
+    /// The contact distance t = 2r is below the body's mean structural rest length (m): a
+    /// particle can pass between two particles of a layer.
+    ThinnerThanSpacing {
+        /// Body index.
+        body: usize,
+        /// Contact distance 2r (m) of two of its particles.
+        contact_distance: f32,
+        /// Mean rest length of its structural constraints (m).
+        spacing: f32,
+    },
+    /// μₖ exceeds μₛ: contacts then stick up to μₖ and μₛ has no effect.
+    KineticAboveStatic {
+        /// Body index.
+        body: usize,
+    },
+}
+
+/// The concerns about every body with self-collision on (see [`SelfCollisionConcern`]).
+pub fn concerns(model: &Model) -> Vec<SelfCollisionConcern> {
+    let mut out = Vec::new();
+    let radius = model.particle_radius();
+    for (k, body) in model.bodies().iter().enumerate().filter(|(_, b)| b.self_collision()) {
+        let set = model.distance();
+        let (mut sum, mut n) = (0.0f64, 0usize);
+        for (c, f) in set.constraints().iter().zip(set.families()) {
+            if *f == crate::ConstraintFamily::Structural && body.particles.contains(&c.i) {
+                sum += c.rest_length as f64;
+                n += 1;
+            }
+        }
+        let contact = body.particles.clone().map(|p| 2.0 * radius[p as usize]).fold(f32::INFINITY, f32::min);
+        if n > 0 && (contact as f64) < sum / n as f64 {
+            let spacing = (sum / n as f64) as f32;
+            out.push(SelfCollisionConcern::ThinnerThanSpacing { body: k, contact_distance: contact, spacing });
+        }
+        let f = self_friction(body);
+        if f.kinetic_coefficient > f.static_coefficient {
+            out.push(SelfCollisionConcern::KineticAboveStatic { body: k });
+        }
+    }
+    out
+}
+
 /// The friction of `body`'s particle contacts (its material's `self_friction`); a contact
 /// between two bodies uses the mean of their coefficients.
 pub fn self_friction(body: &crate::Body) -> Friction {
@@ -265,8 +327,7 @@ pub fn self_friction(body: &crate::Body) -> Friction {
     }
 }
 
-/// The pair of particles that overlap most, relative to their contact distance: see
-/// [`deepest_overlap`].
+/// The pair of particles that overlap deepest: see [`deepest_overlap`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Overlap {
     /// The two particles (i < j).
@@ -285,10 +346,11 @@ impl Overlap {
 }
 
 /// Among `particles` (indices into the model, increasing) at `positions` (m, one per model
-/// particle), the pair closer than its contact distance t = rᵢ + rⱼ by the largest fraction of
-/// t, skipping pairs of one body that are closer than t in the rest shape (neighbours on the
-/// surface, as the contact solve does); `None` when no pair overlaps. Particles with a zero
-/// collision radius are skipped. Costs one spatial-hash build and query per particle.
+/// particle), the pair that overlaps deepest: the largest t − ‖xᵢ − xⱼ‖ (m) over pairs closer
+/// than their contact distance t = rᵢ + rⱼ, skipping pairs of one body that are closer than t
+/// in the rest shape (neighbours on the surface, as the contact solve does); `None` when no
+/// pair overlaps. Particles with a zero collision radius are skipped. Costs one spatial-hash
+/// build and a query per particle.
 ///
 /// # Panics
 /// If `positions` is shorter than the model's particle count or an index is out of range.
@@ -325,7 +387,7 @@ pub fn deepest_overlap(model: &Model, positions: &[Vec3], particles: &[u32]) -> 
                 return;
             }
             let distance = (xi - positions[j as usize]).length();
-            if distance < t && best.is_none_or(|b| distance / t < b.distance / b.contact_distance) {
+            if distance < t && best.is_none_or(|b| t - distance > b.depth()) {
                 best = Some(Overlap { particles: [i, j], distance, contact_distance: t });
             }
         });
