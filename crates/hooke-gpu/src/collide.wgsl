@@ -129,6 +129,51 @@ fn friction(c: Collider, tangential: vec3<f32>, depth: f32) -> vec3<f32> {
     return -tangential * min(c.kinetic_friction * depth / len, 1.0);
 }
 
+// Signed distance (.w) and outward normal (.xyz) of collider c placed by m, at x (hooke's
+// `ColliderPlacement::signed_distance`).
+fn distance_at(c: Collider, m: Placement, rotated: bool, x: vec3<f32>) -> vec4<f32> {
+    if rotated {
+        let sd = signed_distance(c, pull_back(c, m, x));
+        return vec4<f32>(rotate(m.rotation_end0.xyz, m.rotation_end1.xyz, m.rotation_end2.xyz, sd.xyz), sd.w);
+    }
+    return signed_distance(c, x - m.translation_end.xyz);
+}
+
+// How far the collider's surface under x (at the end of the substep) moved in the substep
+// (hooke's `ColliderPlacement::surface_displacement`).
+fn surface_at(c: Collider, m: Placement, rotated: bool, x: vec3<f32>) -> vec3<f32> {
+    if !rotated {
+        return m.displacement.xyz;
+    }
+    let local = pull_back(c, m, x) - c.origin.xyz;
+    let turned = rotate(m.rotation_start0.xyz, m.rotation_start1.xyz, m.rotation_start2.xyz, local);
+    let start = ((m.translation_end.xyz - m.displacement.xyz) + c.origin.xyz) + turned;
+    return x - start;
+}
+
+// The first fraction s ∈ [0, 1] of the straight path p0 → p1 at which a particle of radius r
+// touches the collider, by sphere tracing; −1 when the path stays clear (hooke's `sweep`).
+fn sweep(c: Collider, m: Placement, rotated: bool, p0: vec3<f32>, p1: vec3<f32>, r: f32) -> f32 {
+    let path = p1 - p0;
+    let length = sqrt(dot3(path, path));
+    if length == 0.0 {
+        return -1.0;
+    }
+    let tolerance = max(1e-6, 1e-3 * r);
+    var s = 0.0;
+    for (var k = 0u; k < 64u; k++) {
+        let gap = distance_at(c, m, rotated, p0 + path * s).w - r;
+        if gap <= tolerance {
+            return s;
+        }
+        s = s + gap / length;
+        if s >= 1.0 {
+            return -1.0;
+        }
+    }
+    return s;
+}
+
 @compute @workgroup_size(64)
 fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = thread_index(gid, nwg);
@@ -147,27 +192,28 @@ fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         let c = colliders[k];
         let m = placements[P.substep * P.collider_count + k];
         let rotated = m.translation_end.w != 0.0;
-        var sd: vec4<f32>;
-        if rotated {
-            sd = signed_distance(c, pull_back(c, m, x0 + d));
-            sd = vec4<f32>(rotate(m.rotation_end0.xyz, m.rotation_end1.xyz, m.rotation_end2.xyz, sd.xyz), sd.w);
-        } else {
-            sd = signed_distance(c, (x0 + d) - m.translation_end.xyz);
+        let p1 = x0 + d;
+        var sd = distance_at(c, m, rotated, p1);
+        // Tunnelling: started outside, the path entered the solid, and it did not end on the
+        // near side — put back at the first contact along the path (hooke's `resolve_particle`).
+        let p0 = x0 + surface_at(c, m, rotated, x0);
+        let path = p1 - p0;
+        if sd.w >= r || dot3(sd.xyz, path) > 0.0 {
+            let phi0 = distance_at(c, m, rotated, p0).w;
+            if phi0 > 0.0 && sqrt(dot3(path, path)) > phi0 + max(sd.w, 0.0) && sweep(c, m, rotated, p0, p1, 0.0) >= 0.0 {
+                let first = sweep(c, m, rotated, p0, p1, r);
+                if first >= 0.0 {
+                    d = (p0 + path * first) - x0;
+                    sd = distance_at(c, m, rotated, x0 + d);
+                }
+            }
         }
         let n = sd.xyz;
         let depth = r - sd.w;
         if depth > 0.0 {
             d = d + n * depth;
             // The collider's surface under the particle moved by this much in the substep.
-            var surface = m.displacement.xyz;
-            if rotated {
-                let x = x0 + d;
-                let local = pull_back(c, m, x) - c.origin.xyz;
-                let turned = rotate(m.rotation_start0.xyz, m.rotation_start1.xyz, m.rotation_start2.xyz, local);
-                let start = ((m.translation_end.xyz - m.displacement.xyz) + c.origin.xyz) + turned;
-                surface = x - start;
-            }
-            let rel = d - surface;
+            let rel = d - surface_at(c, m, rotated, x0 + d);
             let tangential = rel - n * dot3(rel, n);
             d = d + friction(c, tangential, depth);
             deepest = max(deepest, depth);

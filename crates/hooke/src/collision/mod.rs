@@ -57,12 +57,52 @@ impl Collider {
     }
 }
 
+/// Steps of sphere tracing before a swept contact gives up and takes the point reached.
+const SWEEP_STEPS: u32 = 64;
+
+/// The first point where a particle of radius `radius` moving in a straight line from `p0` to
+/// `p1` (m, both in the collider's placement at the end of the substep) touches the collider,
+/// as the fraction s ∈ [0, 1] of the way, or `None` when the path stays clear of it.
+///
+/// Sphere tracing (Hart 1996): a signed distance grows by at most the distance moved, so the
+/// particle can advance by φ(p) − r without touching; the analytic shapes' distances are exact
+/// outside them. The walk stops within 10⁻⁶ m (or 0.1 % of the radius) of contact.
+#[inline]
+pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: Vec3, radius: f32) -> Option<f32> {
+    let path = p1 - p0;
+    let length = path.length();
+    if length == 0.0 {
+        return None;
+    }
+    let tolerance = 1e-6f32.max(1e-3 * radius);
+    let mut s = 0.0f32;
+    for _ in 0..SWEEP_STEPS {
+        let (phi, _) = placement.signed_distance(shape, p0 + path * s);
+        let gap = phi - radius;
+        if gap <= tolerance {
+            return Some(s);
+        }
+        s += gap / length;
+        if s >= 1.0 {
+            return None;
+        }
+    }
+    Some(s)
+}
+
 /// Projects one particle out of every collider and applies friction.
 ///
 /// `x0` is the particle's position at the start of the substep and `d` its displacement in
 /// the substep after constraint projection (see the solver's precision note); `radius` is its
 /// collision radius (m); `placements` has one entry per collider. Corrections are added to
 /// `d`. Returns the deepest normal correction applied (m, 0 when not in contact).
+///
+/// **Tunnelling.** A particle that started the substep outside a collider (φ > 0, touching
+/// it or not) whose straight path entered the solid (φ ≤ 0) and which ends either clear of it
+/// or nearer a face it moves towards (the normal then points along its motion) crossed the
+/// collider within the substep — a cloth thrown at a thin board. It is put back at the first point of contact
+/// along its path, relative to the collider's motion ([`sweep`]), before the projection and
+/// friction; every other contact is projected along the normal as before.
 #[inline]
 pub(crate) fn resolve_particle(
     colliders: &[Collider],
@@ -73,7 +113,25 @@ pub(crate) fn resolve_particle(
 ) -> f32 {
     let mut deepest = 0.0f32;
     for (c, s) in colliders.iter().zip(placements) {
-        let (phi, n) = s.signed_distance(&c.shape, x0 + *d);
+        let p1 = x0 + *d;
+        let (phi1, n1) = s.signed_distance(&c.shape, p1);
+        // Where the particle started, in the collider's placement at the end of the substep.
+        let p0 = x0 + s.surface_displacement(&c.shape, x0);
+        // Tunnelled: it started outside the collider (φ > 0, touching it or not), its path
+        // entered the solid (φ ≤ 0; possible only if longer than the two clearances), and it
+        // did not end on the near side (clear of it, or nearer a face it moves towards).
+        let path = p1 - p0;
+        let through = (phi1 >= radius || n1.dot(path) > 0.0) && {
+            let (phi0, _) = s.signed_distance(&c.shape, p0);
+            phi0 > 0.0 && path.length() > phi0 + phi1.max(0.0) && sweep(&c.shape, s, p0, p1, 0.0).is_some()
+        };
+        let (phi, n) = match through.then(|| sweep(&c.shape, s, p0, p1, radius)).flatten() {
+            Some(first) => {
+                *d = (p0 + (p1 - p0) * first) - x0;
+                s.signed_distance(&c.shape, x0 + *d)
+            }
+            None => (phi1, n1),
+        };
         let depth = radius - phi;
         if depth > 0.0 {
             *d += n * depth;
