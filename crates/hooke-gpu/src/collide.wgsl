@@ -198,9 +198,10 @@ fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         // near side — put back at the first contact along the path (hooke's `resolve_particle`).
         let p0 = x0 + surface_at(c, m, rotated, x0);
         let path = p1 - p0;
-        if sd.w >= r || dot3(sd.xyz, path) > 0.0 {
+        let length = sqrt(dot3(path, path));
+        if (sd.w >= r || dot3(sd.xyz, path) > 0.0) && length > sd.w {
             let phi0 = distance_at(c, m, rotated, p0).w;
-            if phi0 > 0.0 && sqrt(dot3(path, path)) > phi0 + max(sd.w, 0.0) && sweep(c, m, rotated, p0, p1, 0.0) >= 0.0 {
+            if phi0 > 0.0 && length > phi0 + max(sd.w, 0.0) && sweep(c, m, rotated, p0, p1, 0.0) >= 0.0 {
                 let first = sweep(c, m, rotated, p0, p1, r);
                 if first >= 0.0 {
                     d = (p0 + path * first) - x0;

@@ -121,9 +121,12 @@ pub(crate) fn resolve_particle(
         // entered the solid (φ ≤ 0; possible only if longer than the two clearances), and it
         // did not end on the near side (clear of it, or nearer a face it moves towards).
         let path = p1 - p0;
-        let through = (phi1 >= radius || n1.dot(path) > 0.0) && {
+        // (|φ(p1) − φ(p0)| ≤ ‖path‖, so the path can be longer than both clearances only if it
+        // is longer than φ(p1): most particles are ruled out without evaluating φ(p0).)
+        let length = path.length();
+        let through = (phi1 >= radius || n1.dot(path) > 0.0) && length > phi1 && {
             let (phi0, _) = s.signed_distance(&c.shape, p0);
-            phi0 > 0.0 && path.length() > phi0 + phi1.max(0.0) && sweep(&c.shape, s, p0, p1, 0.0).is_some()
+            phi0 > 0.0 && length > phi0 + phi1.max(0.0) && sweep(&c.shape, s, p0, p1, 0.0).is_some()
         };
         let (phi, n) = match through.then(|| sweep(&c.shape, s, p0, p1, radius)).flatten() {
             Some(first) => {
