@@ -94,8 +94,9 @@ struct Health {
 }
 
 // The spatial hash of the particle contacts (spatial_hash.wgsl builds it, self_collision.wgsl
-// queries it; hooke's `collision/spatial_hash.rs`): its constants, then the friction of each
-// body's self-contacts (static, kinetic). Rust twin: `spatial_hash::HashInfo`.
+// queries it; hooke's `collision/spatial_hash.rs`): its constants, then per body the friction
+// of its self-contacts (static, kinetic) and whether its speed is clamped (z ≠ 0). Rust twin:
+// `spatial_hash::HashInfo`.
 struct HashInfo {
     table_size: u32,
     member_count: u32,
@@ -105,7 +106,7 @@ struct HashInfo {
     depenetration_speed: f32,
     _pad0: u32,
     _pad1: u32,
-    friction: array<vec2<f32>>,
+    friction: array<vec4<f32>>,
 }
 
 // The cell of x: ⌊x·inv_cell⌋ per axis (hooke's `cell_of`).

@@ -38,15 +38,15 @@ impl SelfCollision {
         if members.is_empty() {
             return None;
         }
-        let friction: Vec<[f32; 2]> = model
+        let bodies: Vec<[f32; 4]> = model
             .bodies()
             .iter()
             .map(|body| {
                 let f = hooke::collision::self_collision::self_friction(body);
-                [f.static_coefficient, f.kinetic_coefficient]
+                let clamp = hooke::collision::self_collision::speed_clamp(body);
+                [f.static_coefficient, f.kinetic_coefficient, if clamp { 1.0 } else { 0.0 }, 0.0]
             })
             .collect();
-        let hash = SpatialHash::new(kernels, device, b, &members, max_radius, &friction);
         // Rest position and collision radius of every particle; its body (the contact counts
         // of the last substep start at 0, in the high 12 bits).
         let rest: Vec<[f32; 4]> =
@@ -59,6 +59,7 @@ impl SelfCollision {
         }
         let rest = buffers::storage(device, "hooke contact rest", &rest);
         let tag = buffers::storage(device, "hooke contact tag", &tag);
+        let hash = SpatialHash::new(kernels, device, b, &members, max_radius, &bodies, &rest, &tag);
         let correction = buffers::zeroed(device, "hooke contact correction", (members.len() * 16) as u64);
         let bound = kernels.get(&SPEC).bind(
             device,

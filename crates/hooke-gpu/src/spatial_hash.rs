@@ -1,7 +1,7 @@
 //! The spatial hash of the particle contacts on the GPU (`spatial_hash.wgsl`), rebuilt every
 //! substep: hooke's [`hooke::collision::spatial_hash`], the same table bit for bit.
 //!
-//! Six dispatches: count the members per bucket (atomic increments of integers), an exclusive
+//! Six dispatches: apply the optional speed clamp and count the members per bucket (atomic increments of integers), an exclusive
 //! prefix sum in three (blocks of 512, the block totals in one workgroup, the add-back, which
 //! also clears the counts for the next build), the scatter (atomic cursors, so in any order),
 //! and a sort of each bucket by particle index, which restores the CPU's canonical order.
@@ -17,7 +17,7 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "spatial_hash.wgsl",
     source: crate::shaders::SPATIAL_HASH,
     entries: &["count", "scan_blocks", "scan_top", "scan_add", "scatter", "sort"],
-    access: &[Read, Read, Read, ReadWrite, ReadWrite, ReadWrite],
+    access: &[Read, ReadWrite, Read, ReadWrite, ReadWrite, ReadWrite, Read, Read],
     slot: false,
 };
 
@@ -50,14 +50,19 @@ pub(crate) struct SpatialHash {
 
 impl SpatialHash {
     /// The hash of `members` (increasing particle indices, not empty) with the CPU's cells
-    /// (`CELL_RADII`·`max_radius`, m), and `friction` ([μₛ, μₖ] per body) for the contact kernel.
+    /// (`CELL_RADII`·`max_radius`, m); `bodies` holds per body [μₛ, μₖ, speed clamp (1 or 0),
+    /// 0] for the contact kernel; `rest` and `tag` are the contact kernel's particle buffers
+    /// (the build reads the radius and the body, for the speed clamp).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         kernels: &Kernels,
         device: &wgpu::Device,
         b: &Buffers,
         members: &[u32],
         max_radius: f32,
-        friction: &[[f32; 2]],
+        bodies: &[[f32; 4]],
+        rest: &wgpu::Buffer,
+        tag: &wgpu::Buffer,
     ) -> SpatialHash {
         let m = members.len() as u32;
         let t = table_size(members.len());
@@ -74,15 +79,15 @@ impl SpatialHash {
             _pad: [0; 2],
         };
         let mut info: Vec<u8> = bytemuck::bytes_of(&constants).to_vec();
-        info.extend_from_slice(bytemuck::cast_slice(friction));
+        info.extend_from_slice(bytemuck::cast_slice(bodies));
         let info = buffers::storage(device, "hooke hash info", &info);
         let mut table = vec![0u32; (t + 1 + m) as usize];
         table.extend_from_slice(members);
         let table = buffers::storage(device, "hooke hash table", &table);
         let counters = buffers::storage(device, "hooke hash counters", &vec![0u32; (2 * t + 1) as usize]);
         let scratch = buffers::zeroed(device, "hooke hash scratch", (4 * (2 * blocks + m)) as u64);
-        let bound =
-            kernels.get(&SPEC).bind(device, &[&b.position, &b.displacement, &info, &counters, &table, &scratch]);
+        let buffers = [&b.position, &b.displacement, &info, &counters, &table, &scratch, rest, tag];
+        let bound = kernels.get(&SPEC).bind(device, &buffers);
         SpatialHash { bound, info, table, constants }
     }
 

@@ -10,11 +10,14 @@
 // block_prefix[B] and each member's bucket[M].
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> displacement: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> info: HashInfo;
 @group(0) @binding(3) var<storage, read_write> counters: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> table: array<u32>;
 @group(0) @binding(5) var<storage, read_write> scratch: array<u32>;
+// Rest position and collision radius (w), and body (low 20 bits) of every particle.
+@group(0) @binding(6) var<storage, read> rest: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> tag: array<u32>;
 
 const BLOCK: u32 = 512u;
 const PER_THREAD: u32 = 8u;
@@ -42,7 +45,8 @@ fn workgroup_exclusive(lid: u32, value: u32) -> u32 {
     return partial[lid] - value;
 }
 
-// 1. One thread per member: its bucket, counted.
+// 1. One thread per member: the optional speed clamp of its body (|d| ≤ 0.2 × 2r), then its
+// bucket, counted.
 @compute @workgroup_size(64)
 fn count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);
@@ -50,6 +54,14 @@ fn count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         return;
     }
     let i = table[members_at() + k];
+    if info.friction[tag[i] & 0xfffffu].z != 0.0 {
+        let d = displacement[i].xyz;
+        let len = sqrt(dot3(d, d));
+        let cap = 0.4 * rest[i].w;
+        if len > cap {
+            displacement[i] = vec4<f32>(d * (cap / len), 0.0);
+        }
+    }
     let x = (position[i] + displacement[i]).xyz;
     let b = bucket_of(cell_of(x, info.inv_cell), info.table_size);
     scratch[2u * info.block_count + k] = b;

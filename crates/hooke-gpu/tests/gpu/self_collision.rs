@@ -98,3 +98,37 @@ fn self_collision_switched_on_by_a_material_change() {
     let closest = deepest_overlap(&on, &g.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
     assert!(closest >= 0.9, "layers {closest} of the thickness apart");
 }
+
+/// The speed clamp on the GPU: a 1 cm cloth with self-collision and the clamp, falling for
+/// 0.5 s, matches the CPU (bit for bit on lavapipe) and never moves faster than
+/// 0.2 × thickness / h = 2.4 m/s (it would reach 4.9 m/s).
+#[test]
+fn speed_clamp_matches_the_cpu() {
+    let ctx = gpu_or_skip!();
+    let mut g = ClothGrid::new("cloth", 8, 8, 0.01);
+    g.center = Vec3::new(0.0, 2.0, 0.0);
+    g.material.thickness = 0.01;
+    g.material.self_collision = true;
+    g.material.self_collision_speed_clamp = true;
+    let mut b = ModelBuilder::new();
+    b.add_cloth_grid(&g).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let s = XpbdSettings { air_damping: 0.0, ..settings() };
+    let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
+    let cap = 0.2 * 0.01 * 1200.0;
+    let mut fastest = 0.0f32;
+    for _ in 0..30 {
+        cpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+        gpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+        let g = state_of(&mut gpu);
+        fastest = g.particle_velocity.iter().map(|v| v.length()).fold(fastest, f32::max);
+    }
+    let dx = max_diff(&state_of(&mut cpu).particle_position, &state_of(&mut gpu).particle_position);
+    eprintln!("speed clamp: fastest particle {fastest:.4} m/s (cap {cap} m/s); |Δx| vs CPU {dx:.3e} m");
+    if rounding(&ctx).exact() {
+        assert_eq!(dx, 0.0);
+    }
+    assert!(dx < 1e-3, "{dx}");
+    assert!(fastest <= cap * (1.0 + 1e-5) && fastest > 0.99 * cap, "{fastest} m/s against {cap} m/s");
+}

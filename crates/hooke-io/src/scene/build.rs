@@ -194,6 +194,7 @@ fn cloth_material(m: &MaterialSection, c: &ClothSection, key: &str) -> Result<Cl
         thickness: m.thickness.unwrap_or(d.thickness),
         self_collision: c.self_collision.unwrap_or(false),
         self_friction: self_friction(m, d.self_friction),
+        self_collision_speed_clamp: c.self_collision_speed_clamp.unwrap_or(false),
     })
 }
 
@@ -425,6 +426,7 @@ fn add_rope(
         radius: m.radius.unwrap_or(d.radius),
         self_collision: r.self_collision.unwrap_or(false),
         self_friction: self_friction(&m, d.self_friction),
+        self_collision_speed_clamp: r.self_collision_speed_clamp.unwrap_or(false),
     };
     let bending = bending_model(r.bending.as_deref(), &m, &key)?;
     let points: Vec<Vec3> = match (&r.points, r.start, r.end) {

@@ -260,6 +260,9 @@ pub struct ClothSection {
     /// Particle contacts within the cloth and with every other body that has them on
     /// (default false; the material's thickness is the contact distance).
     pub self_collision: Option<bool>,
+    /// With self-collision, cap each substep's displacement at 0.2 × the thickness (speed
+    /// ≤ 0.2·thickness/h; default false).
+    pub self_collision_speed_clamp: Option<bool>,
 }
 
 /// An axis-aligned box `{ min = [...], max = [...] }` (m).
@@ -303,6 +306,9 @@ pub struct RopeSection {
     /// Particle contacts within the rope and with every other body that has them on
     /// (default false; the material's radius is the contact radius).
     pub self_collision: Option<bool>,
+    /// With self-collision, cap each substep's displacement at 0.2 × the diameter (default
+    /// false).
+    pub self_collision_speed_clamp: Option<bool>,
 }
 
 /// `[[collider]]`: `shape` is `"plane"`, `"sphere"`, `"capsule"` or `"box"`.

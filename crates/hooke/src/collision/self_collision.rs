@@ -30,6 +30,10 @@
 //! continuously inside it. Two particles at one point are pushed apart along their
 //! difference at rest, else at the substep's start, else along ±y by index.
 //!
+//! **Speed clamp** (optional, per body, off by default): before the contacts each member's
+//! displacement in the substep is capped at 0.2 × its diameter, as Ten Minute Physics'
+//! self-collision clamps velocities, so that no particle crosses a layer within a substep.
+//!
 //! **Relaxing overlaps.** A pair that starts the substep closer than t (a cloth built with its
 //! layers overlapping, or self-collision switched on mid-run) is separated by at most
 //! [`DEPENETRATION_SPEED`]·h per substep instead of in one step, so an overlap relaxes at a
@@ -74,6 +78,8 @@ pub(crate) struct SelfCollision {
     body: Vec<u32>,
     /// The friction of each body's self-contacts.
     friction: Vec<Friction>,
+    /// Whether each body's substep displacements are capped (`self_collision_speed_clamp`).
+    clamp: Vec<bool>,
     /// Largest collision radius among the members (m).
     max_radius: f32,
     hash: SpatialHash,
@@ -107,8 +113,9 @@ impl SelfCollision {
             }
         }
         let friction = model.bodies().iter().map(self_friction).collect();
+        let clamp = model.bodies().iter().map(speed_clamp).collect();
         let previous = vec![0; model.particle_count()];
-        SelfCollision { members, body, friction, max_radius, previous, ..SelfCollision::default() }
+        SelfCollision { members, body, friction, clamp, max_radius, previous, ..SelfCollision::default() }
     }
 
     /// Whether any particle collides with another.
@@ -131,10 +138,26 @@ impl SelfCollision {
         if self.members.is_empty() {
             return ContactCount::default();
         }
+        // The optional speed clamp: |d| ≤ 0.2 × 2r.
+        let radius = model.particle_radius();
+        for &i in &self.members {
+            if !self.clamp[self.body[i as usize] as usize] {
+                continue;
+            }
+            let p = &mut particles[i as usize];
+            let d = p.d.truncate();
+            let (len, cap) = (d.length(), 0.4 * radius[i as usize]);
+            if len > cap {
+                let capped = d * (cap / len);
+                p.d = capped.extend(0.0);
+                if let Some(inv_h) = inv_h {
+                    velocity[i as usize] += (capped - d) * inv_h;
+                }
+            }
+        }
         self.position.clear();
         self.position.extend(particles.iter().map(Particle::position));
         let position = &self.position;
-        let radius = model.particle_radius();
         self.hash
             .build(CELL_RADII * self.max_radius, &self.members, |i| position[i as usize].extend(radius[i as usize]));
         let ctx = Gather {
@@ -316,6 +339,15 @@ pub fn concerns(model: &Model) -> Vec<SelfCollisionConcern> {
         }
     }
     out
+}
+
+/// Whether `body`'s substep displacements are capped when it self-collides (its material's
+/// `self_collision_speed_clamp`).
+pub fn speed_clamp(body: &crate::Body) -> bool {
+    match body.material {
+        BodyMaterial::Cloth(m) => m.self_collision_speed_clamp,
+        BodyMaterial::Rope(m) => m.self_collision_speed_clamp,
+    }
 }
 
 /// The friction of `body`'s particle contacts (its material's `self_friction`); a contact
