@@ -95,8 +95,7 @@ struct Health {
 
 // The spatial hash of the particle contacts (spatial_hash.wgsl builds it, self_collision.wgsl
 // queries it; hooke's `collision/spatial_hash.rs`): its constants, then per body the friction
-// of its self-contacts (static, kinetic) and whether its speed is clamped (z ≠ 0). Rust twin:
-// `spatial_hash::HashInfo`.
+// of its self-contacts (static, kinetic; z and w unused). Rust twin: `spatial_hash::HashInfo`.
 struct HashInfo {
     table_size: u32,
     member_count: u32,

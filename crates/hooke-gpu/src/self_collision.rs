@@ -43,8 +43,15 @@ impl SelfCollision {
             .iter()
             .map(|body| {
                 let f = hooke::collision::self_collision::self_friction(body);
-                let clamp = hooke::collision::self_collision::speed_clamp(body);
-                [f.static_coefficient, f.kinetic_coefficient, if clamp { 1.0 } else { 0.0 }, 0.0]
+                [f.static_coefficient, f.kinetic_coefficient, 0.0, 0.0]
+            })
+            .collect();
+        // The speed clamp rides in the top bit of each member's index.
+        let flagged: Vec<u32> = members
+            .iter()
+            .map(|&p| {
+                let body = model.body_of_particle(p).expect("a member belongs to a body");
+                p | if hooke::collision::self_collision::speed_clamp(body) { 1 << 31 } else { 0 }
             })
             .collect();
         // Rest position and collision radius of every particle; its body (the contact counts
@@ -59,8 +66,8 @@ impl SelfCollision {
         }
         let rest = buffers::storage(device, "hooke contact rest", &rest);
         let tag = buffers::storage(device, "hooke contact tag", &tag);
-        let hash = SpatialHash::new(kernels, device, b, &members, max_radius, &bodies, &rest, &tag);
-        let correction = buffers::zeroed(device, "hooke contact correction", (members.len() * 16) as u64);
+        let correction = buffers::zeroed(device, "hooke contact work", (members.len() * 32) as u64);
+        let hash = SpatialHash::new(kernels, device, b, &flagged, max_radius, &bodies, &rest, &correction);
         let bound = kernels.get(&SPEC).bind(
             device,
             &[&b.position, &b.displacement, &rest, &tag, &hash.info, &hash.table, &correction, &b.health],

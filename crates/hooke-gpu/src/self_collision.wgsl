@@ -12,7 +12,8 @@
 @group(0) @binding(3) var<storage, read_write> tag: array<u32>;
 @group(0) @binding(4) var<storage, read> info: HashInfo;
 @group(0) @binding(5) var<storage, read> table: array<u32>;
-// Correction (xyz) and number of contacts (w, as bits) of each member.
+// Correction (xyz) and number of contacts (w, as bits) of each member, then each hash entry's
+// point (position, radius) in the table's order.
 @group(0) @binding(6) var<storage, read_write> correction: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> health: Health;
 
@@ -36,7 +37,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         return;
     }
     let base = info.table_size + 1u;
-    let i = table[base + info.member_count + k];
+    let i = table[base + info.member_count + k] & 0x7fffffffu;
     let pi = position[i];
     let wi = pi.w;
     if wi <= 0.0 {
@@ -84,17 +85,20 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         }
         let stop = table[b + 1u];
         for (var s = table[b]; s < stop; s++) {
-            let j = table[base + s];
-            let pj = position[j];
-            let dj4 = displacement[j];
-            let xj = (pj + dj4).xyz;
-            let rest_j = rest[j];
-            var delta = xi - xj;
+            let point = correction[info.member_count + s];
+            var delta = xi - point.xyz;
             let dist2 = dot3(delta, delta);
-            let t = ri + rest_j.w;
-            if dist2 >= t * t || j == i {
+            let t = ri + point.w;
+            if dist2 >= t * t {
                 continue;
             }
+            let j = table[base + s];
+            if j == i {
+                continue;
+            }
+            let pj = position[j];
+            let dj4 = displacement[j];
+            let rest_j = rest[j];
             let tag_j = tag[j];
             let bj = tag_j & 0xfffffu;
             let rd = rest_i.xyz - rest_j.xyz;
@@ -151,7 +155,7 @@ fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     }
     let c = correction[k];
     let count = bitcast<u32>(c.w);
-    let i = table[info.table_size + 1u + info.member_count + k];
+    let i = table[info.table_size + 1u + info.member_count + k] & 0x7fffffffu;
     tag[i] = (tag[i] & 0xfffffu) | (min(count, 4095u) << 20u);
     if count == 0u {
         return;

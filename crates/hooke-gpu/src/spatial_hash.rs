@@ -1,10 +1,11 @@
 //! The spatial hash of the particle contacts on the GPU (`spatial_hash.wgsl`), rebuilt every
 //! substep: hooke's [`hooke::collision::spatial_hash`], the same table bit for bit.
 //!
-//! Six dispatches: apply the optional speed clamp and count the members per bucket (atomic increments of integers), an exclusive
+//! Seven dispatches: apply the optional speed clamp and count the members per bucket (atomic increments of integers), an exclusive
 //! prefix sum in three (blocks of 512, the block totals in one workgroup, the add-back, which
 //! also clears the counts for the next build), the scatter (atomic cursors, so in any order),
-//! and a sort of each bucket by particle index, which restores the CPU's canonical order.
+//! and a sort of each bucket by particle index, which restores the CPU's canonical order; a
+//! seventh copies each entry's point (position and radius) into the table's order.
 //! Only integers are involved, so the table is the same on every device.
 
 use crate::buffers::{self, Buffers};
@@ -16,8 +17,8 @@ use hooke::collision::spatial_hash::table_size;
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "spatial_hash.wgsl",
     source: crate::shaders::SPATIAL_HASH,
-    entries: &["count", "scan_blocks", "scan_top", "scan_add", "scatter", "sort"],
-    access: &[Read, ReadWrite, Read, ReadWrite, ReadWrite, ReadWrite, Read, Read],
+    entries: &["count", "scan_blocks", "scan_top", "scan_add", "scatter", "sort", "points"],
+    access: &[Read, ReadWrite, Read, ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite],
     slot: false,
 };
 
@@ -49,10 +50,11 @@ pub(crate) struct SpatialHash {
 }
 
 impl SpatialHash {
-    /// The hash of `members` (increasing particle indices, not empty) with the CPU's cells
-    /// (`CELL_RADII`·`max_radius`, m); `bodies` holds per body [μₛ, μₖ, speed clamp (1 or 0),
-    /// 0] for the contact kernel; `rest` and `tag` are the contact kernel's particle buffers
-    /// (the build reads the radius and the body, for the speed clamp).
+    /// The hash of `members` (increasing particle indices, not empty; the top bit set where
+    /// the body has the speed clamp) with the CPU's cells (`CELL_RADII`·`max_radius`, m);
+    /// `bodies` holds per body [μₛ, μₖ, 0, 0] for the contact kernel; `rest` (rest position
+    /// and radius per particle) and `work` (M corrections, then M entry points) are shared
+    /// with the contact kernel.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         kernels: &Kernels,
@@ -62,7 +64,7 @@ impl SpatialHash {
         max_radius: f32,
         bodies: &[[f32; 4]],
         rest: &wgpu::Buffer,
-        tag: &wgpu::Buffer,
+        work: &wgpu::Buffer,
     ) -> SpatialHash {
         let m = members.len() as u32;
         let t = table_size(members.len());
@@ -86,7 +88,7 @@ impl SpatialHash {
         let table = buffers::storage(device, "hooke hash table", &table);
         let counters = buffers::storage(device, "hooke hash counters", &vec![0u32; (2 * t + 1) as usize]);
         let scratch = buffers::zeroed(device, "hooke hash scratch", (4 * (2 * blocks + m)) as u64);
-        let buffers = [&b.position, &b.displacement, &info, &counters, &table, &scratch, rest, tag];
+        let buffers = [&b.position, &b.displacement, &info, &counters, &table, &scratch, rest, work];
         let bound = kernels.get(&SPEC).bind(device, &buffers);
         SpatialHash { bound, info, table, constants }
     }
@@ -100,5 +102,6 @@ impl SpatialHash {
         self.bound.run(pass, 3, params, c.table_size + 1);
         self.bound.run(pass, 4, params, c.member_count);
         self.bound.run(pass, 5, params, c.table_size);
+        self.bound.run(pass, 6, params, c.member_count);
     }
 }

@@ -5,7 +5,8 @@
 // the CPU's, bit for bit, on any device.
 //
 // `table` holds start[0..=T] (bucket b is entries[start[b]..start[b + 1]]), then entries[M],
-// then members[M] (the colliding particles, increasing). `counters` holds count[0..=T] (zero
+// then members[M] (the colliding particles, increasing; the top bit set where the particle's
+// body has the speed clamp). `counters` holds count[0..=T] (zero
 // between builds: the add-back clears it) and cursor[T]. `scratch` holds block_sum[B],
 // block_prefix[B] and each member's bucket[M].
 
@@ -15,9 +16,12 @@
 @group(0) @binding(3) var<storage, read_write> counters: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> table: array<u32>;
 @group(0) @binding(5) var<storage, read_write> scratch: array<u32>;
-// Rest position and collision radius (w), and body (low 20 bits) of every particle.
+// Rest position and collision radius (w) of every particle.
 @group(0) @binding(6) var<storage, read> rest: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read> tag: array<u32>;
+// Each member's correction (written by the contact kernel), then each entry's point: its
+// position x⁰ + d and radius (w), in the table's order, so the contact kernel's candidate loop
+// reads memory in sequence.
+@group(0) @binding(7) var<storage, read_write> work: array<vec4<f32>>;
 
 const BLOCK: u32 = 512u;
 const PER_THREAD: u32 = 8u;
@@ -53,8 +57,9 @@ fn count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     if k >= info.member_count {
         return;
     }
-    let i = table[members_at() + k];
-    if info.friction[tag[i] & 0xfffffu].z != 0.0 {
+    let member = table[members_at() + k];
+    let i = member & 0x7fffffffu;
+    if (member >> 31u) != 0u {
         let d = displacement[i].xyz;
         let len = sqrt(dot3(d, d));
         let cap = 0.4 * rest[i].w;
@@ -148,7 +153,7 @@ fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     }
     let b = scratch[2u * info.block_count + k];
     let slot = atomicAdd(&counters[info.table_size + 1u + b], 1u);
-    table[info.table_size + 1u + slot] = table[members_at() + k];
+    table[info.table_size + 1u + slot] = table[members_at() + k] & 0x7fffffffu;
 }
 
 // 6. One thread per bucket: insertion sort of its entries by particle index (the canonical
@@ -171,4 +176,15 @@ fn sort(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
         table[t] = v;
     }
+}
+
+// 7. One thread per entry: its point, in the table's order.
+@compute @workgroup_size(64)
+fn points(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let s = thread_index(gid, nwg);
+    if s >= info.member_count {
+        return;
+    }
+    let j = table[info.table_size + 1u + s];
+    work[info.member_count + s] = vec4<f32>((position[j] + displacement[j]).xyz, rest[j].w);
 }
