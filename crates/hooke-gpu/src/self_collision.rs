@@ -1,10 +1,11 @@
 //! Particle contacts (self-collision) on the GPU (`self_collision.wgsl`): hooke's
 //! [`hooke::collision::self_collision`], one Jacobi pass per substep between the constraint
 //! sets and the colliders. The [spatial hash](crate::spatial_hash) is rebuilt from the current
-//! positions, then one thread per member sums its own averaged correction over the candidates
-//! in the hash's canonical order (no float atomics, the CPU's operations in the CPU's order:
-//! bit-identical on a device without fused multiply-add, such as lavapipe), then a second
-//! dispatch adds the corrections to the displacements.
+//! positions, then one thread per member sums its own correction over the candidates (no
+//! float atomics; each pair's terms computed by the CPU's operations, summed in the CPU's fixed
+//! point, whose result does not depend on the order: bit-identical on a device without fused
+//! multiply-add, such as lavapipe), then a second dispatch adds the corrections to the
+//! displacements.
 
 use crate::buffers::{self, Buffers};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};

@@ -17,6 +17,32 @@
 @group(0) @binding(6) var<storage, read_write> correction: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> health: Health;
 
+// Fixed-point units per metre (hooke's `FIXED_POINT`, 2²⁸).
+const FIXED: f32 = 268435456.0;
+
+// Adds v, in fixed point (truncated towards zero, saturating), to the 64-bit words (low, high).
+fn fixed_add(low: ptr<function, vec3<u32>>, high: ptr<function, vec3<u32>>, v: vec3<f32>) {
+    let t = vec3<i32>(v * FIXED);
+    let u = bitcast<vec3<u32>>(t);
+    let sum = *low + u;
+    let carry = select(vec3<u32>(0u), vec3<u32>(1u), sum < *low);
+    *high = *high + select(vec3<u32>(0u), vec3<u32>(0xffffffffu), t < vec3<i32>(0)) + carry;
+    *low = sum;
+}
+
+// One word in metres: as an i32 when it fits (rounding once), else f32(high)·2³² + f32(low).
+fn fixed_word(low: u32, high: u32) -> f32 {
+    let small = (high == 0u && low < 0x80000000u) || (high == 0xffffffffu && low >= 0x80000000u);
+    if small {
+        return f32(bitcast<i32>(low)) / FIXED;
+    }
+    return (f32(bitcast<i32>(high)) * 4294967296.0 + f32(low)) / FIXED;
+}
+
+fn fixed_value(low: vec3<u32>, high: vec3<u32>) -> vec3<f32> {
+    return vec3<f32>(fixed_word(low.x, high.x), fixed_word(low.y, high.y), fixed_word(low.z, high.z));
+}
+
 // hooke's `Friction::correction`.
 fn friction_correction(f: vec2<f32>, tangential: vec3<f32>, depth: f32) -> vec3<f32> {
     let len2 = dot3(tangential, tangential);
@@ -54,38 +80,27 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     let x0i = pi.xyz;
     let di = di4.xyz;
     let relax = info.depenetration_speed * P.h;
-    var sum = vec3<f32>(0.0);
+    // The sum in fixed point (hooke's `FixedSum`): 64-bit words as (low, high) u32 pairs.
+    var low = vec3<u32>(0u);
+    var high = vec3<u32>(0u);
     var count = 0u;
     let reach = ri + info.max_radius;
     let lo = cell_of(xi - vec3<f32>(reach), info.inv_cell);
     let hi = cell_of(xi + vec3<f32>(reach), info.inv_cell);
-    // The buckets of the cells the box touches (2 per axis: cells are two contact distances
-    // wide; room for 3 where rounding puts the box's ends across two borders), sorted, each
-    // visited once: the CPU's order.
-    var buckets: array<u32, 27>;
-    var nb = 0u;
+    // Every cell the box touches (cells one contact distance wide: 3 per axis, 4 where rounding
+    // puts the box's ends across borders), each bucket's entries of that cell only. The order
+    // differs from the CPU's (its cells are twice as wide); the fixed-point sum does not care.
     for (var cz = lo.z; cz <= hi.z; cz++) {
-        for (var cy = lo.y; cy <= hi.y; cy++) {
-            for (var cx = lo.x; cx <= hi.x; cx++) {
-                let b = bucket_of(vec3<i32>(cx, cy, cz), info.table_size);
-                var t = nb;
-                while t > 0u && buckets[t - 1u] > b {
-                    buckets[t] = buckets[t - 1u];
-                    t = t - 1u;
-                }
-                buckets[t] = b;
-                nb = nb + 1u;
-            }
-        }
-    }
-    for (var q = 0u; q < nb; q++) {
-        let b = buckets[q];
-        if q > 0u && buckets[q - 1u] == b {
-            continue;
-        }
+    for (var cy = lo.y; cy <= hi.y; cy++) {
+    for (var cx = lo.x; cx <= hi.x; cx++) {
+        let cell = vec3<i32>(cx, cy, cz);
+        let b = bucket_of(cell, info.table_size);
         let stop = table[b + 1u];
         for (var s = table[b]; s < stop; s++) {
             let point = correction[info.member_count + s];
+            if any(cell_of(point.xyz, info.inv_cell) != cell) {
+                continue;
+            }
             var delta = xi - point.xyz;
             let dist2 = dot3(delta, delta);
             let t = ri + point.w;
@@ -135,16 +150,18 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             // The same share on both sides of the pair: momentum is kept.
             let split = f32(max(max(ni, tag_j >> 20u), 1u));
             let share = wi / (wi + wj) / split;
-            sum = sum + n * (depth * share);
+            fixed_add(&low, &high, n * (depth * share));
             let rel = di - dj4.xyz;
             let tangential = rel - n * dot3(rel, n);
             let fi = info.friction[bi];
             let fj = info.friction[bj];
             let f = vec2<f32>(0.5 * (fi.x + fj.x), 0.5 * (fi.y + fj.y));
-            sum = sum + friction_correction(f, tangential, depth) * share;
+            fixed_add(&low, &high, friction_correction(f, tangential, depth) * share);
         }
     }
-    correction[k] = vec4<f32>(sum, bitcast<f32>(count));
+    }
+    }
+    correction[k] = vec4<f32>(fixed_value(low, high), bitcast<f32>(count));
 }
 
 @compute @workgroup_size(64)

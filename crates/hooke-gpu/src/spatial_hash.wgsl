@@ -1,8 +1,9 @@
 // The spatial hash of the particle contacts, rebuilt every substep (spatial_hash.rs; hooke's
-// `collision/spatial_hash.rs`): count the members per bucket, exclusive prefix sum (blocks of
-// 512, then the block sums, then the add-back), scatter, and sort each bucket by particle index
-// so that it lists its particles in the CPU's canonical order. Integer work only: the table is
-// the CPU's, bit for bit, on any device.
+// `collision/spatial_hash.rs`, with cells one contact distance wide instead of two): count the
+// members per bucket, exclusive prefix sum (blocks of 512, then the block sums, then the
+// add-back), scatter (in any order: the contact sums are in fixed point, so the order in which
+// a bucket lists its particles does not matter), and copy each entry's point into the table's
+// order.
 //
 // `table` holds start[0..=T] (bucket b is entries[start[b]..start[b + 1]]), then entries[M],
 // then members[M] (the colliding particles, increasing; the top bit set where the particle's
@@ -156,29 +157,7 @@ fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     table[info.table_size + 1u + slot] = table[members_at() + k] & 0x7fffffffu;
 }
 
-// 6. One thread per bucket: insertion sort of its entries by particle index (the canonical
-// order; buckets are short).
-@compute @workgroup_size(64)
-fn sort(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let b = thread_index(gid, nwg);
-    if b >= info.table_size {
-        return;
-    }
-    let base = info.table_size + 1u;
-    let lo = base + table[b];
-    let hi = base + table[b + 1u];
-    for (var s = lo + 1u; s < hi; s++) {
-        let v = table[s];
-        var t = s;
-        while t > lo && table[t - 1u] > v {
-            table[t] = table[t - 1u];
-            t = t - 1u;
-        }
-        table[t] = v;
-    }
-}
-
-// 7. One thread per entry: its point, in the table's order.
+// 6. One thread per entry: its point, in the table's order.
 @compute @workgroup_size(64)
 fn points(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let s = thread_index(gid, nwg);

@@ -25,8 +25,10 @@
 //! physics", §4.2, made symmetric: dividing each particle's sum by its own count would give
 //! the two sides of a pair different pushes and make momentum out of nothing). Both sides of
 //! a pair get the same factor, so mᵢΔxᵢ + mⱼΔxⱼ = 0 for every pair, friction included. Each
-//! particle writes only its own correction: no atomics, the same sums in the same order on
-//! every thread count and on the GPU. The correction is zero at ‖xᵢ − xⱼ‖ = t and grows
+//! particle writes only its own correction: no atomics. The terms are summed in fixed point
+//! (3.7 nm units, 64 bits), so the sum does not depend on the order of the candidates: every
+//! thread count and the GPU (whose hash cells are smaller, so it meets the candidates in
+//! another order) get the same bits. The correction is zero at ‖xᵢ − xⱼ‖ = t and grows
 //! continuously inside it. Two particles at one point are pushed apart along their
 //! difference at rest, else at the substep's start, else along ±y by index.
 //!
@@ -225,7 +227,7 @@ impl Gather<'_> {
         }
         let (xi, ri, bi, ni) = (self.position[iu], self.radius[iu], self.body[iu], self.previous[iu]);
         let (x0i, di) = (self.particles[iu].x.truncate(), self.particles[iu].d.truncate());
-        let (mut sum, mut count) = (Vec3::ZERO, 0u32);
+        let (mut sum, mut count) = (FixedSum::default(), 0u32);
         let reach = ri + self.max_radius;
         self.hash.for_each_candidate_at(xi, reach, |j, xj| {
             let delta = xi - xj.truncate();
@@ -261,7 +263,7 @@ impl Gather<'_> {
             // last substep: the same factor on both sides, so the pair's momentum is kept.
             let shared = ni.max(self.previous[ju]).max(1) as f32;
             let share = wi / (wi + wj) / shared;
-            sum += n * (depth * share);
+            sum.add(n * (depth * share));
             // Friction on the relative tangential displacement of the substep.
             let rel = di - self.particles[ju].d.truncate();
             let tangential = rel - n * rel.dot(n);
@@ -270,9 +272,42 @@ impl Gather<'_> {
                 static_coefficient: 0.5 * (fi.static_coefficient + fj.static_coefficient),
                 kinetic_coefficient: 0.5 * (fi.kinetic_coefficient + fj.kinetic_coefficient),
             };
-            sum += f.correction(tangential, depth) * share;
+            sum.add(f.correction(tangential, depth) * share);
         });
-        (sum, count)
+        (sum.value(), count)
+    }
+}
+
+/// Fixed-point units per metre of a contact sum: 2²⁸ (a resolution of 3.7 nm; one pair's push
+/// of up to 8 m fits an `i32`).
+pub const FIXED_POINT: f32 = 268_435_456.0;
+
+/// A sum of vectors that does not depend on the order of its terms: each term is rounded to
+/// [`FIXED_POINT`] units (truncated towards zero, saturating) and added exactly in 64 bits, so
+/// the GPU, which visits the candidates in another order (its cells are smaller), gets the
+/// CPU's bits. The GPU adds the same `i32` terms into two `u32` words with a carry.
+#[derive(Clone, Copy, Debug, Default)]
+struct FixedSum([i64; 3]);
+
+impl FixedSum {
+    #[inline]
+    fn add(&mut self, v: Vec3) {
+        for (acc, c) in self.0.iter_mut().zip(v.to_array()) {
+            *acc += (c * FIXED_POINT) as i32 as i64;
+        }
+    }
+
+    /// The sum in metres, each word divided by [`FIXED_POINT`]: a word that fits an `i32`
+    /// (sums under 8 m, all of them in practice) converted as one, rounding once, so that
+    /// opposite sums give opposite values; a larger one as f32(high)·2³² + f32(low) — the
+    /// GPU's arithmetic.
+    #[inline]
+    fn value(&self) -> Vec3 {
+        let word = |w: i64| match i32::try_from(w) {
+            Ok(small) => small as f32 / FIXED_POINT,
+            Err(_) => ((w >> 32) as i32 as f32 * 4_294_967_296.0 + w as u32 as f32) / FIXED_POINT,
+        };
+        Vec3::new(word(self.0[0]), word(self.0[1]), word(self.0[2]))
     }
 }
 
