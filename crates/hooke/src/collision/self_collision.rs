@@ -10,8 +10,8 @@
 //!
 //! **The solve** runs once per substep, after the constraint sets and before the colliders, as
 //! a Jacobi gather: with the positions of all particles frozen at the start of the stage, each
-//! particle visits the candidates the [spatial hash](super::spatial_hash) gives it (in the
-//! hash's canonical order), and for each contact sums its own share of the correction that
+//! particle visits the candidates the [spatial hash](super::spatial_hash) gives it, and for
+//! each contact sums its own share of the correction that
 //! pushes the pair to distance t along n = (xᵢ − xⱼ)/‖xᵢ − xⱼ‖,
 //!
 //! Δxᵢ = wᵢ/(wᵢ + wⱼ) · (t − ‖xᵢ − xⱼ‖) · n,

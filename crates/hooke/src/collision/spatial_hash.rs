@@ -10,12 +10,13 @@
 //!
 //! computed on the cells' two's-complement bits as `u32` with wrapping multiplication, so a
 //! negative coordinate hashes as well as a positive one and the CPU and WGSL give the same
-//! bucket. The table is dense: T = 2·n buckets for n points (rounded up to a power of two), its bucket starts in one array of
-//! T + 1 offsets and the points in another of n, filled by a counting sort (count per bucket,
-//! exclusive prefix sum, scatter). The scatter goes through the points in increasing index,
-//! so each bucket lists its points in increasing index: the *canonical order* that makes a
-//! query's answer, and the order in which a solver sums what it finds, the same on every
-//! backend.
+//! bucket. The table is dense: T = 2·n buckets for n points (rounded up to a power of two),
+//! its bucket starts in one array of T + 1 offsets and the points in another of n, filled by
+//! a counting sort (count per bucket, exclusive prefix sum, scatter). The scatter goes through
+//! the points in increasing index, so each bucket lists its points in increasing index: a
+//! *canonical order*, so a query answers the same on every thread count. (The GPU's table,
+//! built with atomics, lists them in any order; the contact solve sums in fixed point, so its
+//! result does not depend on the order.)
 //!
 //! Different cells can share a bucket. A query for the points within r of x takes the buckets
 //! of every cell that the box [x − r, x + r] touches (at most 27 with s ≥ r), sorts them and
