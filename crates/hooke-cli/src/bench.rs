@@ -10,9 +10,10 @@ pub struct BenchArgs {
     /// Scene file, `default`, or a preset: `grid:N` (an N×N, 1 m cloth hanging from one edge,
     /// XPBD), `sheet:N` (an N×N, 1 m sheet of K = 1e4 N/m hanging from its top row, XPBD),
     /// `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler) or
-    /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10) `pile:N` (an
-    /// N×N, 1 m cloth with self-collision dropped onto the ground, XPBD) or `stack:N` (four
-    /// N×N cloths with self-collision falling flat onto each other, XPBD).
+    /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10), `pile:N` (an
+    /// N×N, 1 m cloth with self-collision dropped edge-first onto the ground, XPBD; it heaps
+    /// up from N ≈ 100, coarser cloths fall over flat) or `stack:N` (four N×N cloths with
+    /// self-collision falling flat onto each other, XPBD).
     #[arg(default_value = "default")]
     scene: String,
     /// Timed frames.
@@ -34,7 +35,7 @@ pub struct BenchArgs {
     /// Tethers on or off (XPBD/PBD; overrides the scene).
     #[arg(long)]
     tethers: Option<bool>,
-    /// Self-collision on or off for every body (overrides the scene's materials).
+    /// Self-collision on or off for every body (overrides each body's `self_collision`).
     #[arg(long)]
     self_collision: Option<bool>,
     /// Use implicit Euler instead of the scene's solver (same substeps; for quality-per-cost

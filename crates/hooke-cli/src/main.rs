@@ -121,6 +121,21 @@ pub fn set_self_collision(scene: &mut hooke_io::scene::Scene, on: bool) -> Resul
         }
         .map_err(|e| anyhow::anyhow!("--self-collision {on}: {e}"))?;
     }
+    for concern in hooke::collision::self_collision::concerns(&model) {
+        if let hooke::collision::self_collision::SelfCollisionConcern::ThinnerThanSpacing {
+            body,
+            contact_distance,
+            spacing,
+        } = concern
+        {
+            eprintln!(
+                "warning: --self-collision true: {:?} has a contact distance of {contact_distance} m (its thickness, or \
+                 twice a rope's radius) below its particle spacing of {spacing:.4} m: a particle can pass between two \
+                 particles of a layer",
+                model.bodies()[body].name
+            );
+        }
+    }
     scene.model = std::sync::Arc::new(model);
     Ok(())
 }

@@ -39,7 +39,7 @@ pub struct RunArgs {
     /// away from its pins exceeds the scene's `residual_tolerance`, instead of warning.
     #[arg(long)]
     strict: bool,
-    /// Self-collision on or off for every body (overrides the scene's materials).
+    /// Self-collision on or off for every body (overrides each body's `self_collision`).
     #[arg(long)]
     self_collision: Option<bool>,
 }
@@ -122,6 +122,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut writer = cache::create(format, &spec)?;
     let names: Vec<&str> = model.bodies().iter().map(|b| b.name.as_str()).collect();
     let mut csv = CsvWriter::create(&dir.join("diagnostics.csv"), &names)?;
+    // The self-penetration is measured over the bodies with self-collision: empty without any.
+    csv.self_collision = model.bodies().iter().any(|b| b.self_collision());
     let mut x = Vec::new();
     let mut state = hooke::State::from_model(&model);
     solver.read_state(&mut state);
@@ -289,6 +291,8 @@ struct CsvWriter {
     tmp: PathBuf,
     path: PathBuf,
     out: Option<std::io::BufWriter<std::fs::File>>,
+    /// Whether a body has self-collision (else `self_penetration_m` is left empty).
+    self_collision: bool,
 }
 
 impl CsvWriter {
@@ -317,14 +321,15 @@ impl CsvWriter {
             }
         }
         writeln!(out)?;
-        Ok(CsvWriter { tmp, path: path.to_path_buf(), out: Some(out) })
+        Ok(CsvWriter { tmp, path: path.to_path_buf(), out: Some(out), self_collision: false })
     }
 
     fn row(&mut self, frame: usize, d: &Diagnostics, contacts: [u32; 2], bodies: &[BodyConvergence]) -> Result<()> {
         let out = self.out.as_mut().expect("open until finish");
         let worst = bodies.iter().map(BodyConvergence::residual).fold(f32::NAN, f32::max);
         let [contacts, particle_contacts] = contacts;
-        let mut tail = format!("{},{particle_contacts},{}", cell(worst), d.self_penetration);
+        let penetration = if self.self_collision { d.self_penetration } else { f32::NAN };
+        let mut tail = format!("{},{particle_contacts},{}", cell(worst), cell(penetration));
         for b in bodies {
             for v in
                 [b.strain, b.strain_at_pins, b.residual_stiff, b.residual_compliant, b.residual_at_pins, b.residual_rms]
