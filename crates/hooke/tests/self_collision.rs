@@ -425,3 +425,66 @@ fn the_speed_clamp_caps_falling_cloth_at_a_fifth_of_the_thickness_per_substep() 
     assert!(on <= cap * (1.0 + 1e-5) && on > 0.99 * cap, "{on} m/s against a cap of {cap} m/s");
     assert!(off > 4.8, "{off}");
 }
+
+/// Cloth–rope and rope–rope contact through the same hash: two light ropes (radius 1 cm,
+/// 20 g/m) dropped crosswise onto a cloth held at its corners (spacing 2 cm, thickness 3 cm,
+/// K = 2e4 N/m), all with self-collision, come
+/// to rest on it and on each other — no particle of a rope ends below the cloth or inside the
+/// other rope — while with self-collision off they fall through.
+#[test]
+fn ropes_rest_on_a_cloth_and_on_each_other() {
+    let lowest_rope = |on: bool| {
+        let mut b = ModelBuilder::new();
+        let mut g = ClothGrid::new("cloth", 15, 15, 0.02);
+        g.center = Vec3::new(0.0, 0.5, 0.0);
+        g.material.thickness = 0.03;
+        g.material.stretch_stiffness = 2e4;
+        g.material.self_collision = on;
+        let cloth = b.add_cloth_grid(&g).unwrap();
+        for (k, (a, e, y)) in [
+            (Vec3::new(-0.12, 0.0, 0.0), Vec3::new(0.12, 0.0, 0.0), 0.55f32),
+            (Vec3::new(0.0, 0.0, -0.12), Vec3::new(0.0, 0.0, 0.12), 0.6),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut r = Rope::straight(format!("rope{k}"), a + Vec3::Y * y, e + Vec3::Y * y, 13);
+            r.material.radius = 0.01;
+            r.material.linear_density = 0.02;
+            r.material.self_collision = on;
+            b.add_rope(&r).unwrap();
+        }
+        let model = Arc::new(b.finalize().unwrap());
+        let mut control = Control::new();
+        let body = &model.bodies()[cloth.0];
+        for (r, c) in [(0, 0), (0, 14), (14, 0), (14, 14)] {
+            control.pin(body.grid_index(r, c).unwrap());
+        }
+        let mut s = XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap();
+        for _ in 0..120 {
+            s.step(&control, 1.0 / 60.0).unwrap();
+        }
+        let mut st = State::from_model(&model);
+        s.read_state(&mut st);
+        // The cloth's lowest point, and the ropes' lowest particles relative to it.
+        let cloth_low =
+            body.particles.clone().map(|p| st.particle_position[p as usize].y).fold(f32::INFINITY, f32::min);
+        let rope_low = model.bodies()[1..]
+            .iter()
+            .flat_map(|b| b.particles.clone())
+            .map(|p| st.particle_position[p as usize].y)
+            .fold(f32::INFINITY, f32::min);
+        let all: Vec<u32> = (0..model.particle_count() as u32).collect();
+        let closest =
+            deepest_overlap(&model, &st.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
+        (rope_low - cloth_low, closest)
+    };
+    let (on, closest_on) = lowest_rope(true);
+    let (off, _) = lowest_rope(false);
+    println!(
+        "ropes on a cloth: lowest rope particle {on:.4} m above the cloth's lowest point (closest pair {closest_on:.3} \
+         of the contact distance); without self-collision {off:.3} m"
+    );
+    assert!(on > 0.0 && closest_on >= 0.9, "the ropes sank into the cloth or each other: {on} m, {closest_on}");
+    assert!(off < -0.5, "without self-collision the ropes should fall through ({off} m)");
+}
