@@ -1,9 +1,8 @@
 // The spatial hash of the particle contacts, rebuilt every substep (spatial_hash.rs; hooke's
 // `collision/spatial_hash.rs`, with cells one contact distance wide instead of two): count the
 // members per bucket, exclusive prefix sum (blocks of 512, then the block sums, then the
-// add-back), scatter (in any order: the contact sums are in fixed point, so the order in which
-// a bucket lists its particles does not matter), and copy each entry's point into the table's
-// order.
+// add-back), and scatter each member with its point (in any order: the contact sums are in
+// fixed point, so the order in which a bucket lists its particles does not matter).
 //
 // `table` holds start[0..=T] (bucket b is entries[start[b]..start[b + 1]]), then entries[M],
 // then members[M] (the colliding particles, increasing; the top bit set where the particle's
@@ -26,6 +25,8 @@
 
 const BLOCK: u32 = 512u;
 const PER_THREAD: u32 = 8u;
+// Tables of at most this many blocks (8 192 buckets) skip `scan_top` (spatial_hash.rs).
+const SMALL_BLOCKS: u32 = 16u;
 
 var<workgroup> partial: array<u32, 64>;
 
@@ -137,7 +138,18 @@ fn scan_add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     if e > info.table_size {
         return;
     }
-    let start = table[e] + scratch[info.block_count + e / BLOCK];
+    // The block's prefix: from `scan_top`, or, for a table of at most SMALL_BLOCKS blocks (whose
+    // build skips that dispatch), summed here.
+    let block = e / BLOCK;
+    var prefix = 0u;
+    if info.block_count <= SMALL_BLOCKS {
+        for (var q = 0u; q < block; q++) {
+            prefix = prefix + scratch[q];
+        }
+    } else {
+        prefix = scratch[info.block_count + block];
+    }
+    let start = table[e] + prefix;
     table[e] = start;
     atomicStore(&counters[e], 0u);
     if e < info.table_size {
@@ -145,7 +157,8 @@ fn scan_add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     }
 }
 
-// 5. One thread per member: into its bucket, in any order.
+// 5. One thread per member: into its bucket, in any order, with its point (position x⁰ + d
+// and radius) beside it in the table's order.
 @compute @workgroup_size(64)
 fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);
@@ -154,16 +167,7 @@ fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     }
     let b = scratch[2u * info.block_count + k];
     let slot = atomicAdd(&counters[info.table_size + 1u + b], 1u);
-    table[info.table_size + 1u + slot] = table[members_at() + k] & 0x7fffffffu;
-}
-
-// 6. One thread per entry: its point, in the table's order.
-@compute @workgroup_size(64)
-fn points(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let s = thread_index(gid, nwg);
-    if s >= info.member_count {
-        return;
-    }
-    let j = table[info.table_size + 1u + s];
-    work[info.member_count + s] = vec4<f32>((position[j] + displacement[j]).xyz, rest[j].w);
+    let i = table[members_at() + k] & 0x7fffffffu;
+    table[info.table_size + 1u + slot] = i;
+    work[info.member_count + slot] = vec4<f32>((position[i] + displacement[i]).xyz, rest[i].w);
 }
