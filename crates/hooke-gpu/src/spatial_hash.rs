@@ -3,10 +3,10 @@
 //! (the CPU's are two: on the CPU fewer buckets per query paid off, on the GPU fewer
 //! candidates do).
 //!
-//! Five dispatches (one for a table of at most 16 blocks, built by one workgroup with barriers
-//! between the steps): apply the optional speed clamp and count the members per bucket
-//! (atomic increments of integers); an exclusive prefix sum in three (blocks of 512, the block
-//! totals in one workgroup, the add-back, which also clears the counts for the next build); and the
+//! Five dispatches (four for a table of at most 16 blocks): apply the optional speed clamp and
+//! count the members per bucket (atomic increments of integers); an exclusive prefix sum in
+//! three (blocks of 512, the block totals in one workgroup, the add-back, which also clears the
+//! counts for the next build; a small table's add-back sums the block totals itself); and the
 //! scatter (atomic cursors, so in any order), which also writes each entry's point (position
 //! and radius) in the table's order, for the contact kernel to stream through. The order inside
 //! a bucket is not canonical, and need not be: the contact kernel sums in fixed point.
@@ -20,7 +20,7 @@ use hooke::collision::spatial_hash::table_size;
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "spatial_hash.wgsl",
     source: crate::shaders::SPATIAL_HASH,
-    entries: &["count", "scan_blocks", "scan_top", "scan_add", "scatter", "build_small"],
+    entries: &["count", "scan_blocks", "scan_top", "scan_add", "scatter"],
     access: &[Read, ReadWrite, Read, ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite],
     slot: false,
 };
@@ -29,8 +29,8 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
 /// CPU's `hooke::collision::self_collision::CELL_RADII` is 4).
 pub(crate) const CELL_RADII: f32 = 2.0;
 
-/// Tables of at most this many blocks (up to 2 048 colliding particles) are built by one
-/// workgroup in one dispatch (`build_small` in the shader).
+/// Tables of at most this many blocks skip the block-totals scan (`SMALL_BLOCKS` in the
+/// shader): one dispatch fewer per substep for cloths of up to ≈ 4 000 particles.
 const SMALL_BLOCKS: u32 = 16;
 
 /// Counts per block of the prefix sum (`BLOCK` in the shader).
@@ -108,14 +108,12 @@ impl SpatialHash {
     /// Records the build of the substep's table from the current positions x⁰ + d.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32)) {
         let c = &self.constants;
-        // A small table is built by one workgroup in one dispatch.
-        if c.block_count <= SMALL_BLOCKS {
-            self.bound.run(pass, 5, params, crate::kernel::WORKGROUP);
-            return;
-        }
         self.bound.run(pass, 0, params, c.member_count);
         self.bound.run(pass, 1, params, c.block_count * crate::kernel::WORKGROUP);
-        self.bound.run(pass, 2, params, crate::kernel::WORKGROUP);
+        // A small table's add-back sums its few block totals itself.
+        if c.block_count > SMALL_BLOCKS {
+            self.bound.run(pass, 2, params, crate::kernel::WORKGROUP);
+        }
         self.bound.run(pass, 3, params, c.table_size + 1);
         self.bound.run(pass, 4, params, c.member_count);
     }

@@ -25,6 +25,8 @@
 
 const BLOCK: u32 = 512u;
 const PER_THREAD: u32 = 8u;
+// Tables of at most this many blocks (8 192 buckets) skip `scan_top` (spatial_hash.rs).
+const SMALL_BLOCKS: u32 = 16u;
 
 var<workgroup> partial: array<u32, 64>;
 
@@ -54,12 +56,9 @@ fn workgroup_exclusive(lid: u32, value: u32) -> u32 {
 @compute @workgroup_size(64)
 fn count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);
-    if k < info.member_count {
-        count_member(k);
+    if k >= info.member_count {
+        return;
     }
-}
-
-fn count_member(k: u32) {
     let member = table[members_at() + k];
     let i = member & 0x7fffffffu;
     if (member >> 31u) != 0u {
@@ -139,7 +138,18 @@ fn scan_add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     if e > info.table_size {
         return;
     }
-    let start = table[e] + scratch[info.block_count + e / BLOCK];
+    // The block's prefix: from `scan_top`, or, for a table of at most SMALL_BLOCKS blocks (whose
+    // build skips that dispatch), summed here.
+    let block = e / BLOCK;
+    var prefix = 0u;
+    if info.block_count <= SMALL_BLOCKS {
+        for (var q = 0u; q < block; q++) {
+            prefix = prefix + scratch[q];
+        }
+    } else {
+        prefix = scratch[info.block_count + block];
+    }
+    let start = table[e] + prefix;
     table[e] = start;
     atomicStore(&counters[e], 0u);
     if e < info.table_size {
@@ -152,54 +162,12 @@ fn scan_add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
 @compute @workgroup_size(64)
 fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);
-    if k < info.member_count {
-        scatter_member(k);
+    if k >= info.member_count {
+        return;
     }
-}
-
-fn scatter_member(k: u32) {
     let b = scratch[2u * info.block_count + k];
     let slot = atomicAdd(&counters[info.table_size + 1u + b], 1u);
     let i = table[members_at() + k] & 0x7fffffffu;
     table[info.table_size + 1u + slot] = i;
     work[info.member_count + slot] = vec4<f32>((position[i] + displacement[i]).xyz, rest[i].w);
-}
-
-// The whole build in one workgroup, for a table of at most 16 blocks (spatial_hash.rs): steps 1–5 with
-// barriers instead of dispatches (the same integers, so the same table up to the order inside
-// buckets, which the contact sums do not see).
-@compute @workgroup_size(64)
-fn build_small(@builtin(local_invocation_index) lid: u32) {
-    for (var k = lid; k < info.member_count; k += 64u) {
-        count_member(k);
-    }
-    storageBarrier();
-    workgroupBarrier();
-    let n = info.table_size + 1u;
-    let chunk = (n + 63u) / 64u;
-    let first = lid * chunk;
-    var sum = 0u;
-    for (var e = 0u; e < chunk; e++) {
-        if first + e < n {
-            sum = sum + atomicLoad(&counters[first + e]);
-        }
-    }
-    var prefix = workgroup_exclusive(lid, sum);
-    for (var e = 0u; e < chunk; e++) {
-        let x = first + e;
-        if x < n {
-            let v = atomicLoad(&counters[x]);
-            table[x] = prefix;
-            atomicStore(&counters[x], 0u);
-            if x < info.table_size {
-                atomicStore(&counters[info.table_size + 1u + x], prefix);
-            }
-            prefix = prefix + v;
-        }
-    }
-    storageBarrier();
-    workgroupBarrier();
-    for (var k = lid; k < info.member_count; k += 64u) {
-        scatter_member(k);
-    }
 }
