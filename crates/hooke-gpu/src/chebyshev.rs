@@ -36,11 +36,13 @@
 //! soft cloth it is far worse than plain Jacobi (see "The automatic choice").
 //!
 //! **What is extrapolated.** The other constraint sets of an iteration (dihedral bending, rope
-//! joints, tethers) are solved after the Jacobi dispatch, in place, so the iterate yᵏ⁻¹ that
-//! the extrapolation starts from holds their corrections too, and the extrapolation scales
-//! them by ω_k while their own λ is not: for those sets M Δx = ∇Cᵀλ holds only at
-//! convergence. Measured, this is where Chebyshev loses: with tethers the 256² sheet ends at
-//! 1.15 % strain against plain Jacobi's 0.055 % (docs/BENCHMARKS.md).
+//! joints, tethers) are solved after the Jacobi dispatch, in place. Extrapolating the iterates
+//! themselves, yᵏ⁺¹ = yᵏ⁻¹ + ω_k(ŷ − yᵏ⁻¹), would scale their corrections by ω_k too while
+//! their own λ is not (with tethers the 256² sheet ended at 1.15 % strain against plain
+//! Jacobi's 0.055 %). So the displacements are extrapolated in increments of the distance
+//! solve's own steps, sᵏ = ω_k Δᵏ + (ω_k − 1)sᵏ⁻¹ — the same iterates when it is alone — and the
+//! other sets' corrections are not extrapolated: with tethers the sheet now ends at 0.076 %,
+//! still a little above plain Jacobi's 0.055 % (docs/BENCHMARKS.md).
 //!
 //! ## The automatic choice
 //!

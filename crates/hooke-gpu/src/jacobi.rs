@@ -67,7 +67,7 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "jacobi.wgsl",
     source: crate::shaders::JACOBI,
     entries: &["solve", "copy_back"],
-    access: &[Read, Read, ReadWrite, Read, Read, ReadWrite, Read],
+    access: &[Read, Read, ReadWrite, Read, Read, ReadWrite, Read, ReadWrite],
     slot: true,
 };
 
@@ -140,7 +140,10 @@ impl Jacobi {
         let adjacency = buffers::storage(device, "hooke jacobi adjacency", &adjacency(model, skip_ropes));
         let displacement = buffers::zeroed(device, "hooke jacobi displacement", n * 16);
         let lambda = buffers::zeroed(device, "hooke jacobi lambda", 4 * model.distance().len() as u64);
-        let bindings = |d_in, d_out, l_in, l_out| [&b.position, d_in, d_out, &b.constraints, l_in, l_out, &adjacency];
+        // This solve's own step per particle in the last iteration (Chebyshev's momentum).
+        let step = buffers::zeroed(device, "hooke jacobi step", n * 16);
+        let bindings =
+            |d_in, d_out, l_in, l_out| [&b.position, d_in, d_out, &b.constraints, l_in, l_out, &adjacency, &step];
         let bound = kernels.get(&SPEC).bind(device, &bindings(&b.displacement, &displacement, &b.lambda, &lambda));
         let forward = bound.kernel().group(device, &bindings(&b.displacement, &displacement, &b.lambda, &lambda));
         let backward = bound.kernel().group(device, &bindings(&displacement, &b.displacement, &lambda, &b.lambda));

@@ -10,11 +10,15 @@
 // second buffer).
 //
 // Chebyshev acceleration (chebyshev.rs): where the weight ω_k ≠ 1 the new iterate is
-// yᵏ⁻¹ + ω_k (ŷ − yᵏ⁻¹) with ŷ the Jacobi iterate above and yᵏ⁻¹ the one before the previous —
-// which is what the output buffers hold when the iteration starts, so each thread reads its
-// own particle's (and, as owner, its constraint's) old value before overwriting it. Particles
-// that no constraint of this solve touches (w = 0, or only rope constraints, which the direct
-// rope solver takes) are not extrapolated.
+// yᵏ⁻¹ + ω_k (ŷ − yᵏ⁻¹) with ŷ the Jacobi iterate above and yᵏ⁻¹ the one before the previous.
+// For λ, which only this solve changes, that is what the output buffer holds when the
+// iteration starts, so the owner reads its constraint's old value before overwriting it. For
+// the displacements it is written in increments, yᵏ⁺¹ = yᵏ + sᵏ with sᵏ = ω_k Δᵏ + (ω_k − 1) sᵏ⁻¹
+// (Δᵏ the Jacobi correction, sᵏ⁻¹ this solve's own step of the last iteration, kept in `step`):
+// the same iterates when this solve is alone, but the corrections the other sets make between
+// iterations (tethers, bending) are not extrapolated with it — extrapolating a tether's
+// correction over-corrects it. Particles that no constraint of this solve touches (w = 0, or
+// only rope constraints, which the direct rope solver takes) are not extrapolated.
 
 // Per-dispatch constants (`JacobiSlot` in jacobi.rs), bound at @group(2) with a dynamic offset.
 struct Sweep {
@@ -37,6 +41,8 @@ struct Sweep {
 // CSR adjacency: words 0..=n are offsets (already shifted past the offsets themselves), then
 // one constraint index per (particle, incident constraint), in increasing constraint order.
 @group(0) @binding(6) var<storage, read> adjacency: array<u32>;
+// This solve's own step sᵏ of each particle in the last iteration (xyz).
+@group(0) @binding(7) var<storage, read_write> step: array<vec4<f32>>;
 @group(2) @binding(0) var<uniform> sweep: Sweep;
 
 @compute @workgroup_size(64)
@@ -84,9 +90,14 @@ fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         }
     }
     var d_new = dp + acc;
-    if sweep.weight != 1.0 && end > adjacency[p] && position[p].w > 0.0 {
-        let d_prev = d_out[p].xyz;
-        d_new = d_prev + sweep.weight * (d_new - d_prev);
+    if end > adjacency[p] && position[p].w > 0.0 {
+        if sweep.weight != 1.0 {
+            let s = sweep.weight * acc + (sweep.weight - 1.0) * step[p].xyz;
+            d_new = dp + s;
+            step[p] = vec4<f32>(s, 0.0);
+        } else {
+            step[p] = vec4<f32>(acc, 0.0);
+        }
     }
     d_out[p] = vec4<f32>(d_new, 0.0);
 }
