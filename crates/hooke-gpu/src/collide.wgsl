@@ -116,19 +116,6 @@ fn rotate(c0: vec3<f32>, c1: vec3<f32>, c2: vec3<f32>, v: vec3<f32>) -> vec3<f32
     return (opaque3(c0 * v.x) + opaque3(c1 * v.y)) + opaque3(c2 * v.z);
 }
 
-// Coulomb friction on the tangential displacement (static lock, clamped kinetic).
-fn friction(c: Collider, tangential: vec3<f32>, depth: f32) -> vec3<f32> {
-    let len2 = dot3(tangential, tangential);
-    if len2 == 0.0 {
-        return vec3<f32>(0.0);
-    }
-    let len = sqrt(len2);
-    if len < c.static_friction * depth {
-        return -tangential;
-    }
-    return -tangential * min(c.kinetic_friction * depth / len, 1.0);
-}
-
 // Signed distance (.w) and outward normal (.xyz) of collider c placed by m, at x (hooke's
 // `ColliderPlacement::signed_distance`).
 fn distance_at(c: Collider, m: Placement, rotated: bool, x: vec3<f32>) -> vec4<f32> {
@@ -216,7 +203,7 @@ fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
             // The collider's surface under the particle moved by this much in the substep.
             let rel = d - surface_at(c, m, rotated, x0 + d);
             let tangential = rel - n * dot3(rel, n);
-            d = d + friction(c, tangential, depth);
+            d = d + coulomb(c.static_friction, c.kinetic_friction, tangential, depth);
             deepest = max(deepest, depth);
         }
     }

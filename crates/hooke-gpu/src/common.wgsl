@@ -108,6 +108,20 @@ struct HashInfo {
     friction: array<vec4<f32>>,
 }
 
+// Coulomb friction on a contact's tangential displacement (hooke's `Friction::correction`):
+// removed whole if shorter than μₛ·depth (static), else shortened by at most μₖ·depth.
+fn coulomb(static_friction: f32, kinetic_friction: f32, tangential: vec3<f32>, depth: f32) -> vec3<f32> {
+    let len2 = dot3(tangential, tangential);
+    if len2 == 0.0 {
+        return vec3<f32>(0.0);
+    }
+    let len = sqrt(len2);
+    if len < static_friction * depth {
+        return -tangential;
+    }
+    return -tangential * min(kinetic_friction * depth / len, 1.0);
+}
+
 // The cell of x: ⌊x·inv_cell⌋ per axis (hooke's `cell_of`).
 fn cell_of(x: vec3<f32>, inv_cell: f32) -> vec3<i32> {
     return vec3<i32>(floor(x * inv_cell));

@@ -43,19 +43,6 @@ fn fixed_value(low: vec3<u32>, high: vec3<u32>) -> vec3<f32> {
     return vec3<f32>(fixed_word(low.x, high.x), fixed_word(low.y, high.y), fixed_word(low.z, high.z));
 }
 
-// hooke's `Friction::correction`.
-fn friction_correction(f: vec2<f32>, tangential: vec3<f32>, depth: f32) -> vec3<f32> {
-    let len2 = dot3(tangential, tangential);
-    if len2 == 0.0 {
-        return vec3<f32>(0.0);
-    }
-    let len = sqrt(len2);
-    if len < f.x * depth {
-        return -tangential;
-    }
-    return -tangential * min(f.y * depth / len, 1.0);
-}
-
 @compute @workgroup_size(64)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);
@@ -156,7 +143,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             let fi = info.friction[bi];
             let fj = info.friction[bj];
             let f = vec2<f32>(0.5 * (fi.x + fj.x), 0.5 * (fi.y + fj.y));
-            fixed_add(&low, &high, friction_correction(f, tangential, depth) * share);
+            fixed_add(&low, &high, coulomb(f.x, f.y, tangential, depth) * share);
         }
     }
     }

@@ -101,3 +101,29 @@ pub(crate) fn finite_vec(context: &str, field: &str, v: glam::Vec3) -> Result<()
         Err(ModelError::invalid(format!("{context}: {field}"), format!("must be finite, got {v}")))
     }
 }
+
+/// Checks a body's contact settings: its contact `size` (m; the cloth's `"thickness"` or the
+/// rope's `"radius"`, as `name` says) small enough that contact distances square within f32,
+/// > 0 when `self_collision` is on, and non-negative self-contact friction coefficients.
+pub(crate) fn contact(
+    context: &str,
+    name: &str,
+    size: f32,
+    self_collision: bool,
+    friction: crate::collision::Friction,
+) -> Result<(), ModelError> {
+    if !(4.0 * size * size).is_finite() {
+        return Err(ModelError::invalid(
+            context,
+            format!("{name} (m) {size:e} is too large: contact distances must square within f32"),
+        ));
+    }
+    if self_collision && size <= 0.0 {
+        return Err(ModelError::invalid(
+            context,
+            format!("self-collision needs a {name} > 0 m (the contact distance)"),
+        ));
+    }
+    non_negative(context, "self-contact static friction (self_static_friction)", friction.static_coefficient)?;
+    non_negative(context, "self-contact kinetic friction (self_kinetic_friction)", friction.kinetic_coefficient)
+}

@@ -254,24 +254,5 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
     error::modulus(ctx, "bending modulus", m.bending_modulus, "N·m")?;
     error::non_negative(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "thickness (m)", m.thickness)?;
-    if !(4.0 * m.thickness * m.thickness).is_finite() {
-        return Err(ModelError::invalid(
-            ctx,
-            format!("thickness (m) {:e} is too large: contact distances must square within f32", m.thickness),
-        ));
-    }
-    if m.self_collision && m.thickness <= 0.0 {
-        return Err(ModelError::invalid(ctx, "self-collision needs a thickness > 0 m (the contact distance)"));
-    }
-    error::non_negative(
-        ctx,
-        "self-contact static friction (self_static_friction)",
-        m.self_friction.static_coefficient,
-    )?;
-    error::non_negative(
-        ctx,
-        "self-contact kinetic friction (self_kinetic_friction)",
-        m.self_friction.kinetic_coefficient,
-    )?;
-    Ok(())
+    error::contact(ctx, "thickness", m.thickness, m.self_collision, m.self_friction)
 }

@@ -168,24 +168,5 @@ pub(crate) fn validate_rope_material(ctx: &str, m: &RopeMaterial) -> Result<(), 
     error::modulus(ctx, "bending modulus", m.bending_modulus, "N·m²")?;
     error::non_negative(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "radius (m)", m.radius)?;
-    if !(4.0 * m.radius * m.radius).is_finite() {
-        return Err(ModelError::invalid(
-            ctx,
-            format!("radius (m) {:e} is too large: contact distances must square within f32", m.radius),
-        ));
-    }
-    if m.self_collision && m.radius <= 0.0 {
-        return Err(ModelError::invalid(ctx, "self-collision needs a radius > 0 m (the contact distance)"));
-    }
-    error::non_negative(
-        ctx,
-        "self-contact static friction (self_static_friction)",
-        m.self_friction.static_coefficient,
-    )?;
-    error::non_negative(
-        ctx,
-        "self-contact kinetic friction (self_kinetic_friction)",
-        m.self_friction.kinetic_coefficient,
-    )?;
-    Ok(())
+    error::contact(ctx, "radius", m.radius, m.self_collision, m.self_friction)
 }
