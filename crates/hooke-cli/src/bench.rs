@@ -59,8 +59,9 @@ pub struct BenchArgs {
 
 pub fn bench(args: BenchArgs) -> Result<()> {
     anyhow::ensure!(args.frames >= 1, "--frames must be ≥ 1");
-    let mut scene = crate::presets::resolve(&args.scene)?;
+    // The pool first: loading a scene may already use it (a mesh collider's grid).
     let threads = crate::set_threads(args.threads)?;
+    let mut scene = crate::presets::resolve(&args.scene)?;
     if let Some(on) = args.self_collision {
         crate::set_self_collision(&mut scene, on)?;
     }

@@ -4,6 +4,7 @@ mod bench;
 mod compare;
 mod presets;
 mod run;
+mod sdf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -35,6 +36,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Compare solvers: `hooke compare integrators` writes CSV and PNG plots.
     Compare(compare::CompareArgs),
+    /// Build a mesh collider's signed distance grid and cache it beside the mesh (as a scene's
+    /// `shape = "mesh"` collider does at load), printing the build time.
+    Sdf(sdf::SdfArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
         Command::Validate { scene } => validate(&scene),
         Command::Bench(args) => bench::bench(args),
         Command::Compare(args) => compare::compare(args),
+        Command::Sdf(args) => sdf::sdf(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

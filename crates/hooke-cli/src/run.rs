@@ -45,6 +45,8 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
+    // The pool first: loading a scene may already use it (a mesh collider's grid).
+    let threads = crate::set_threads(args.threads)?;
     let mut scene = match &args.scene {
         Some(path) => hooke_io::scene::load(path, crate::memory_limit())?,
         None => crate::presets::default_scene()?,
@@ -77,7 +79,6 @@ pub fn run(args: RunArgs) -> Result<()> {
         "output directory {} (--out or [output] dir) exists and is not a directory",
         dir.display()
     );
-    let threads = crate::set_threads(args.threads)?;
     scene.solver.set_parallel(threads > 1);
     let model = scene.model.clone();
     let options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);

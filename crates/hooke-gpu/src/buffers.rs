@@ -84,6 +84,8 @@ pub(crate) struct GpuCollider {
     pub b: [f32; 4],
     pub r: [[f32; 4]; 3],
     pub origin: [f32; 4],
+    /// A distance grid's nodes per axis and its first value in [`Buffers::sdf`].
+    pub grid: [u32; 4],
 }
 
 /// A collider's placement in one substep ([`hooke::collision::ColliderPlacement`]);
@@ -160,6 +162,9 @@ pub(crate) struct Buffers {
     pub colliders: wgpu::Buffer,
     /// Collider placements, `substeps × colliders`, rewritten each frame.
     pub placements: wgpu::Buffer,
+    /// The mesh colliders' signed distance grids, one after another (`f32`, x fastest); 16
+    /// zero bytes without any.
+    pub sdf: wgpu::Buffer,
     /// Triangles as three `u32` each; `INDEX` usage too, for drawing.
     pub triangles: wgpu::Buffer,
     /// Force share per triangle (`vec4<f32>`).
@@ -212,6 +217,7 @@ impl Buffers {
         let n = model.particle_count();
         let set = model.distance();
         let limits = device.limits();
+        let sdf = sdf_values(model);
         let largest = [
             ("the particle positions", n as u64 * VEC4 * 2),
             ("the constraints", set.len() as u64 * size_of::<hooke::DistanceConstraint>() as u64),
@@ -219,6 +225,7 @@ impl Buffers {
             ("the rope joints", model.rope_bending().len() as u64 * size_of::<hooke::RopeBending>() as u64),
             ("the normal accumulator", n as u64 * 12),
             ("the Jacobi adjacency", if jacobi { (n as u64 + 1 + 2 * set.len() as u64) * 4 } else { 0 }),
+            ("the colliders' distance grids", 4 * sdf.len() as u64),
         ];
         for (what, needed) in largest {
             // (u32 indices address at most 2³² words.)
@@ -231,7 +238,7 @@ impl Buffers {
         let position: Vec<[f32; 4]> =
             model.particle_position().iter().zip(inv_mass).map(|(x, &w)| x.extend(w).to_array()).collect();
         let velocity: Vec<[f32; 4]> = model.particle_velocity().iter().map(|v| v.extend(0.0).to_array()).collect();
-        let colliders: Vec<GpuCollider> = model.colliders().iter().map(gpu_collider).collect();
+        let colliders = collider_records(model);
         let structural = structural_constraints(model);
         let triangles: Vec<u32> = model.triangles().iter().flatten().copied().collect();
         let mut offsets = Vec::with_capacity(n + 1);
@@ -279,6 +286,7 @@ impl Buffers {
             lambda_rope_bending: zeroed(device, "hooke rope joint lambda", 4 * model.rope_bending().len() as u64),
             pins: zeroed(device, "hooke pins", n as u64 * size_of::<GpuPin>() as u64),
             colliders: storage(device, "hooke colliders", &colliders),
+            sdf: storage(device, "hooke sdf", &sdf),
             placements: zeroed(
                 device,
                 "hooke placements",
@@ -317,7 +325,7 @@ impl Buffers {
         }
         queue.write_buffer(&self.inv_mass, 0, bytemuck::cast_slice(model.particle_inv_mass()));
         queue.write_buffer(&self.radius, 0, bytemuck::cast_slice(model.particle_radius()));
-        let colliders: Vec<GpuCollider> = model.colliders().iter().map(gpu_collider).collect();
+        let colliders = collider_records(model);
         if !colliders.is_empty() {
             queue.write_buffer(&self.colliders, 0, bytemuck::cast_slice(&colliders));
         }
@@ -330,8 +338,36 @@ pub(crate) fn structural_constraints(model: &hooke::Model) -> Vec<u32> {
     (0..families.len() as u32).filter(|&k| families[k as usize] == hooke::ConstraintFamily::Structural).collect()
 }
 
-/// The device record of a collider.
-fn gpu_collider(c: &hooke::collision::Collider) -> GpuCollider {
+/// The distance grids of the model's mesh colliders, one after another.
+fn sdf_values(model: &hooke::Model) -> Vec<f32> {
+    let mut values = Vec::new();
+    for c in model.colliders() {
+        if let hooke::collision::Shape::Sdf(grid) = &c.shape {
+            values.extend_from_slice(grid.values());
+        }
+    }
+    values
+}
+
+/// The device records of the model's colliders (mesh colliders point into [`sdf_values`]).
+fn collider_records(model: &hooke::Model) -> Vec<GpuCollider> {
+    let mut offset = 0u32;
+    model
+        .colliders()
+        .iter()
+        .map(|c| {
+            let g = gpu_collider(c, offset);
+            if let hooke::collision::Shape::Sdf(grid) = &c.shape {
+                offset += grid.values().len() as u32;
+            }
+            g
+        })
+        .collect()
+}
+
+/// The device record of a collider; `offset`: where a mesh collider's grid starts in the
+/// distance-grid buffer.
+fn gpu_collider(c: &hooke::collision::Collider, offset: u32) -> GpuCollider {
     use hooke::collision::Shape;
     let v = |x: glam::Vec3| x.extend(0.0).to_array();
     let mut g = GpuCollider {
@@ -341,6 +377,13 @@ fn gpu_collider(c: &hooke::collision::Collider) -> GpuCollider {
         ..GpuCollider::default()
     };
     match c.shape {
+        Shape::Sdf(ref grid) => {
+            g.kind = 4;
+            g.a = grid.origin().extend(grid.cell()).to_array();
+            g.b = [grid.inv_cell(), 0.0, 0.0, 0.0];
+            let [nx, ny, nz] = grid.dims();
+            g.grid = [nx, ny, nz, offset];
+        }
         Shape::Plane { point, normal } => {
             g.kind = 0;
             g.a = v(point);
@@ -503,6 +546,7 @@ mod tests {
             ("r1", r + 16),
             ("r2", r + 32),
             ("origin", offset_of!(GpuCollider, origin)),
+            ("grid", offset_of!(GpuCollider, grid)),
         ];
         check(COLLIDE, "Collider", collider, size_of::<GpuCollider>());
         let (end, start) = (offset_of!(Placement, rotation_end), offset_of!(Placement, rotation_start));

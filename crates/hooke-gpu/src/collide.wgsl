@@ -3,7 +3,9 @@
 // and the friction rule are those of hooke's `collision/shape.rs` and `collision/friction.rs`.
 
 // kind: 0 plane (a = point, b = normal), 1 sphere (a = centre, radius), 2 capsule (a, b,
-// radius), 3 box (a = centre, b = half extents, r0..r2 = columns of its rotation matrix).
+// radius), 3 box (a = centre, b = half extents, r0..r2 = columns of its rotation matrix),
+// 4 distance grid (a = lower corner and cell size, b.x = 1 / cell, grid = nodes per axis and
+// the first value in `sdf`).
 // `origin` is the point the collider turns about (its centre; a plane's point, a capsule's
 // midpoint).
 struct Collider {
@@ -17,6 +19,7 @@ struct Collider {
     r1: vec4<f32>,
     r2: vec4<f32>,
     origin: vec4<f32>,
+    grid: vec4<u32>,
 }
 
 // Collider placement in one substep (hooke's `ColliderPlacement`): translation at its end
@@ -39,16 +42,70 @@ struct Placement {
 @group(0) @binding(3) var<storage, read> colliders: array<Collider>;
 @group(0) @binding(4) var<storage, read> placements: array<Placement>;
 @group(0) @binding(5) var<storage, read_write> health: Health;
+@group(0) @binding(6) var<storage, read> sdf: array<f32>;
 
 fn sign_bit(x: f32) -> f32 {
     // glam's signum: −1 for −0.0, +1 for +0.0.
     return select(1.0, -1.0, (bitcast<u32>(x) & 0x80000000u) != 0u);
 }
 
+// a + (b − a)·t with the product rounded before the sum, as the CPU's lerp.
+fn lerp1(a: f32, b: f32, t: f32) -> f32 {
+    return a + opaque3(vec3<f32>((b - a) * t, 0.0, 0.0)).x;
+}
+
+// Trilinear sample of a distance grid and its normalised gradient (hooke's `SdfGrid::sample`,
+// operation for operation).
+fn sample_grid(c: Collider, p: vec3<f32>) -> vec4<f32> {
+    let dims = c.grid.xyz;
+    let inv = c.b.x;
+    let g = vec3<f32>((p.x - c.a.x) * inv, (p.y - c.a.y) * inv, (p.z - c.a.z) * inv);
+    let top = vec3<f32>(dims - vec3<u32>(1u));
+    let cl = min(max(g, vec3<f32>(0.0)), top);
+    let i = min(vec3<u32>(floor(cl)), dims - vec3<u32>(2u));
+    let f = cl - vec3<f32>(i);
+    let base = c.grid.w + i.x + dims.x * (i.y + dims.y * i.z);
+    let sy = dims.x;
+    let sz = dims.x * dims.y;
+    let c000 = sdf[base];
+    let c100 = sdf[base + 1u];
+    let c010 = sdf[base + sy];
+    let c110 = sdf[base + 1u + sy];
+    let c001 = sdf[base + sz];
+    let c101 = sdf[base + 1u + sz];
+    let c011 = sdf[base + sy + sz];
+    let c111 = sdf[base + 1u + sy + sz];
+    let c00 = lerp1(c000, c100, f.x);
+    let c10 = lerp1(c010, c110, f.x);
+    let c01 = lerp1(c001, c101, f.x);
+    let c11 = lerp1(c011, c111, f.x);
+    let c0 = lerp1(c00, c10, f.y);
+    let c1 = lerp1(c01, c11, f.y);
+    var phi = lerp1(c0, c1, f.z);
+    let dx = lerp1(lerp1(c100 - c000, c110 - c010, f.y), lerp1(c101 - c001, c111 - c011, f.y), f.z);
+    let dy = lerp1(c10 - c00, c11 - c01, f.z);
+    let dz = c1 - c0;
+    let d = vec3<f32>(dx, dy, dz);
+    let len2 = dot3(d, d);
+    var n = vec3<f32>(0.0, 1.0, 0.0);
+    if len2 > 0.0 {
+        n = d / sqrt(len2);
+    }
+    let out = g - cl;
+    let out2 = dot3(out, out);
+    if out2 > 0.0 {
+        phi = phi + opaque3(vec3<f32>(sqrt(out2) * c.a.w, 0.0, 0.0)).x;
+    }
+    return vec4<f32>(n, phi);
+}
+
 // Signed distance φ (m) in .w and outward unit normal in .xyz at p (already moved into the
 // collider's rest frame).
 fn signed_distance(c: Collider, p: vec3<f32>) -> vec4<f32> {
     switch c.kind {
+        case 4u: {
+            return sample_grid(c, p);
+        }
         case 0u: {
             return vec4<f32>(c.b.xyz, dot3(p - c.a.xyz, c.b.xyz));
         }

@@ -199,6 +199,25 @@ pub fn coincident_vertices(positions: &[Vec3], tolerance: f32) -> usize {
     p.len() - p.iter().max().map_or(0, |&m| m as usize + 1)
 }
 
+/// Joins vertices within `tolerance` of one another (as [`weld`] does) without its checks:
+/// for collider meshes, whose unused vertices and collapsed triangles are harmless (they are
+/// dropped later). Returns the joined positions (each class's first vertex) and the
+/// triangles renumbered.
+pub fn weld_positions(positions: &[Vec3], triangles: &[[u32; 3]], tolerance: f32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let class = weld_classes(positions, tolerance);
+    let count = class.iter().max().map_or(0, |&m| m as usize + 1);
+    let mut joined = vec![Vec3::ZERO; count];
+    let mut seen = vec![false; count];
+    for (v, &c) in class.iter().enumerate() {
+        if !seen[c as usize] {
+            seen[c as usize] = true;
+            joined[c as usize] = positions[v];
+        }
+    }
+    let triangles = triangles.iter().map(|t| t.map(|v| class[v as usize])).collect();
+    (joined, triangles)
+}
+
 /// The particle of each vertex: greedy clustering on a hash grid (see [`weld`]).
 fn weld_classes(positions: &[Vec3], tol: f32) -> Vec<u32> {
     let mut particle = Vec::with_capacity(positions.len());

@@ -27,7 +27,16 @@ fn example_scenes_load() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
-            let s = scene::load(&path, LIMIT).unwrap_or_else(|e| panic!("{e}"));
+            let s = match scene::load(&path, LIMIT) {
+                Ok(s) => s,
+                // A scene whose mesh collider the user provides (the bunny) is skipped where
+                // the mesh is absent.
+                Err(e) if e.to_string().contains("cannot read the mesh") => {
+                    println!("skipped {}: {e}", path.display());
+                    continue;
+                }
+                Err(e) => panic!("{e}"),
+            };
             assert!(s.model.particle_count() > 0 && s.frames > 0);
             n += 1;
         }

@@ -71,7 +71,7 @@
 //! ```
 #![warn(missing_docs)]
 
-mod atomic;
+pub(crate) mod atomic;
 mod obj;
 mod pc2;
 mod usda;

@@ -64,7 +64,7 @@ pub(super) fn build(
     }
     let mut collider_motion = Vec::with_capacity(f.collider.len());
     for (k, c) in f.collider.iter().enumerate() {
-        collider_motion.push(add_collider(&mut b, k, c, &mut warnings)?);
+        collider_motion.push(add_collider(&mut b, k, c, base_dir, &mut warnings)?);
     }
     let model = Arc::new(b.finalize().map_err(|e| e.to_string())?);
     let kind = |b: &hooke::Body| if b.is_cloth() { "cloth" } else { "rope" };
@@ -459,6 +459,7 @@ fn add_collider(
     b: &mut ModelBuilder,
     k: usize,
     c: &ColliderSection,
+    base_dir: Option<&Path>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Arc<Motion>>, String> {
     let name = c.name.clone().unwrap_or(format!("{}{k}", c.shape));
@@ -472,7 +473,8 @@ fn add_collider(
         "sphere" => &["center", "radius"],
         "capsule" => &["a", "b", "radius"],
         "box" => &["center", "half_extents", "rotation"],
-        other => return Err(format!("{key}: unknown shape {other:?} (expected plane, sphere, capsule or box)")),
+        "mesh" => &["path", "scale", "center", "rotation", "resolution", "cell_size", "margin", "sign"],
+        other => return Err(format!("{key}: unknown shape {other:?} (expected plane, sphere, capsule, box or mesh)")),
     };
     let given = [
         ("point", c.point.is_some()),
@@ -483,6 +485,12 @@ fn add_collider(
         ("b", c.b.is_some()),
         ("half_extents", c.half_extents.is_some()),
         ("rotation", c.rotation.is_some()),
+        ("path", c.path.is_some()),
+        ("scale", c.scale.is_some()),
+        ("resolution", c.resolution.is_some()),
+        ("cell_size", c.cell_size.is_some()),
+        ("margin", c.margin.is_some()),
+        ("sign", c.sign.is_some()),
     ];
     if let Some((field, _)) = given.iter().find(|(f, set)| *set && !allowed.contains(f)) {
         return Err(format!("{key}: `{field}` does not apply to a {}", c.shape));
@@ -491,6 +499,7 @@ fn add_collider(
         "plane" => Shape::Plane { point: need(c.point, "point")?, normal: need(c.normal, "normal")? },
         "sphere" => Shape::Sphere { center: need(c.center, "center")?, radius: need_r()? },
         "capsule" => Shape::Capsule { a: need(c.a, "a")?, b: need(c.b, "b")?, radius: need_r()? },
+        "mesh" => mesh_shape(c, &key, base_dir, warnings)?,
         _ => Shape::Box {
             center: need(c.center, "center")?,
             half_extents: need(c.half_extents, "half_extents")?,
@@ -523,6 +532,49 @@ fn add_collider(
     let motion = Motion::new(keys).map_err(|e| format!("{key}: {e}"))?;
     b.add_collider(Collider::new(name, shape).with_friction(mu_s, mu_k)).map_err(|e| e.to_string())?;
     Ok((!motion.keys().is_empty()).then(|| Arc::new(motion)))
+}
+
+/// The signed distance grid of a `shape = "mesh"` collider (built or read from its cache).
+fn mesh_shape(
+    c: &ColliderSection,
+    key: &str,
+    base_dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<Shape, String> {
+    use hooke::collision::{GridResolution, SignMethod};
+    let path = c.path.as_ref().ok_or(format!("{key}: a mesh needs `path` (an OBJ file)"))?;
+    let resolution = match (c.resolution, c.cell_size) {
+        (Some(_), Some(_)) => return Err(format!("{key}: give `resolution` or `cell_size`, not both")),
+        (Some(n), None) => GridResolution::Cells(
+            u32::try_from(n)
+                .ok()
+                .filter(|&n| n >= 2)
+                .ok_or(format!("{key}: resolution: must be a number of cells ≥ 2, got {n}"))?,
+        ),
+        (None, Some(h)) => GridResolution::CellSize(h),
+        (None, None) => GridResolution::Cells(64),
+    };
+    let sign = match c.sign.as_deref() {
+        None | Some("pseudo-normals") => SignMethod::PseudoNormals,
+        Some("winding-number") => SignMethod::WindingNumber,
+        Some(other) => {
+            return Err(format!(
+                "{key}: sign: unknown method {other:?} (expected \"pseudo-normals\" or \"winding-number\")"
+            ));
+        }
+    };
+    let spec = crate::mesh_collider::MeshColliderSpec {
+        path: base_dir.map_or_else(|| PathBuf::from(path), |d| d.join(path)),
+        scale: c.scale.unwrap_or(1.0),
+        rotation: rotation(c.rotation, &format!("{key}: rotation"))?,
+        translation: vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?,
+        resolution,
+        margin: c.margin,
+        sign,
+    };
+    let loaded = crate::mesh_collider::load_mesh_collider(&spec).map_err(|e| format!("{key}: {e}"))?;
+    warnings.extend(loaded.warnings.into_iter().map(|w| format!("{key}: {w}")));
+    Ok(Shape::Sdf(loaded.grid))
 }
 
 fn push_pins(pins: &mut Vec<ScheduledPin>, global: Vec<u32>, release_at: Option<f64>, key: &str) -> Result<(), String> {

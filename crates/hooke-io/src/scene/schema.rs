@@ -311,7 +311,7 @@ pub struct RopeSection {
     pub self_collision_speed_clamp: Option<bool>,
 }
 
-/// `[[collider]]`: `shape` is `"plane"`, `"sphere"`, `"capsule"` or `"box"`.
+/// `[[collider]]`: `shape` is `"plane"`, `"sphere"`, `"capsule"`, `"box"` or `"mesh"`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ColliderSection {
@@ -323,7 +323,7 @@ pub struct ColliderSection {
     pub point: Option<[f32; 3]>,
     /// Plane: outward normal.
     pub normal: Option<[f32; 3]>,
-    /// Sphere and box: centre (m).
+    /// Sphere and box: centre (m); mesh: translation of the file's origin (m).
     pub center: Option<[f32; 3]>,
     /// Sphere and capsule: radius (m).
     pub radius: Option<f32>,
@@ -333,8 +333,22 @@ pub struct ColliderSection {
     pub b: Option<[f32; 3]>,
     /// Box: half extents (m).
     pub half_extents: Option<[f32; 3]>,
-    /// Box: rotation, XYZ Euler degrees.
+    /// Box: rotation, XYZ Euler degrees; mesh: rotation about the file's origin.
     pub rotation: Option<[f32; 3]>,
+    /// Mesh: the OBJ file, relative to the scene file; it must be closed unless `sign` is
+    /// `"winding-number"`.
+    pub path: Option<String>,
+    /// Mesh: uniform scale from file units to metres (default 1).
+    pub scale: Option<f32>,
+    /// Mesh: cells of the signed distance grid along the mesh's longest side (default 64).
+    pub resolution: Option<i64>,
+    /// Mesh: cell size of the signed distance grid (m), instead of `resolution`.
+    pub cell_size: Option<f32>,
+    /// Mesh: free space around the mesh covered by the grid (m; default 3 cells).
+    pub margin: Option<f32>,
+    /// Mesh: how inside is told from outside — `"pseudo-normals"` (default; a closed mesh) or
+    /// `"winding-number"` (open or non-manifold meshes).
+    pub sign: Option<String>,
     /// Static friction coefficient μₛ (default 0).
     pub static_friction: Option<f32>,
     /// Kinetic friction coefficient μₖ (default: μₛ).

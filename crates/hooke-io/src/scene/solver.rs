@@ -64,6 +64,7 @@ pub fn derived_max_speed(
         .colliders()
         .iter()
         .map(|c| match c.shape {
+            Shape::Sdf(ref grid) => (grid.centre(), grid.half_diagonal()),
             Shape::Plane { point, .. } => (point, 0.0),
             Shape::Sphere { center, radius } => (center, radius),
             Shape::Capsule { a, b, radius } => (0.5 * (a + b), 0.5 * (b - a).length() + radius),

@@ -12,15 +12,21 @@
 //! [`ColliderPlacement`] per collider and substep.
 
 mod friction;
+pub mod mesh;
 mod motion;
 mod placement;
+pub mod sdf;
 pub mod self_collision;
 mod shape;
 pub mod spatial_hash;
+pub mod triangle;
+pub mod triangle_bvh;
 
 pub use friction::Friction;
+pub use mesh::{ColliderMesh, MeshColliderError, SignMethod};
 pub use motion::{Keyframe, Motion};
 pub use placement::{ColliderPlacement, Pose};
+pub use sdf::{GridResolution, SdfGrid};
 pub use self_collision::{DEPENETRATION_SPEED, Overlap, deepest_overlap};
 pub use shape::Shape;
 pub use spatial_hash::SpatialHash;

@@ -5,10 +5,12 @@
 //! satisfies the inequality constraint φ(x) − r ≥ 0; when it is violated the particle is
 //! moved by (r − φ)·n, the projection along the gradient.
 
+use super::sdf::SdfGrid;
 use glam::{Mat3, Quat, Vec3};
+use std::sync::Arc;
 
 /// A collider shape in its rest placement (the collider's animation translates it).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
     /// Half-space below a plane through `point` with outward unit `normal`.
     Plane {
@@ -42,6 +44,9 @@ pub enum Shape {
         /// Orientation of the box's local axes in the world.
         rotation: Quat,
     },
+    /// Solid given by a signed distance grid, e.g. built from a closed triangle mesh
+    /// ([`SdfGrid::build`](super::SdfGrid::build)); shared, not copied, between models.
+    Sdf(Arc<SdfGrid>),
 }
 
 impl Shape {
@@ -53,6 +58,7 @@ impl Shape {
     pub fn signed_distance(&self, x: Vec3, offset: Vec3) -> (f32, Vec3) {
         let p = x - offset;
         match *self {
+            Shape::Sdf(ref grid) => grid.sample(p),
             Shape::Plane { point, normal } => ((p - point).dot(normal), normal),
             Shape::Sphere { center, radius } => {
                 let d = p - center;
@@ -106,6 +112,7 @@ impl Shape {
             Shape::Plane { point, .. } => point,
             Shape::Sphere { center, .. } | Shape::Box { center, .. } => center,
             Shape::Capsule { a, b, .. } => (a + b) * 0.5,
+            Shape::Sdf(ref grid) => grid.centre(),
         }
     }
 
@@ -116,6 +123,7 @@ impl Shape {
             Shape::Sphere { .. } => "sphere",
             Shape::Capsule { .. } => "capsule",
             Shape::Box { .. } => "box",
+            Shape::Sdf(_) => "mesh",
         }
     }
 }

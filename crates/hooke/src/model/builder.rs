@@ -309,6 +309,8 @@ impl ModelBuilder {
                 }
                 *rotation = rotation.normalize();
             }
+            // Validated when it was built (`SdfGrid::build`, `SdfGrid::from_parts`).
+            Shape::Sdf(_) => {}
         }
         self.colliders.push(collider);
         Ok(self.colliders.len() - 1)

@@ -54,7 +54,7 @@ pub use mesh::ClothMesh;
 pub use rope::Rope;
 pub use rope_bending::{RopeBending, bending_angle};
 
-use crate::collision::Collider;
+use crate::collision::{Collider, Shape};
 use crate::error::{self, ModelError};
 use glam::{Vec2, Vec3};
 use material::Element;
@@ -416,7 +416,8 @@ impl Model {
     }
 
     /// Whether `other` has this model's topology: the same particles, constraints (particles
-    /// and colours), triangles and collider shapes — what a solver may keep across
+    /// and colours), triangles and collider shapes (for a mesh collider, the same distance
+    /// grid) — what a solver may keep across
     /// [`Solver::notify_model_changed`](crate::Solver::notify_model_changed).
     pub fn same_topology(&self, other: &Model) -> bool {
         self.particle_count() == other.particle_count()
@@ -427,7 +428,10 @@ impl Model {
             && same_tuples(&self.rope_bending, &other.rope_bending)
             && self.triangles == other.triangles
             && self.colliders.len() == other.colliders.len()
-            && self.colliders.iter().zip(&other.colliders).all(|(a, b)| a.shape.kind() == b.shape.kind())
+            && self.colliders.iter().zip(&other.colliders).all(|(a, b)| match (&a.shape, &b.shape) {
+                (Shape::Sdf(x), Shape::Sdf(y)) => std::sync::Arc::ptr_eq(x, y) || x == y,
+                (x, y) => x.kind() == y.kind(),
+            })
     }
 }
 

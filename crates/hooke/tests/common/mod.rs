@@ -49,3 +49,74 @@ pub fn bottom_sag(model: &hooke::Model, solver: &mut XpbdSolver, n: usize) -> f3
     }
     sum / n as f32
 }
+
+/// An icosphere of radius `r` about `centre`: the icosahedron subdivided `levels` times, wound
+/// outwards.
+pub fn icosphere(r: f32, centre: Vec3, levels: u32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let t = (1.0 + 5f32.sqrt()) / 2.0;
+    let mut p: Vec<Vec3> = [
+        [-1.0, t, 0.0],
+        [1.0, t, 0.0],
+        [-1.0, -t, 0.0],
+        [1.0, -t, 0.0],
+        [0.0, -1.0, t],
+        [0.0, 1.0, t],
+        [0.0, -1.0, -t],
+        [0.0, 1.0, -t],
+        [t, 0.0, -1.0],
+        [t, 0.0, 1.0],
+        [-t, 0.0, -1.0],
+        [-t, 0.0, 1.0],
+    ]
+    .iter()
+    .map(|v| Vec3::from_array(*v).normalize())
+    .collect();
+    let mut f: Vec<[u32; 3]> = vec![
+        [0, 11, 5],
+        [0, 5, 1],
+        [0, 1, 7],
+        [0, 7, 10],
+        [0, 10, 11],
+        [1, 5, 9],
+        [5, 11, 4],
+        [11, 10, 2],
+        [10, 7, 6],
+        [7, 1, 8],
+        [3, 9, 4],
+        [3, 4, 2],
+        [3, 2, 6],
+        [3, 6, 8],
+        [3, 8, 9],
+        [4, 9, 5],
+        [2, 4, 11],
+        [6, 2, 10],
+        [8, 6, 7],
+        [9, 8, 1],
+    ];
+    for _ in 0..levels {
+        let mut mid = std::collections::HashMap::new();
+        let mut next = Vec::new();
+        for tri in &f {
+            let mut m = [0u32; 3];
+            for k in 0..3 {
+                let (a, b) = (tri[k], tri[(k + 1) % 3]);
+                m[k] = *mid.entry((a.min(b), a.max(b))).or_insert_with(|| {
+                    p.push(((p[a as usize] + p[b as usize]) * 0.5).normalize());
+                    p.len() as u32 - 1
+                });
+            }
+            next.extend([[tri[0], m[0], m[2]], [tri[1], m[1], m[0]], [tri[2], m[2], m[1]], [m[0], m[1], m[2]]]);
+        }
+        f = next;
+    }
+    (p.into_iter().map(|v| centre + v * r).collect(), f)
+}
+
+/// A box from `lo` to `hi` as 12 outward triangles.
+pub fn cube_mesh(lo: Vec3, hi: Vec3) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let p = (0..8)
+        .map(|i| Vec3::new([lo.x, hi.x][i & 1], [lo.y, hi.y][(i >> 1) & 1], [lo.z, hi.z][(i >> 2) & 1]))
+        .collect();
+    let quads = [[0, 2, 3, 1], [4, 5, 7, 6], [0, 1, 5, 4], [2, 6, 7, 3], [0, 4, 6, 2], [1, 3, 7, 5]];
+    (p, quads.iter().flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]]).collect())
+}

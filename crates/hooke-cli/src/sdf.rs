@@ -1,0 +1,84 @@
+//! `hooke sdf MESH`: build a mesh collider's signed distance grid and cache it beside the
+//! mesh, reporting the build time and what was repaired — what a scene's `shape = "mesh"`
+//! collider does at load, done ahead of time (and the SDF benchmark of docs/BENCHMARKS.md).
+
+use anyhow::{Result, bail};
+use hooke::collision::{GridResolution, SignMethod};
+use hooke_io::mesh_collider::{MeshColliderSpec, load_mesh_collider};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct SdfArgs {
+    /// The mesh (OBJ).
+    mesh: PathBuf,
+    /// Cells along the mesh's longest side.
+    #[arg(long, default_value_t = 64)]
+    resolution: u32,
+    /// Cell size (m), instead of --resolution.
+    #[arg(long)]
+    cell_size: Option<f32>,
+    /// Free space around the mesh (m; default 3 cells).
+    #[arg(long)]
+    margin: Option<f32>,
+    /// Uniform scale from file units to metres.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f32,
+    /// How inside is told from outside: pseudo-normals (closed meshes) or winding-number.
+    #[arg(long, default_value = "pseudo-normals")]
+    sign: String,
+    /// Build even if a cache exists (and replace it).
+    #[arg(long)]
+    rebuild: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+pub fn sdf(args: SdfArgs) -> Result<()> {
+    let threads = crate::set_threads(args.threads)?;
+    let sign = match args.sign.as_str() {
+        "pseudo-normals" => SignMethod::PseudoNormals,
+        "winding-number" => SignMethod::WindingNumber,
+        other => bail!("--sign: unknown method {other:?} (expected pseudo-normals or winding-number)"),
+    };
+    let spec = MeshColliderSpec {
+        path: args.mesh.clone(),
+        scale: args.scale,
+        rotation: hooke::glam::Quat::IDENTITY,
+        translation: hooke::glam::Vec3::ZERO,
+        resolution: match args.cell_size {
+            Some(h) => GridResolution::CellSize(h),
+            None => GridResolution::Cells(args.resolution),
+        },
+        margin: args.margin,
+        sign,
+    };
+    if args.rebuild {
+        let key_path = hooke_io::mesh_collider::cache_path_for(&spec).map_err(anyhow::Error::msg)?;
+        if key_path.exists() {
+            std::fs::remove_file(&key_path)?;
+        }
+    }
+    let loaded = load_mesh_collider(&spec).map_err(anyhow::Error::msg)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let g = &loaded.grid;
+    let [nx, ny, nz] = g.dims();
+    let how = if loaded.cached {
+        "read from the cache".to_string()
+    } else {
+        format!("built in {:.3} s on {threads} threads", loaded.build_seconds)
+    };
+    println!(
+        "{}: {nx} × {ny} × {nz} nodes ({} values), cell {:.4e} m, {how}",
+        args.mesh.display(),
+        g.values().len(),
+        g.cell()
+    );
+    match &loaded.cache {
+        Some(c) => println!("cache: {}", c.display()),
+        None => println!("cache: none (see the warning)"),
+    }
+    Ok(())
+}
