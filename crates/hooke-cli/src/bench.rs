@@ -42,6 +42,10 @@ pub struct BenchArgs {
     /// comparisons).
     #[arg(long)]
     implicit: bool,
+    /// Test every collider against every particle instead of through the colliders' broad
+    /// phase (XPBD on the CPU; same result, for comparing the cost).
+    #[arg(long)]
+    no_broad_phase: bool,
     /// Worker threads (default: all cores; 1 runs the sequential path).
     #[arg(long)]
     threads: Option<usize>,
@@ -72,6 +76,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         scene.solver.set_iterations(i);
     }
     if let hooke_io::scene::SolverChoice::Position(s) = &mut scene.solver {
+        s.collider_broad_phase = !args.no_broad_phase;
         if let Some(max_iterations) = args.auto_iterations {
             let tolerance = hooke_io::scene::auto_tolerance(scene.residual_tolerance);
             s.auto_iterations = Some(hooke::AutoIterations { tolerance, max_iterations });

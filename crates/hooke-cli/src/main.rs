@@ -32,7 +32,7 @@ enum Command {
         scene: PathBuf,
     },
     /// Time a scene or a preset (`default`, `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`, `pile:N`,
-    /// `stack:N`) and print ms/frame beside the accuracy reached.
+    /// `stack:N`, `capsules:N`) and print ms/frame beside the accuracy reached.
     Bench(bench::BenchArgs),
     /// Compare solvers: `hooke compare integrators` writes CSV and PNG plots.
     Compare(compare::CompareArgs),

@@ -212,8 +212,37 @@ pub fn stack(n: usize) -> Result<Scene> {
     Ok(preset(format!("stack{n}"), model, SolverChoice::Position(XpbdSettings::default()), []))
 }
 
+/// `capsules:N`: an N×N cloth of 2 m × 2 m, 0.6 m up, falling onto 100 capsules (10 × 10
+/// across 1.8 m, alternately along x and z, radius 3 cm, 16 cm long, 0.3 m up) above a ground
+/// plane: many colliders, each near few particles — the broad phase's case. N² particles, 101
+/// colliders. XPBD at the defaults.
+pub fn capsules(n: usize) -> Result<Scene> {
+    if n < 2 {
+        bail!("capsules:{n}: needs at least 2×2 particles");
+    }
+    let mut b = ModelBuilder::new();
+    b.set_memory_limit(crate::memory_limit());
+    let mut g = ClothGrid::new("cloth", n, n, 2.0 / (n - 1) as f32);
+    g.center = Vec3::new(0.0, 0.6, 0.0);
+    g.material = ClothMaterial { thickness: 0.01, ..ClothMaterial::default() };
+    b.add_cloth_grid(&g)?;
+    use hooke::collision::{Collider, Shape};
+    for i in 0..10 {
+        for j in 0..10 {
+            let c = Vec3::new(-0.9 + 0.2 * i as f32, 0.3, -0.9 + 0.2 * j as f32);
+            let axis = if (i + j) % 2 == 0 { Vec3::X } else { Vec3::Z } * 0.08;
+            let shape = Shape::Capsule { a: c - axis, b: c + axis, radius: 0.03 };
+            b.add_collider(Collider::new(format!("capsule{i}_{j}"), shape).with_friction(0.5, 0.4))?;
+        }
+    }
+    let ground = Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y };
+    b.add_collider(Collider::new("ground", ground).with_friction(0.6, 0.5))?;
+    let model = Arc::new(b.finalize()?);
+    Ok(preset(format!("capsules{n}"), model, SolverChoice::Position(XpbdSettings::default()), []))
+}
+
 /// A scene file, `default`, or a preset `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
-/// `pile:N`, `stack:N`.
+/// `pile:N`, `stack:N`, `capsules:N`.
 pub fn resolve(spec: &str) -> Result<Scene> {
     if spec == "default" {
         return default_scene();
@@ -234,6 +263,10 @@ pub fn resolve(spec: &str) -> Result<Scene> {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
         return stack(n);
     }
+    if let Some(n) = spec.strip_prefix("capsules:") {
+        let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
+        return capsules(n);
+    }
     if let Some(n) = spec.strip_prefix("pile:") {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
         return pile(n);
@@ -246,7 +279,7 @@ pub fn resolve(spec: &str) -> Result<Scene> {
     }
     if spec.contains(':') && !Path::new(spec).exists() {
         bail!(
-            "unknown preset {spec:?} (presets: default, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N)"
+            "unknown preset {spec:?} (presets: default, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N)"
         );
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)

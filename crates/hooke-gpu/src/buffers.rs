@@ -91,7 +91,9 @@ pub(crate) struct GpuCollider {
 /// A collider's placement in one substep ([`hooke::collision::ColliderPlacement`]);
 /// `Placement` in `collide.wgsl`. `translation_end[3]` is 1 when the collider is rotated
 /// (then the columns of its rotation matrices at the end and the start of the substep apply),
-/// else 0.
+/// else 0. `bound_min`/`bound_max`: the box it sweeps in the substep
+/// ([`ColliderPlacement::swept_bounds`](hooke::collision::ColliderPlacement::swept_bounds)),
+/// `bound_min[3]` = 1 when it has one (0: unbounded, a plane).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(crate) struct Placement {
@@ -99,10 +101,12 @@ pub(crate) struct Placement {
     pub displacement: [f32; 4],
     pub rotation_end: [[f32; 4]; 3],
     pub rotation_start: [[f32; 4]; 3],
+    pub bound_min: [f32; 4],
+    pub bound_max: [f32; 4],
 }
 
 impl Placement {
-    pub fn new(p: &hooke::collision::ColliderPlacement) -> Placement {
+    pub fn new(p: &hooke::collision::ColliderPlacement, shape: &hooke::collision::Shape) -> Placement {
         let v = |x: glam::Vec3, w: f32| x.extend(w).to_array();
         let m = |r: &glam::Mat3| [v(r.x_axis, 0.0), v(r.y_axis, 0.0), v(r.z_axis, 0.0)];
         Placement {
@@ -110,6 +114,8 @@ impl Placement {
             displacement: v(p.displacement, 0.0),
             rotation_end: m(&p.rotation_end),
             rotation_start: m(&p.rotation_start),
+            bound_min: p.swept_bounds(shape).map_or([0.0; 4], |[lo, _]| v(lo, 1.0)),
+            bound_max: p.swept_bounds(shape).map_or([0.0; 4], |[_, hi]| v(hi, 0.0)),
         }
     }
 }
@@ -559,6 +565,8 @@ mod tests {
             ("rotation_start0", start),
             ("rotation_start1", start + 16),
             ("rotation_start2", start + 32),
+            ("bound_min", offset_of!(Placement, bound_min)),
+            ("bound_max", offset_of!(Placement, bound_max)),
         ];
         check(COLLIDE, "Placement", placement, size_of::<Placement>());
         check(

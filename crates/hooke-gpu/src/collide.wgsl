@@ -23,8 +23,9 @@ struct Collider {
 }
 
 // Collider placement in one substep (hooke's `ColliderPlacement`): translation at its end
-// (w = 1 when the collider is rotated, else 0), displacement of the translation over it, and
-// the columns of the rotation matrices at the end and at the start.
+// (w = 1 when the collider is rotated, else 0), displacement of the translation over it, the
+// columns of the rotation matrices at the end and at the start, and the box the collider
+// sweeps in the substep (bound_min.w = 1 when it has one; 0 for a plane).
 struct Placement {
     translation_end: vec4<f32>,
     displacement: vec4<f32>,
@@ -34,6 +35,8 @@ struct Placement {
     rotation_start0: vec4<f32>,
     rotation_start1: vec4<f32>,
     rotation_start2: vec4<f32>,
+    bound_min: vec4<f32>,
+    bound_max: vec4<f32>,
 }
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
@@ -233,8 +236,19 @@ fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     let r = radius[i];
     var deepest = 0.0;
     for (var k = 0u; k < P.collider_count; k++) {
-        let c = colliders[k];
         let m = placements[P.substep * P.collider_count + k];
+        // Broad phase (hooke's `ColliderBroadPhase`): a collider whose swept box misses the
+        // particle's path box cannot touch it; skipping it changes nothing.
+        if m.bound_min.w != 0.0 {
+            let lo = min(x0, x0 + d);
+            let hi = max(x0, x0 + d);
+            let size = max(max(abs(x0), abs(x0 + d)).x, max(max(abs(x0), abs(x0 + d)).y, max(abs(x0), abs(x0 + d)).z));
+            let grow = vec3<f32>(r + 1e-4 + 1e-5 * size);
+            if any(lo - grow > m.bound_max.xyz) || any(m.bound_min.xyz > hi + grow) {
+                continue;
+            }
+        }
+        let c = colliders[k];
         let rotated = m.translation_end.w != 0.0;
         let p1 = x0 + d;
         var sd = distance_at(c, m, rotated, p1);

@@ -524,7 +524,13 @@ impl GpuXpbdSolver {
             .collect();
         let device = self.ctx.device();
         upload(device, encoder, &self.b.params, &self.params_bytes(&plan, pins.len() as u32));
-        let placements: Vec<Placement> = plan.colliders.iter().map(Placement::new).collect();
+        let colliders = self.model.colliders();
+        let placements: Vec<Placement> = plan
+            .colliders
+            .iter()
+            .enumerate()
+            .map(|(k, p)| Placement::new(p, &colliders[k % colliders.len()].shape))
+            .collect();
         upload(device, encoder, &self.b.placements, bytemuck::cast_slice(&placements));
         upload(device, encoder, &self.b.pins, bytemuck::cast_slice(&pins));
         if let Some(tethers) = &mut self.k.tethers {

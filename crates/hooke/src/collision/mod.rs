@@ -11,6 +11,7 @@
 //! an input of each frame, in [`Control`](crate::Control). Solvers turn it into one
 //! [`ColliderPlacement`] per collider and substep.
 
+pub mod broad_phase;
 mod friction;
 pub mod mesh;
 mod motion;
@@ -22,6 +23,7 @@ pub mod spatial_hash;
 pub mod triangle;
 pub mod triangle_bvh;
 
+pub use broad_phase::ColliderBroadPhase;
 pub use friction::Friction;
 pub use mesh::{ColliderMesh, MeshColliderError, SignMethod};
 pub use motion::{Keyframe, Motion};
@@ -100,8 +102,11 @@ pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: 
 ///
 /// `x0` is the particle's position at the start of the substep and `d` its displacement in
 /// the substep after constraint projection (see the solver's precision note); `radius` is its
-/// collision radius (m); `placements` has one entry per collider. Corrections are added to
-/// `d`. Returns the deepest normal correction applied (m, 0 when not in contact).
+/// collision radius (m); `placements` has one entry per collider, and `broad` is their broad
+/// phase for this substep ([`ColliderBroadPhase`]): only colliders whose swept box meets the
+/// particle's path are tested, in index order, with the same result as testing them all.
+/// Corrections are added to `d`. Returns the deepest normal correction applied (m, 0 when
+/// not in contact).
 ///
 /// **Tunnelling.** A particle that started the substep outside a collider (φ > 0, touching
 /// it or not) whose straight path entered the solid (φ ≤ 0) and which ends either clear of it
@@ -113,42 +118,56 @@ pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: 
 pub(crate) fn resolve_particle(
     colliders: &[Collider],
     placements: &[ColliderPlacement],
+    broad: &ColliderBroadPhase,
     x0: Vec3,
     d: &mut Vec3,
     radius: f32,
 ) -> f32 {
     let mut deepest = 0.0f32;
-    for (c, s) in colliders.iter().zip(placements) {
-        let p1 = x0 + *d;
-        let (phi1, n1) = s.signed_distance(&c.shape, p1);
-        // Where the particle started, in the collider's placement at the end of the substep.
-        let p0 = x0 + s.surface_displacement(&c.shape, x0);
-        // Tunnelled: it started outside the collider (φ > 0, touching it or not), its path
-        // entered the solid (φ ≤ 0; possible only if longer than the two clearances), and it
-        // did not end on the near side (clear of it, or nearer a face it moves towards).
-        let path = p1 - p0;
-        // (|φ(p1) − φ(p0)| ≤ ‖path‖, so the path can be longer than both clearances only if it
-        // is longer than φ(p1): most particles are ruled out without evaluating φ(p0).)
-        let length = path.length();
-        let through = (phi1 >= radius || n1.dot(path) > 0.0) && length > phi1 && {
-            let (phi0, _) = s.signed_distance(&c.shape, p0);
-            phi0 > 0.0 && length > phi0 + phi1.max(0.0) && sweep(&c.shape, s, p0, p1, 0.0).is_some()
+    let mut next = 0;
+    loop {
+        let (lo, hi) = broad_phase::path_box(x0, x0 + *d, radius);
+        let Some(k) = broad.first_overlapping(next, lo, hi) else {
+            return deepest;
         };
-        let (phi, n) = match through.then(|| sweep(&c.shape, s, p0, p1, radius)).flatten() {
-            Some(first) => {
-                *d = (p0 + (p1 - p0) * first) - x0;
-                s.signed_distance(&c.shape, x0 + *d)
-            }
-            None => (phi1, n1),
-        };
-        let depth = radius - phi;
-        if depth > 0.0 {
-            *d += n * depth;
-            let rel = *d - s.surface_displacement(&c.shape, x0 + *d);
-            let tangential = rel - n * rel.dot(n);
-            *d += c.friction.correction(tangential, depth);
-            deepest = deepest.max(depth);
-        }
+        deepest = deepest.max(resolve_one(&colliders[k], &placements[k], x0, d, radius));
+        next = k + 1;
     }
-    deepest
+}
+
+/// [`resolve_particle`] for one collider `c` placed by `s`.
+#[inline]
+fn resolve_one(c: &Collider, s: &ColliderPlacement, x0: Vec3, d: &mut Vec3, radius: f32) -> f32 {
+    let p1 = x0 + *d;
+    let (phi1, n1) = s.signed_distance(&c.shape, p1);
+    // Where the particle started, in the collider's placement at the end of the substep.
+    let p0 = x0 + s.surface_displacement(&c.shape, x0);
+    // Tunnelled: it started outside the collider (φ > 0, touching it or not), its path
+    // entered the solid (φ ≤ 0; possible only if longer than the two clearances), and it
+    // did not end on the near side (clear of it, or nearer a face it moves towards).
+    let path = p1 - p0;
+    // (|φ(p1) − φ(p0)| ≤ ‖path‖, so the path can be longer than both clearances only if it
+    // is longer than φ(p1): most particles are ruled out without evaluating φ(p0).)
+    let length = path.length();
+    let through = (phi1 >= radius || n1.dot(path) > 0.0) && length > phi1 && {
+        let (phi0, _) = s.signed_distance(&c.shape, p0);
+        phi0 > 0.0 && length > phi0 + phi1.max(0.0) && sweep(&c.shape, s, p0, p1, 0.0).is_some()
+    };
+    let (phi, n) = match through.then(|| sweep(&c.shape, s, p0, p1, radius)).flatten() {
+        Some(first) => {
+            *d = (p0 + (p1 - p0) * first) - x0;
+            s.signed_distance(&c.shape, x0 + *d)
+        }
+        None => (phi1, n1),
+    };
+    let depth = radius - phi;
+    if depth > 0.0 {
+        *d += n * depth;
+        let rel = *d - s.surface_displacement(&c.shape, x0 + *d);
+        let tangential = rel - n * rel.dot(n);
+        *d += c.friction.correction(tangential, depth);
+        depth
+    } else {
+        0.0
+    }
 }

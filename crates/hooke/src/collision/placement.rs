@@ -104,6 +104,16 @@ impl ColliderPlacement {
         (phi, rotate(&self.rotation_end, n))
     }
 
+    /// The box (lower and upper corner, m) that holds `shape` throughout the substep, `None`
+    /// for an unbounded shape: the ball of its [`bounding_radius`](Shape::bounding_radius)
+    /// about its origin, at the start and at the end of the substep, and everything between.
+    pub fn swept_bounds(&self, shape: &Shape) -> Option<[Vec3; 2]> {
+        let r = shape.bounding_radius()?;
+        let end = shape.origin() + self.translation_end;
+        let start = end - self.displacement;
+        Some([start.min(end) - Vec3::splat(r), start.max(end) + Vec3::splat(r)])
+    }
+
     /// How far the collider's surface point under `x` (at the end of the substep) moved in
     /// the substep (m): the translation's displacement, plus the rotation's sweep when turned.
     #[inline]

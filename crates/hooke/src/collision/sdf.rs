@@ -58,6 +58,8 @@ pub struct SdfGrid {
     dims: [u32; 3],
     values: Vec<f32>,
     centre: Vec3,
+    /// Radius about `centre` beyond which φ > 0 (see [`reach`](Self::reach)).
+    reach: f32,
 }
 
 impl SdfGrid {
@@ -142,7 +144,16 @@ impl SdfGrid {
             }
         });
         let centre = (0.5 * (lo + hi)).as_vec3();
-        Ok(SdfGrid { origin: origin.as_vec3(), cell: cell as f32, inv_cell: (1.0 / cell) as f32, dims, values, centre })
+        Ok(SdfGrid {
+            origin: origin.as_vec3(),
+            cell: cell as f32,
+            inv_cell: (1.0 / cell) as f32,
+            dims,
+            values,
+            centre,
+            reach: 0.0,
+        }
+        .with_reach())
     }
 
     /// A grid from its parts (e.g. read back from a cache file): `values` of length
@@ -171,7 +182,7 @@ impl SdfGrid {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(format!("grid value {i} is not finite"));
         }
-        Ok(SdfGrid { origin, cell, inv_cell: 1.0 / cell, dims, values, centre })
+        Ok(SdfGrid { origin, cell, inv_cell: 1.0 / cell, dims, values, centre, reach: 0.0 }.with_reach())
     }
 
     /// Lower corner of the grid (m).
@@ -210,6 +221,31 @@ impl SdfGrid {
         let far = self.origin
             + self.cell * Vec3::new(self.dims[0] as f32 - 1.0, self.dims[1] as f32 - 1.0, self.dims[2] as f32 - 1.0);
         (self.centre - self.origin).abs().max((far - self.centre).abs()).length()
+    }
+
+    /// Radius about [`centre`](Self::centre) beyond which φ exceeds the distance past it
+    /// (m): the half diagonal, plus the depth of the deepest node on the grid's boundary when
+    /// the mesh reaches it (φ outside the grid is the boundary value plus the distance to it).
+    /// A particle of radius r farther than reach + r from the centre cannot touch the collider.
+    pub fn reach(&self) -> f32 {
+        self.reach
+    }
+
+    fn with_reach(mut self) -> SdfGrid {
+        let [nx, ny, nz] = self.dims.map(|d| d as usize);
+        let mut lowest = 0.0f32;
+        for k in 0..nz {
+            for j in 0..ny {
+                for i in 0..nx {
+                    let boundary = i == 0 || j == 0 || k == 0 || i == nx - 1 || j == ny - 1 || k == nz - 1;
+                    if boundary {
+                        lowest = lowest.min(self.values[i + nx * (j + ny * k)]);
+                    }
+                }
+            }
+        }
+        self.reach = self.half_diagonal() - lowest;
+        self
     }
 
     /// Signed distance φ (m) and outward unit normal at `p` (m, in the grid's frame).

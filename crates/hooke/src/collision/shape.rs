@@ -116,6 +116,19 @@ impl Shape {
         }
     }
 
+    /// Radius (m) of a ball about [`origin`](Self::origin) outside which φ ≥ the distance
+    /// past it, so that no particle farther than this plus its radius touches the shape —
+    /// whatever the shape's rotation about its origin; `None` for the unbounded plane.
+    pub fn bounding_radius(&self) -> Option<f32> {
+        match *self {
+            Shape::Plane { .. } => None,
+            Shape::Sphere { radius, .. } => Some(radius),
+            Shape::Capsule { a, b, radius } => Some(0.5 * (b - a).length() + radius),
+            Shape::Box { half_extents, .. } => Some(half_extents.length()),
+            Shape::Sdf(ref grid) => Some(grid.reach()),
+        }
+    }
+
     /// Short name used in reports and scene files.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -327,8 +327,14 @@ impl ForceSolver {
             self.check_finite(t0, Stage::Contacts)?;
         }
         let placements = plan.placements(sub);
-        report.contacts =
-            stages::colliders::resolve(&model, &mut self.state, placements, Velocity::Correct { inv_h }, parallel);
+        report.contacts = stages::colliders::resolve(
+            &model,
+            &mut self.state,
+            placements,
+            true,
+            Velocity::Correct { inv_h },
+            parallel,
+        );
         if trace {
             self.check_finite(t0, Stage::Colliders)?;
         }

@@ -6,7 +6,7 @@
 
 use super::{Integrator, MAX_PARTICLE_CHUNK, MIN_PARTICLE_CHUNK};
 use crate::Model;
-use crate::collision::{self, ColliderPlacement};
+use crate::collision::{self, ColliderBroadPhase, ColliderPlacement};
 use crate::solver::spring_gather::{PairVisitor, Phase, SpringGather};
 use crate::solver::{forward_euler, stages, symplectic_euler, verlet};
 use glam::{Vec3, Vec4};
@@ -120,6 +120,8 @@ pub(crate) struct ExplicitPass<'a> {
     pub pinned: &'a [bool],
     /// The colliders' placements in this substep, one per collider.
     pub placements: &'a [ColliderPlacement],
+    /// Their broad phase.
+    pub broad: &'a ColliderBroadPhase,
     pub integrator: Integrator,
     /// Gravity (m/s²) in xyz, w = 0.
     pub gravity: Vec4,
@@ -172,7 +174,9 @@ impl ExplicitPass<'_> {
         if !colliders.is_empty() {
             let mut moved = step.truncate();
             let radius = self.forces.model.particle_radius()[p];
-            if collision::resolve_particle(colliders, self.placements, old.x.truncate(), &mut moved, radius) > 0.0 {
+            if collision::resolve_particle(colliders, self.placements, self.broad, old.x.truncate(), &mut moved, radius)
+                > 0.0
+            {
                 touching = 1;
                 v += (moved.extend(0.0) - step) * inv_h;
                 step = moved.extend(0.0);

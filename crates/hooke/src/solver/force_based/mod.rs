@@ -87,8 +87,8 @@ use super::spring_gather::{Phase, SpringGather};
 use super::stages::{self, Stage, predict::PinMove};
 use super::state::SolverState;
 use super::{SolverError, SolverInfo, StepReport, check_state};
-use crate::collision::Pose;
 use crate::collision::self_collision::SelfCollision;
+use crate::collision::{ColliderBroadPhase, Pose};
 use crate::forces::spring::Spring;
 use crate::{Control, Model, Solver, State};
 use explicit_pass::{ExplicitPass, Forces, particle_chunk};
@@ -497,6 +497,7 @@ impl ForceSolver {
             let aero = self.triangle_forces(slot.wind, parallel);
             let angles = self.angle_forces(parallel);
             let [old, new] = &mut self.phase;
+            let broad = ColliderBroadPhase::new(model.colliders(), plan.placements(sub as u32));
             let pass = ExplicitPass {
                 forces: Forces {
                     model: &model,
@@ -508,6 +509,7 @@ impl ForceSolver {
                 },
                 pinned: &self.pinned,
                 placements: plan.placements(sub as u32),
+                broad: &broad,
                 integrator: self.settings.integrator,
                 gravity: model.gravity().extend(0.0),
                 h,

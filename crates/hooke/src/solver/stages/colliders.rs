@@ -4,7 +4,7 @@
 
 use super::for_particles;
 use crate::Model;
-use crate::collision::{self, ColliderPlacement};
+use crate::collision::{self, ColliderBroadPhase, ColliderPlacement};
 use crate::solver::state::{Particle, SolverState};
 use glam::Vec3;
 
@@ -20,11 +20,13 @@ pub(crate) enum Velocity {
 }
 
 /// Resolves every free particle (w > 0) against the colliders placed by `placements` (one per
-/// collider); returns how many touch one.
+/// collider), through their broad phase when `broad_phase` is set (else against every
+/// collider; same result); returns how many touch one.
 pub(crate) fn resolve(
     model: &Model,
     state: &mut SolverState,
     placements: &[ColliderPlacement],
+    broad_phase: bool,
     velocity: Velocity,
     parallel: bool,
 ) -> u32 {
@@ -33,6 +35,11 @@ pub(crate) fn resolve(
         return 0;
     }
     let radius = model.particle_radius();
+    let broad = if broad_phase {
+        ColliderBroadPhase::new(colliders, placements)
+    } else {
+        ColliderBroadPhase::everything(colliders.len())
+    };
     let run = |start: usize, p: &mut [Particle], v: &mut [Vec3]| -> u32 {
         let mut touching = 0;
         for k in 0..p.len() {
@@ -43,7 +50,7 @@ pub(crate) fn resolve(
             let x0 = q.x.truncate();
             let before = q.d.truncate();
             let mut d = before;
-            let depth = collision::resolve_particle(colliders, placements, x0, &mut d, radius[start + k]);
+            let depth = collision::resolve_particle(colliders, placements, &broad, x0, &mut d, radius[start + k]);
             if depth > 0.0 {
                 touching += 1;
                 if let Velocity::Correct { inv_h } = velocity {

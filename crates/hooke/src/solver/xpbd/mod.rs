@@ -107,6 +107,10 @@ pub struct XpbdSettings {
     /// solver runs the fixed count [`XpbdSettings::iterations`] and the run reports the
     /// residual it leaves); `None` (the default): exactly [`XpbdSettings::iterations`].
     pub auto_iterations: Option<AutoIterations>,
+    /// Test only the colliders near each particle ([`ColliderBroadPhase`](crate::collision::ColliderBroadPhase));
+    /// off tests every collider against every particle, with the same result (for
+    /// benchmarks). On by default.
+    pub collider_broad_phase: bool,
 }
 
 /// Iterations to a tolerance: after each iteration (from the [`XpbdSettings::iterations`]-th
@@ -124,7 +128,7 @@ pub struct AutoIterations {
 
 impl Default for XpbdSettings {
     /// 20 substeps × 1 iteration of XPBD, air damping 0.05/s, parallel, blow-up at 500 m/s or
-    /// 1 000 % strain, ropes by the direct solver, tethers on.
+    /// 1 000 % strain, ropes by the direct solver, tethers on, the colliders' broad phase on.
     fn default() -> Self {
         XpbdSettings {
             substeps: 20,
@@ -137,6 +141,7 @@ impl Default for XpbdSettings {
             rope_solver: RopeSolver::Direct,
             tethers: true,
             auto_iterations: None,
+            collider_broad_phase: true,
         }
     }
 }
@@ -391,7 +396,8 @@ impl XpbdSolver {
             // 5. Colliders.
             let placements = plan.placements(sub as u32);
             let velocity = Velocity::FromDisplacement;
-            contacts = stages::colliders::resolve(&model, &mut self.state, placements, velocity, parallel);
+            let broad = self.settings.collider_broad_phase;
+            contacts = stages::colliders::resolve(&model, &mut self.state, placements, broad, velocity, parallel);
             check(self, Stage::Colliders)?;
             // 6. Finish.
             stages::finish::velocity_from_displacement(&mut self.state, plan.inv_h, parallel);
