@@ -229,6 +229,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "nan_count_end": d.nan_count,
         "deepest_overlap_end_m": overlap.map_or(0.0, |o| o.depth()),
         "deepest_overlap_end_fraction": overlap_fraction,
+        "max_penetration_end_m": d.max_penetration,
     });
     if args.json {
         println!("{json}");
@@ -248,7 +249,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             None => String::new(),
         };
         println!(
-            "{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance{}",
+            "{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}",
             scene.name,
             solver.info().name,
             jacobi_text,
@@ -270,6 +271,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             100.0 * strain_away,
             if residual.is_nan() { "not measured".to_string() } else { format!("{:.2} %", 100.0 * residual) },
             100.0 * overlap_fraction,
+            d.max_penetration,
             timestamps
         );
     }

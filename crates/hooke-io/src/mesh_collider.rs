@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Version of the cache layout and of the grid's construction; part of every key.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 const MAGIC: &[u8; 8] = b"HOOKESDF";
 
@@ -236,7 +236,8 @@ mod tests {
             scale: 1.0,
             rotation: Quat::IDENTITY,
             translation: Vec3::ZERO,
-            resolution: GridResolution::Cells(8),
+            // 1/7 of the longest side: a cell whose reciprocal is not exact in f32.
+            resolution: GridResolution::Cells(7),
             margin: None,
             sign: SignMethod::PseudoNormals,
         }
@@ -285,10 +286,20 @@ mod tests {
         std::fs::write(&open, "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\n").unwrap();
         let e = load_mesh_collider(&spec(open.clone())).unwrap_err();
         assert!(e.contains("open.obj") && e.contains("not closed") && e.contains("3 edges have one face"), "{e}");
-        // With the winding number an open mesh is accepted.
+        // With the winding number an open mesh is accepted (a tetrahedron missing a face still
+        // holds some nodes with w > ½)...
         let mut gwn = spec(open);
         gwn.sign = SignMethod::WindingNumber;
-        assert!(load_mesh_collider(&gwn).is_ok());
+        if let Err(e) = load_mesh_collider(&gwn) {
+            panic!("{e}")
+        }
+        // ... but not a lone triangle, which encloses nothing.
+        let sheet = dir.path().join("sheet.obj");
+        std::fs::write(&sheet, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n").unwrap();
+        let mut gwn = spec(sheet);
+        gwn.sign = SignMethod::WindingNumber;
+        let e = load_mesh_collider(&gwn).unwrap_err();
+        assert!(e.contains("sheet.obj") && e.contains("no volume"), "{e}");
         // A closed tetrahedron flattened into a plane: closed, but no volume.
         let flat = dir.path().join("flat.obj");
         std::fs::write(&flat, "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0.3 0.3 0\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n").unwrap();

@@ -262,10 +262,18 @@ impl ColliderMesh {
             let n = inward.iter().filter(|&&x| x).count();
             warnings.push(format!("{n} closed part(s) were wound inwards (negative volume) and were turned outwards"));
         }
-        let volume: f64 = volumes.iter().zip(&inward).map(|(v, &i)| if i { -v } else { *v }).sum();
+        // The volume of the closed parts (an open part has none of its own; with the winding
+        // number, `SdfGrid::build` checks that something is inside).
+        let volume: f64 = volumes
+            .iter()
+            .zip(&inward)
+            .zip(&parts_closed)
+            .filter(|(_, closed)| **closed)
+            .map(|((v, &i), _)| if i { -v } else { *v })
+            .sum();
         let extent = max - min;
         let box_volume = extent.x * extent.y * extent.z;
-        if volume.abs() <= 1e-6 * diagonal.powi(3) {
+        if parts_closed.iter().any(|&c| c) && volume.abs() <= 1e-6 * diagonal.powi(3) {
             return Err(MeshColliderError::ZeroVolume { volume, box_volume });
         }
 
@@ -348,8 +356,7 @@ impl ColliderMesh {
         (self.min, self.max)
     }
 
-    /// Enclosed volume (m³; for an open mesh, of the closed parts plus the open ones' signed
-    /// cone volume about the origin).
+    /// Volume enclosed by the closed parts (m³; 0 for a mesh with none).
     pub fn volume(&self) -> f64 {
         self.volume
     }

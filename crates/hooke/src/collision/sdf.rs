@@ -71,7 +71,9 @@ impl SdfGrid {
     ///
     /// # Errors
     /// [`MeshColliderError::Settings`] for a resolution or margin out of range;
-    /// [`MeshColliderError::GridTooLarge`] beyond [`MAX_SAMPLES`](Self::MAX_SAMPLES) nodes.
+    /// [`MeshColliderError::GridTooLarge`] beyond [`MAX_SAMPLES`](Self::MAX_SAMPLES) nodes;
+    /// [`MeshColliderError::ZeroVolume`] if no node is inside (an open mesh that encloses
+    /// nothing).
     pub fn build(
         mesh: &ColliderMesh,
         resolution: GridResolution,
@@ -97,8 +99,10 @@ impl SdfGrid {
                 return Err(MeshColliderError::Settings(format!("margin must be a finite length ≥ 0 m, got {m}")));
             }
         };
-        let origin = lo - DVec3::splat(margin);
-        let span = extent + DVec3::splat(2.0 * margin);
+        // The nodes lie where the f32 origin and cell that sample the grid put them.
+        let cell = cell as f32 as f64;
+        let origin = (lo - DVec3::splat(margin)).as_vec3().as_dvec3();
+        let span = hi + DVec3::splat(margin) - origin;
         let dims_wide = span.to_array().map(|s| (s / cell).ceil() as u128 + 1);
         let samples: u128 = dims_wide.iter().product();
         if samples > Self::MAX_SAMPLES as u128 || dims_wide.iter().any(|&d| d > u32::MAX as u128) {
@@ -143,17 +147,16 @@ impl SdfGrid {
                 }
             }
         });
-        let centre = (0.5 * (lo + hi)).as_vec3();
-        Ok(SdfGrid {
-            origin: origin.as_vec3(),
-            cell: cell as f32,
-            inv_cell: (1.0 / cell) as f32,
-            dims,
-            values,
-            centre,
-            reach: 0.0,
+        if values.iter().all(|&v| v >= 0.0) {
+            // Only an open mesh under the winding number gets here without a volume check.
+            return Err(MeshColliderError::ZeroVolume { volume: 0.0, box_volume: extent.x * extent.y * extent.z });
         }
-        .with_reach())
+        let centre = (0.5 * (lo + hi)).as_vec3();
+        // 1/cell from the f32 cell, as `from_parts` computes it, so that a grid read back from
+        // a cache samples bit for bit as the one built.
+        let cell = cell as f32;
+        Ok(SdfGrid { origin: origin.as_vec3(), cell, inv_cell: 1.0 / cell, dims, values, centre, reach: 0.0 }
+            .with_reach())
     }
 
     /// A grid from its parts (e.g. read back from a cache file): `values` of length
