@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// Self-collision on or off for every body (overrides each body's `self_collision`).
     #[arg(long)]
     self_collision: Option<bool>,
+    /// Contact of cloth triangles with colliders on or off for every cloth (overrides each
+    /// cloth's `triangle_contact`).
+    #[arg(long)]
+    triangle_contact: Option<bool>,
     /// Use implicit Euler instead of the scene's solver (same substeps; for quality-per-cost
     /// comparisons).
     #[arg(long)]
@@ -68,6 +72,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut scene = crate::presets::resolve(&args.scene)?;
     if let Some(on) = args.self_collision {
         crate::set_self_collision(&mut scene, on)?;
+    }
+    if let Some(on) = args.triangle_contact {
+        crate::set_triangle_contact(&mut scene, on)?;
     }
     if let Some(s) = args.substeps {
         scene.solver.set_substeps(s);

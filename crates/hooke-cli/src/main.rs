@@ -113,6 +113,20 @@ pub fn report(scene: &hooke_io::scene::Scene) {
 ///
 /// # Errors
 /// A body whose material cannot collide (a cloth of thickness 0, a rope of radius 0), named.
+/// Turns the triangles' contact with colliders on or off for every cloth (`--triangle-contact`).
+pub fn set_triangle_contact(scene: &mut hooke_io::scene::Scene, on: bool) -> Result<()> {
+    let mut model = (*scene.model).clone();
+    for (k, body) in scene.model.bodies().iter().enumerate() {
+        if let hooke::BodyMaterial::Cloth(m) = body.material {
+            model = model
+                .with_cloth_material(k, hooke::ClothMaterial { triangle_contact: on, ..m })
+                .map_err(|e| anyhow::anyhow!("--triangle-contact {on}: {e}"))?;
+        }
+    }
+    scene.model = std::sync::Arc::new(model);
+    Ok(())
+}
+
 pub fn set_self_collision(scene: &mut hooke_io::scene::Scene, on: bool) -> Result<()> {
     let mut model = (*scene.model).clone();
     for (k, body) in scene.model.bodies().iter().enumerate() {

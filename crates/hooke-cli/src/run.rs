@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// Self-collision on or off for every body (overrides each body's `self_collision`).
     #[arg(long)]
     self_collision: Option<bool>,
+    /// Contact of cloth triangles with colliders on or off for every cloth (overrides each
+    /// cloth's `triangle_contact`).
+    #[arg(long)]
+    triangle_contact: Option<bool>,
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -53,6 +57,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     if let Some(on) = args.self_collision {
         crate::set_self_collision(&mut scene, on)?;
+    }
+    if let Some(on) = args.triangle_contact {
+        crate::set_triangle_contact(&mut scene, on)?;
     }
     if let Some(f) = args.frames {
         anyhow::ensure!(f >= 1, "--frames must be ≥ 1, got {f}");

@@ -117,6 +117,7 @@ mod spatial_hash;
 mod tangents;
 mod tethers;
 mod timing;
+mod triangle_contact;
 
 pub use context::{GpuContext, GpuError};
 pub use solver::{GpuSettings, GpuSolve, GpuXpbdSolver};

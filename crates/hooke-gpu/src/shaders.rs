@@ -21,8 +21,13 @@ pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jaco
 pub const SPATIAL_HASH: &str = concat!(include_str!("common.wgsl"), include_str!("spatial_hash.wgsl"));
 /// `self_collision.wgsl`: particle contacts, one Jacobi gather per member.
 pub const SELF_COLLISION: &str = concat!(include_str!("common.wgsl"), include_str!("self_collision.wgsl"));
-/// `collide.wgsl`: colliders and Coulomb friction.
-pub const COLLIDE: &str = concat!(include_str!("common.wgsl"), include_str!("collide.wgsl"));
+/// `collide.wgsl`: colliders and Coulomb friction (after `collider_shapes.wgsl`).
+pub const COLLIDE: &str =
+    concat!(include_str!("common.wgsl"), include_str!("collider_shapes.wgsl"), include_str!("collide.wgsl"));
+/// `triangle_contact.wgsl`: the cloth triangles' virtual particles against the colliders
+/// (after `collider_shapes.wgsl`).
+pub const TRIANGLE_CONTACT: &str =
+    concat!(include_str!("common.wgsl"), include_str!("collider_shapes.wgsl"), include_str!("triangle_contact.wgsl"));
 /// `finish.wgsl`: velocity and position at the end of a substep.
 pub const FINISH: &str = concat!(include_str!("common.wgsl"), include_str!("finish.wgsl"));
 /// `normals.wgsl`: fixed-point atomic normal accumulation, then normalisation.
@@ -45,6 +50,7 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::spatial_hash::SPEC,
     crate::self_collision::SPEC,
     crate::collide::SPEC,
+    crate::triangle_contact::SPEC,
     crate::finish::SPEC,
     crate::normals::SPEC,
     crate::tangents::SPEC,

@@ -18,6 +18,7 @@ use crate::set_sweep::SetSweep;
 use crate::tangents::{self, Tangents};
 use crate::tethers::Tethers;
 use crate::timing::FrameTimer;
+use crate::triangle_contact::TriangleContact;
 use glam::Vec3;
 use hooke::collision::Pose;
 use hooke::diagnostics::ConstraintResiduals;
@@ -170,6 +171,8 @@ struct Bindings {
     /// The particle contacts, for a model with self-collision.
     self_collision: Option<SelfCollision>,
     collide: Collide,
+    /// The cloth triangles' virtual particles, for a model whose cloths have triangle contact.
+    triangle_contact: Option<TriangleContact>,
     finish: Finish,
     normals: Normals,
     /// The tangent kernels, for a model with UVs and triangles.
@@ -220,6 +223,7 @@ impl Bindings {
             tethers,
             self_collision: SelfCollision::new(kernels, device, b, model),
             collide: Collide::new(kernels, device, b),
+            triangle_contact: TriangleContact::new(kernels, device, b, model),
             finish: Finish::new(kernels, device, b),
             normals: Normals::new(kernels, device, b),
             tangents: has_uv.then(|| Tangents::new(kernels, device, b)),
@@ -670,6 +674,9 @@ impl GpuXpbdSolver {
             // Colliders.
             if !model.colliders().is_empty() {
                 k.collide.record(&mut pass, slot(sub), n);
+                if let Some(t) = &k.triangle_contact {
+                    t.record(&mut pass, slot(sub), n);
+                }
             }
             // Finish.
             k.finish.record(&mut pass, slot(sub), n);

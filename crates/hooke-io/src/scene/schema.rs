@@ -263,6 +263,10 @@ pub struct ClothSection {
     /// With self-collision, cap each substep's displacement at 0.2 × the thickness (speed
     /// ≤ 0.2·thickness/h; default false).
     pub self_collision_speed_clamp: Option<bool>,
+    /// The cloth's triangles collide with colliders too, through virtual particles at their
+    /// centroids and edge midpoints, so collider edges and corners do not poke between the
+    /// particles (default true; XPBD, PBD, implicit Euler).
+    pub triangle_contact: Option<bool>,
 }
 
 /// An axis-aligned box `{ min = [...], max = [...] }` (m).

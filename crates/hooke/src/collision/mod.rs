@@ -22,6 +22,7 @@ mod shape;
 pub mod spatial_hash;
 pub mod triangle;
 pub mod triangle_bvh;
+pub mod triangle_contact;
 
 pub use broad_phase::ColliderBroadPhase;
 pub use friction::Friction;
@@ -32,6 +33,7 @@ pub use sdf::{GridResolution, SdfGrid};
 pub use self_collision::{DEPENETRATION_SPEED, Overlap, deepest_overlap};
 pub use shape::Shape;
 pub use spatial_hash::SpatialHash;
+pub use triangle_contact::TriangleContact;
 
 use glam::Vec3;
 

@@ -55,6 +55,11 @@ pub struct ClothMaterial {
     /// ≤ 0.2·t/h, 2.4 m/s for a 1 cm cloth at 20 substeps of 1/60 s), so that layers cannot
     /// pass through each other within a substep. Off by default: it slows falling cloth.
     pub self_collision_speed_clamp: bool,
+    /// Whether the cloth's triangles, not only its particles, collide with colliders: virtual
+    /// particles at each triangle's centroid and edge midpoints are pushed out of the colliders
+    /// and their corrections handed to the vertices, so that a collider's edges and corners do
+    /// not poke between the particles (see `collision::triangle_contact`). On by default.
+    pub triangle_contact: bool,
 }
 
 impl Default for ClothMaterial {
@@ -73,6 +78,7 @@ impl Default for ClothMaterial {
             self_collision: false,
             self_friction: SELF_FRICTION,
             self_collision_speed_clamp: false,
+            triangle_contact: true,
         }
     }
 }

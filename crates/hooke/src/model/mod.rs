@@ -416,8 +416,9 @@ impl Model {
     }
 
     /// Whether `other` has this model's topology: the same particles, constraints (particles
-    /// and colours), triangles and collider shapes (for a mesh collider, the same distance
-    /// grid) — what a solver may keep across
+    /// and colours), triangles, which cloths' triangles touch colliders
+    /// ([`ClothMaterial::triangle_contact`]) and collider shapes (for a mesh collider, the same
+    /// distance grid) — what a solver may keep across
     /// [`Solver::notify_model_changed`](crate::Solver::notify_model_changed).
     pub fn same_topology(&self, other: &Model) -> bool {
         self.particle_count() == other.particle_count()
@@ -427,12 +428,19 @@ impl Model {
             && same_tuples(&self.dihedral, &other.dihedral)
             && same_tuples(&self.rope_bending, &other.rope_bending)
             && self.triangles == other.triangles
+            && self.bodies.len() == other.bodies.len()
+            && self.bodies.iter().zip(&other.bodies).all(|(a, b)| triangle_contact(a) == triangle_contact(b))
             && self.colliders.len() == other.colliders.len()
             && self.colliders.iter().zip(&other.colliders).all(|(a, b)| match (&a.shape, &b.shape) {
                 (Shape::Sdf(x), Shape::Sdf(y)) => std::sync::Arc::ptr_eq(x, y) || x == y,
                 (x, y) => x.kind() == y.kind(),
             })
     }
+}
+
+/// Whether a body is a cloth whose triangles touch colliders.
+fn triangle_contact(body: &Body) -> bool {
+    matches!(&body.material, BodyMaterial::Cloth(m) if m.triangle_contact)
 }
 
 /// Whether two sets join the same particle tuples in the same colours.

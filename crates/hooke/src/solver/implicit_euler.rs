@@ -332,6 +332,7 @@ impl ForceSolver {
             &mut self.state,
             placements,
             true,
+            &mut self.triangle_contact,
             Velocity::Correct { inv_h },
             parallel,
         );

@@ -87,6 +87,7 @@ use super::spring_gather::{Phase, SpringGather};
 use super::stages::{self, Stage, predict::PinMove};
 use super::state::SolverState;
 use super::{SolverError, SolverInfo, StepReport, check_state};
+use crate::collision::TriangleContact;
 use crate::collision::self_collision::SelfCollision;
 use crate::collision::{ColliderBroadPhase, Pose};
 use crate::forces::spring::Spring;
@@ -289,6 +290,9 @@ pub struct ForceSolver {
     pub(in crate::solver) implicit: Option<Box<ImplicitScratch>>,
     /// The particle contacts (self-collision; implicit Euler only).
     pub(in crate::solver) self_collision: SelfCollision,
+    /// The cloth triangles' virtual particles against the colliders (implicit Euler only: the
+    /// explicit integrators' fused pass has particles alone).
+    pub(in crate::solver) triangle_contact: TriangleContact,
     /// Each collider's pose at the end of the last frame.
     collider_pose: Vec<Pose>,
     snapshot: Option<Snapshot>,
@@ -327,6 +331,7 @@ impl ForceSolver {
             pinned: vec![false; n],
             implicit,
             self_collision,
+            triangle_contact: TriangleContact::new(&model),
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
             snapshot: None,
             stable_step: limit,
@@ -779,6 +784,7 @@ impl Solver for ForceSolver {
         self.gather = SpringGather::new(model.particle_count(), model.distance().constraints(), &springs);
         self.springs = springs;
         self.self_collision = self_collision_of(&model, self.settings.integrator)?;
+        self.triangle_contact = TriangleContact::new(&model);
         if let Some(s) = &mut self.implicit {
             // The pattern is the same; the warm start carries over.
             let dv = std::mem::take(&mut s.dv);

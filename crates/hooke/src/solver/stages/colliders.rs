@@ -4,9 +4,10 @@
 
 use super::for_particles;
 use crate::Model;
-use crate::collision::{self, ColliderBroadPhase, ColliderPlacement};
+use crate::collision::{self, ColliderBroadPhase, ColliderPlacement, TriangleContact};
 use crate::solver::state::{Particle, SolverState};
 use glam::Vec3;
+use rayon::prelude::*;
 
 /// What the stage does to the velocity of a particle it moves.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,12 +22,14 @@ pub(crate) enum Velocity {
 
 /// Resolves every free particle (w > 0) against the colliders placed by `placements` (one per
 /// collider), through their broad phase when `broad_phase` is set (else against every
-/// collider; same result); returns how many touch one.
+/// collider; same result), then the cloth triangles of `triangles` through their virtual
+/// particles ([`TriangleContact`]); returns how many particles touch a collider.
 pub(crate) fn resolve(
     model: &Model,
     state: &mut SolverState,
     placements: &[ColliderPlacement],
     broad_phase: bool,
+    triangles: &mut TriangleContact,
     velocity: Velocity,
     parallel: bool,
 ) -> u32 {
@@ -61,5 +64,32 @@ pub(crate) fn resolve(
         }
         touching
     };
-    for_particles(parallel, &mut state.particles, &mut state.velocity, run)
+    let touching = for_particles(parallel, &mut state.particles, &mut state.velocity, run);
+    if triangles.is_empty() {
+        return touching;
+    }
+    // Virtual particles: every correction from the positions after the particle pass, then
+    // each particle's mean share (a Jacobi pass).
+    let particles = &state.particles;
+    let (start, moved) = (|i: usize| particles[i].x.truncate(), |i: usize| particles[i].d.truncate());
+    if triangles.push(model, placements, &broad, start, moved, parallel) == 0 {
+        return touching;
+    }
+    let triangles = &*triangles;
+    let share =
+        |i: usize| if particles[i].x.w > 0.0 { triangles.gather(model, i, |j| particles[j].x.w) } else { Vec3::ZERO };
+    let shares: Vec<Vec3> = if parallel {
+        (0..particles.len()).into_par_iter().with_min_len(256).map(share).collect()
+    } else {
+        (0..particles.len()).map(share).collect()
+    };
+    for (i, share) in shares.into_iter().enumerate() {
+        if share != Vec3::ZERO {
+            state.particles[i].d += share.extend(0.0);
+            if let Velocity::Correct { inv_h } = velocity {
+                state.velocity[i] += share * inv_h;
+            }
+        }
+    }
+    touching
 }

@@ -37,6 +37,7 @@ use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
 use super::state::SolverState;
 use super::{SolverError, SolverInfo, StepReport, check_state};
 use crate::collision::Pose;
+use crate::collision::TriangleContact;
 use crate::collision::self_collision::SelfCollision;
 use crate::model::{ConstraintFamily, DistanceConstraint};
 use crate::{Control, Model, Solver, State};
@@ -248,6 +249,7 @@ pub struct XpbdSolver {
     tether_pins: Option<Vec<u32>>,
     /// The particle contacts (self-collision) and their scratch.
     self_collision: SelfCollision,
+    triangle_contact: TriangleContact,
     /// External force per particle (N), from aerodynamics.
     force: Vec<Vec3>,
     /// A third of each triangle's aerodynamic force (N, xyz) and drag rate (kg/s, w).
@@ -282,6 +284,7 @@ impl XpbdSolver {
             tethers: Vec::new(),
             tether_pins: None,
             self_collision: SelfCollision::new(&model),
+            triangle_contact: TriangleContact::new(&model),
             force: vec![Vec3::ZERO; n],
             triangle_force: vec![Vec4::ZERO; model.triangles().len()],
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
@@ -397,7 +400,9 @@ impl XpbdSolver {
             let placements = plan.placements(sub as u32);
             let velocity = Velocity::FromDisplacement;
             let broad = self.settings.collider_broad_phase;
-            contacts = stages::colliders::resolve(&model, &mut self.state, placements, broad, velocity, parallel);
+            let triangles = &mut self.triangle_contact;
+            contacts =
+                stages::colliders::resolve(&model, &mut self.state, placements, broad, triangles, velocity, parallel);
             check(self, Stage::Colliders)?;
             // 6. Finish.
             stages::finish::velocity_from_displacement(&mut self.state, plan.inv_h, parallel);
@@ -748,6 +753,7 @@ impl Solver for XpbdSolver {
         self.tether_pins = None;
         // A material change may switch self-collision on or off.
         self.self_collision = SelfCollision::new(&model);
+        self.triangle_contact = TriangleContact::new(&model);
         self.state.reset_inverse_masses(&model);
         self.model = model;
         Ok(())

@@ -1,0 +1,57 @@
+//! Contact of cloth triangles with colliders on the GPU (`triangle_contact.wgsl`): hooke's
+//! [`hooke::collision::triangle_contact`] — each listed triangle's centroid and edge midpoints,
+//! virtual particles, are pushed out of the colliders after the particles' own collision pass,
+//! and every particle takes the mean of its share of the corrections around it. Two
+//! dispatches per substep, the same operations as the CPU (bit-identical on lavapipe).
+
+use crate::buffers::{self, Buffers};
+use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+use hooke::Model;
+use hooke::collision::TriangleContact as Plan;
+
+/// The file's pipelines and bindings, in binding order.
+pub(crate) const SPEC: KernelSpec = KernelSpec {
+    name: "triangle_contact.wgsl",
+    source: crate::shaders::TRIANGLE_CONTACT,
+    entries: &["push", "gather"],
+    access: &[Read, ReadWrite, Read, Read, Read, Read, Read, ReadWrite],
+    slot: false,
+};
+
+/// The kernels bound to a solver's buffers, for a model whose cloths have triangle contact.
+pub(crate) struct TriangleContact {
+    bound: Bound,
+    slots: u32,
+}
+
+impl TriangleContact {
+    /// The kernels of `model`'s triangle contact; `None` when no triangle takes part.
+    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model) -> Option<TriangleContact> {
+        let plan = Plan::new(model);
+        if plan.is_empty() {
+            return None;
+        }
+        let slots = plan.triangles().len() as u32;
+        let (offsets, entries) = plan.adjacency();
+        let mut contact = Vec::with_capacity(1 + 3 * slots as usize + offsets.len() + entries.len());
+        contact.push(slots);
+        for &t in plan.triangles() {
+            contact.extend_from_slice(&model.triangles()[t as usize]);
+        }
+        contact.extend_from_slice(offsets);
+        contact.extend_from_slice(entries);
+        let contact = buffers::storage(device, "hooke triangle contact", &contact);
+        let delta = buffers::zeroed(device, "hooke triangle contact corrections", 4 * slots as u64 * buffers::VEC4);
+        let bound = kernels.get(&SPEC).bind(
+            device,
+            &[&b.position, &b.displacement, &b.radius, &b.colliders, &b.placements, &contact, &b.sdf, &delta],
+        );
+        Some(TriangleContact { bound, slots })
+    }
+
+    /// Records one substep's pass: the virtual particles' corrections, then the gather.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32) {
+        self.bound.run(pass, 0, params, self.slots);
+        self.bound.run(pass, 1, params, n);
+    }
+}

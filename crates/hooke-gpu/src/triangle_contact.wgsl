@@ -1,0 +1,115 @@
+// Contact of cloth triangles with colliders through virtual particles (hooke's
+// `collision/triangle_contact.rs`, issue #10 item 4), dispatched by triangle_contact.rs after
+// collide.wgsl in every substep: `push` moves each listed triangle's centroid and edge
+// midpoints out of the colliders (with friction) and stores the corrections; `gather` gives
+// each particle the mean of its share of the corrections around it. Same operations, in the
+// same order, as the CPU.
+
+@group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> radius: array<f32>;
+// [0] slots S, then the slots' corners (3 per slot), then the per-particle CSR offsets
+// (particle count + 1) and entries (slot << 2 | corner).
+@group(0) @binding(5) var<storage, read> contact: array<u32>;
+// The corrections, 4 per slot: centroid, then the midpoints of edges 0–1, 1–2, 2–0.
+@group(0) @binding(7) var<storage, read_write> delta: array<vec4<f32>>;
+
+// hooke's `project_point`: the correction of a virtual particle of radius r, at x0 at the
+// start of the substep and moved by d since.
+fn project_point(x0: vec3<f32>, d: vec3<f32>, r: f32) -> vec3<f32> {
+    var moved = d;
+    for (var k = 0u; k < P.collider_count; k++) {
+        let m = placements[P.substep * P.collider_count + k];
+        let q = x0 + moved;
+        if out_of_reach(m, q, q, r) {
+            continue;
+        }
+        let c = colliders[k];
+        let rotated = m.translation_end.w != 0.0;
+        let sd = distance_at(c, m, rotated, q);
+        let n = sd.xyz;
+        let depth = r - sd.w;
+        if depth > 0.0 {
+            moved = moved + n * depth;
+            let rel = moved - surface_at(c, m, rotated, x0 + moved);
+            let tangential = rel - n * dot3(rel, n);
+            moved = moved + coulomb(c.static_friction, c.kinetic_friction, tangential, depth);
+        }
+    }
+    return moved - d;
+}
+
+@compute @workgroup_size(64)
+fn push(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let slot = thread_index(gid, nwg);
+    if slot >= contact[0] {
+        return;
+    }
+    let i = contact[1u + 3u * slot];
+    let j = contact[2u + 3u * slot];
+    let k = contact[3u + 3u * slot];
+    let a = position[i].xyz;
+    let b = position[j].xyz;
+    let c = position[k].xyz;
+    let da = displacement[i].xyz;
+    let db = displacement[j].xyz;
+    let dc = displacement[k].xyz;
+    let ra = radius[i];
+    let rb = radius[j];
+    let rc = radius[k];
+    delta[4u * slot] = vec4<f32>(project_point((a + b + c) / 3.0, (da + db + dc) / 3.0, (ra + rb + rc) / 3.0), 0.0);
+    delta[4u * slot + 1u] = vec4<f32>(project_point((a + b) * 0.5, (da + db) * 0.5, (ra + rb) * 0.5), 0.0);
+    delta[4u * slot + 2u] = vec4<f32>(project_point((b + c) * 0.5, (db + dc) * 0.5, (rb + rc) * 0.5), 0.0);
+    delta[4u * slot + 3u] = vec4<f32>(project_point((c + a) * 0.5, (dc + da) * 0.5, (rc + ra) * 0.5), 0.0);
+}
+
+fn touches(v: vec3<f32>) -> bool {
+    return any(v != vec3<f32>(0.0));
+}
+
+@compute @workgroup_size(64)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let p = thread_index(gid, nwg);
+    if p >= P.particle_count {
+        return;
+    }
+    let w = position[p].w;
+    if w <= 0.0 {
+        return;
+    }
+    let slots = contact[0];
+    let offsets = 1u + 3u * slots;
+    let entries = offsets + P.particle_count + 1u;
+    var sum = vec3<f32>(0.0);
+    var count = 0u;
+    for (var e = contact[offsets + p]; e < contact[offsets + p + 1u]; e++) {
+        let entry = contact[entries + e];
+        let slot = entry >> 2u;
+        let corner = entry & 3u;
+        let wc = vec3<f32>(
+            position[contact[1u + 3u * slot]].w,
+            position[contact[2u + 3u * slot]].w,
+            position[contact[3u + 3u * slot]].w,
+        );
+        let d0 = delta[4u * slot].xyz;
+        if touches(d0) {
+            let s = (wc.x + wc.y) + wc.z;
+            sum = sum + opaque3(d0 * (3.0 * wc[corner] / s));
+            count += 1u;
+        }
+        // The midpoints of the two edges through this corner.
+        for (var h = 0u; h < 2u; h++) {
+            let q = select((corner + 2u) % 3u, corner, h == 0u);
+            let dq = delta[4u * slot + 1u + q].xyz;
+            if touches(dq) {
+                let s = wc[q] + wc[(q + 1u) % 3u];
+                sum = sum + opaque3(dq * (2.0 * wc[corner] / s));
+                count += 1u;
+            }
+        }
+    }
+    if count > 0u {
+        let d = displacement[p];
+        displacement[p] = vec4<f32>(d.xyz + sum / f32(count), d.w);
+    }
+}
