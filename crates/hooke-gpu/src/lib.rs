@@ -34,9 +34,10 @@
 //!    or, with [`GpuSolve::Jacobi`], `iterations` × one dispatch over particles (see
 //!    [`GpuSolve`]);
 //! 4. particle contacts (self-collision): the spatial hash rebuilt, then one Jacobi gather;
-//! 5. **collide**: projection out of planes, spheres, capsules and boxes, each at its placement
-//!    of the substep (translated and turned), then clamped Coulomb friction relative to the
-//!    collider's surface motion;
+//! 5. **collide**: projection out of planes, spheres, capsules, boxes and mesh colliders'
+//!    distance grids, each at its placement of the substep (translated and turned), then
+//!    clamped Coulomb friction relative to the collider's surface motion; then the cloth
+//!    triangles' virtual particles (**push**, **gather** in `triangle_contact.wgsl`);
 //! 6. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0.
 //!
 //! After the last substep, **normals** (§6), **tangents** (for models with UVs) and the

@@ -6,7 +6,7 @@
 //! | [`Predict`](Stage::Predict) | v ← v e^{−ch} + h(g + w f), d ← h v; pins moved ([`predict`]) | forces and the integrator's step (fused, see below) | forces, then the linearised solve for Δv | `predict.wgsl` |
 //! | [`Constraints`](Stage::Constraints) | each constraint set, colour by colour, `iterations` times (Gauss–Seidel) | — (springs are forces) | — | one dispatch per colour, or Jacobi |
 //! | [`Contacts`](Stage::Contacts) | particle contacts (self-collision): one Jacobi pass over the pairs the spatial hash finds ([`contacts`]) | — (the fused pass has no slot: a model with self-collision is refused) | as XPBD, velocity corrected | `spatial_hash.wgsl` (hash build), `self_collision.wgsl` (gather, apply) |
-//! | [`Colliders`](Stage::Colliders) | projection out of colliders, Coulomb friction ([`colliders`]) | the same, velocity corrected by Δd/h | the same, velocity corrected | `collide.wgsl` |
+//! | [`Colliders`](Stage::Colliders) | projection out of colliders, Coulomb friction ([`colliders`]); then the cloth triangles' virtual particles (`collision::triangle_contact`) | the same, velocity corrected by Δd/h (particles only) | the same, velocity corrected | `collide.wgsl`, `triangle_contact.wgsl` |
 //! | [`Finish`](Stage::Finish) | v ← d/h, x⁰ ← x⁰ + d, d ← 0 ([`finish`]) | x ← x + d | x ← x + d | `finish.wgsl` |
 //!
 //! Everything a stage needs that does not depend on the particles — h, 1/h, 1/h², e^{−ch}, the
