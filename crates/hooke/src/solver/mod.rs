@@ -66,7 +66,9 @@ pub struct StepReport {
     /// Constraint iterations summed over the frame's substeps (0 for solvers that do not
     /// count them).
     pub total_iterations: u32,
-    /// Particles in contact with a collider in the last substep.
+    /// Particles in contact with a collider in the last substep: directly, or (on the CPU)
+    /// through their triangles' virtual particles ([`crate::collision::triangle_contact`]);
+    /// the GPU counts direct contacts only.
     pub contacts: u32,
     /// Particles in contact with another particle (self-collision) in the last substep.
     pub particle_contacts: u32,

@@ -8,6 +8,7 @@ use crate::collision::{self, ColliderBroadPhase, ColliderPlacement, TriangleCont
 use crate::solver::state::{Particle, SolverState};
 use glam::Vec3;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the stage does to the velocity of a particle it moves.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,7 +24,8 @@ pub(crate) enum Velocity {
 /// Resolves every free particle (w > 0) against the colliders placed by `placements` (one per
 /// collider), through their broad phase when `broad_phase` is set (else against every
 /// collider; same result), then the cloth triangles of `triangles` through their virtual
-/// particles ([`TriangleContact`]); returns how many particles touch a collider.
+/// particles ([`TriangleContact`]); returns how many particles touch a collider, directly or
+/// through their triangles.
 pub(crate) fn resolve(
     model: &Model,
     state: &mut SolverState,
@@ -38,6 +40,12 @@ pub(crate) fn resolve(
         return 0;
     }
     let radius = model.particle_radius();
+    // Which particles touched directly (for the count, when triangles touch too).
+    let touched: Vec<AtomicBool> = if triangles.is_empty() {
+        Vec::new()
+    } else {
+        (0..state.particles.len()).map(|_| AtomicBool::new(false)).collect()
+    };
     let broad = if broad_phase {
         ColliderBroadPhase::new(colliders, placements)
     } else {
@@ -56,6 +64,9 @@ pub(crate) fn resolve(
             let depth = collision::resolve_particle(colliders, placements, &broad, x0, &mut d, radius[start + k]);
             if depth > 0.0 {
                 touching += 1;
+                if let Some(t) = touched.get(start + k) {
+                    t.store(true, Ordering::Relaxed);
+                }
                 if let Velocity::Correct { inv_h } = velocity {
                     v[k] += (d - before) * inv_h;
                 }
@@ -83,8 +94,11 @@ pub(crate) fn resolve(
     } else {
         (0..particles.len()).map(share).collect()
     };
+    let mut touching = touching;
     for (i, share) in shares.into_iter().enumerate() {
         if share != Vec3::ZERO {
+            // In contact through its triangles, if not directly.
+            touching += !touched[i].load(Ordering::Relaxed) as u32;
             state.particles[i].d += share.extend(0.0);
             if let Velocity::Correct { inv_h } = velocity {
                 state.velocity[i] += share * inv_h;
