@@ -127,6 +127,7 @@ fn bad_input_fails_cleanly() {
         ("[materials.m]\nthickness = 0.0\n[[cloth]]\nmaterial = \"m\"\nrows = 4\ncolumns = 4\nspacing = 0.1\nself_collision = true\n".into(), "self-collision needs a thickness"),
         ("[materials.m]\nself_static_friction = -0.5\n[[cloth]]\nmaterial = \"m\"\nrows = 4\ncolumns = 4\nspacing = 0.1\n".into(), "self_static_friction"),
         (format!("{grid}self_collision = true\n[solver]\nmethod = \"verlet\"\n"), "self_collision"),
+        (format!("{grid}self_collision = true\nself_collision_thickness = -0.01\n"), "self-collision thickness"),
         // Mesh colliders: missing, open, flat (no volume), and bad settings.
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"nothere.obj\"\n"), "nothere.obj"),
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"open.obj\"\n"), "open.obj: the mesh is not closed"),

@@ -11,6 +11,7 @@ use crate::buffers::{self, Buffers};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
 use crate::spatial_hash::SpatialHash;
 use hooke::Model;
+use hooke::collision::self_collision::contact_radii;
 
 /// The file's pipelines and bindings, in binding order.
 pub(crate) const SPEC: KernelSpec = KernelSpec {
@@ -58,7 +59,7 @@ impl SelfCollision {
         // Rest position and collision radius of every particle; its body (the contact counts
         // of the last substep start at 0, in the high 12 bits).
         let rest: Vec<[f32; 4]> =
-            model.particle_position().iter().zip(model.particle_radius()).map(|(x, &r)| [x.x, x.y, x.z, r]).collect();
+            model.particle_position().iter().zip(contact_radii(model)).map(|(x, r)| [x.x, x.y, x.z, r]).collect();
         let mut tag = vec![0u32; model.particle_count()];
         for (k, body) in model.bodies().iter().enumerate() {
             for p in body.particles.clone() {

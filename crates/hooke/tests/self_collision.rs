@@ -488,3 +488,43 @@ fn ropes_rest_on_a_cloth_and_on_each_other() {
     assert!(on > 0.0 && closest_on >= 0.9, "the ropes sank into the cloth or each other: {on} m, {closest_on}");
     assert!(off < -0.5, "without self-collision the ropes should fall through ({off} m)");
 }
+
+/// `self_collision_thickness` sets the self-contact distance apart from the thickness: two
+/// layers 1 cm thick with a 3 cm self-collision thickness, dropped flat onto the ground, rest
+/// 3 cm apart (at least 90 % of it), while the lower one lies the 5 mm of its own radius above
+/// the ground (the collider distance stays thickness/2). Without it they would rest 1 cm apart.
+#[test]
+fn self_collision_thickness_sets_the_distance_between_layers() {
+    let gap = |self_thickness: Option<f32>| {
+        let mut b = ModelBuilder::new();
+        for (k, y) in [0.02f32, 0.08].into_iter().enumerate() {
+            let mut g = ClothGrid::new(format!("layer{k}"), 10, 10, 0.02);
+            g.center = Vec3::new(0.0, y, 0.0);
+            g.material.thickness = 0.01;
+            g.material.self_collision = true;
+            g.material.self_collision_thickness = self_thickness;
+            b.add_cloth_grid(&g).unwrap();
+        }
+        b.add_collider(
+            Collider::new("ground", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y }).with_friction(0.6, 0.5),
+        )
+        .unwrap();
+        let model = Arc::new(b.finalize().unwrap());
+        let mut s = solver(&model, Kind::Xpbd);
+        for _ in 0..90 {
+            s.step(&Control::new(), 1.0 / 60.0).unwrap();
+        }
+        let mut x = Vec::new();
+        s.read_positions(&mut x);
+        let mean = |r: std::ops::Range<usize>| x[r.clone()].iter().map(|p| p.y).sum::<f32>() / r.len() as f32;
+        (mean(0..100), mean(100..200))
+    };
+    let (low, high) = gap(Some(0.03));
+    let (low_default, high_default) = gap(None);
+    println!(
+        "layers at {low:.4} and {high:.4} m (self thickness 3 cm); {low_default:.4} and {high_default:.4} m by default"
+    );
+    assert!((low - 0.005).abs() < 0.001, "the lower layer rests at {low} m, not its 5 mm radius");
+    assert!(high - low > 0.9 * 0.03 && high - low < 0.033, "layers {} m apart", high - low);
+    assert!((high_default - low_default - 0.01).abs() < 0.002, "default gap {}", high_default - low_default);
+}

@@ -193,6 +193,7 @@ fn cloth_material(m: &MaterialSection, c: &ClothSection, key: &str) -> Result<Cl
         damping: m.damping.unwrap_or(d.damping),
         thickness: m.thickness.unwrap_or(d.thickness),
         self_collision: c.self_collision.unwrap_or(false),
+        self_collision_thickness: c.self_collision_thickness,
         self_friction: self_friction(m, d.self_friction),
         self_collision_speed_clamp: c.self_collision_speed_clamp.unwrap_or(false),
         triangle_contact: c.triangle_contact.unwrap_or(d.triangle_contact),

@@ -263,6 +263,9 @@ pub struct ClothSection {
     /// With self-collision, cap each substep's displacement at 0.2 × the thickness (speed
     /// ≤ 0.2·thickness/h; default false).
     pub self_collision_speed_clamp: Option<bool>,
+    /// Contact distance of self-collision (m), when it should differ from the material's
+    /// thickness (which stays the distance kept from colliders); default: the thickness.
+    pub self_collision_thickness: Option<f32>,
     /// The cloth's triangles collide with colliders too, through virtual particles at their
     /// centroids and edge midpoints, so collider edges and corners do not poke between the
     /// particles (default true; XPBD, PBD, implicit Euler).

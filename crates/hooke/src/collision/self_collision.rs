@@ -82,8 +82,10 @@ pub(crate) struct SelfCollision {
     friction: Vec<Friction>,
     /// Whether each body's substep displacements are capped (`self_collision_speed_clamp`).
     clamp: Vec<bool>,
-    /// Largest collision radius among the members (m).
+    /// Largest contact radius among the members (m).
     max_radius: f32,
+    /// Every particle's radius in self-contact ([`contact_radii`]; m).
+    radius: Vec<f32>,
     hash: SpatialHash,
     /// Positions of every particle at the start of the stage.
     position: Vec<Vec3>,
@@ -117,7 +119,8 @@ impl SelfCollision {
         let friction = model.bodies().iter().map(self_friction).collect();
         let clamp = model.bodies().iter().map(speed_clamp).collect();
         let previous = vec![0; model.particle_count()];
-        SelfCollision { members, body, friction, clamp, max_radius, previous, ..SelfCollision::default() }
+        let radius = contact_radii(model);
+        SelfCollision { members, body, friction, clamp, max_radius, radius, previous, ..SelfCollision::default() }
     }
 
     /// Whether any particle collides with another.
@@ -141,7 +144,7 @@ impl SelfCollision {
             return ContactCount::default();
         }
         // The optional speed clamp: |d| ≤ 0.2 × 2r.
-        let radius = model.particle_radius();
+        let radius = &self.radius;
         for &i in &self.members {
             if !self.clamp[self.body[i as usize] as usize] {
                 continue;
@@ -166,7 +169,7 @@ impl SelfCollision {
             particles,
             position,
             rest: model.particle_position(),
-            radius: model.particle_radius(),
+            radius,
             body: &self.body,
             previous: &self.previous,
             friction: &self.friction,
@@ -316,7 +319,7 @@ impl FixedSum {
 /// of their radii (m; 0 when there are none). The spatial hash's cells are [`CELL_RADII`]
 /// times that wide.
 pub fn members(model: &Model) -> (Vec<u32>, f32) {
-    let radius = model.particle_radius();
+    let radius = contact_radii(model);
     let mut members = Vec::new();
     let mut max_radius = 0.0f32;
     for body in model.bodies().iter().filter(|b| b.self_collision()) {
@@ -328,6 +331,20 @@ pub fn members(model: &Model) -> (Vec<u32>, f32) {
         }
     }
     (members, max_radius)
+}
+
+/// Each particle's radius in self-contact (m; one per particle): half a cloth's
+/// `self_collision_thickness` where it is set, else the particle's collision radius.
+pub fn contact_radii(model: &Model) -> Vec<f32> {
+    let mut radius = model.particle_radius().to_vec();
+    for body in model.bodies() {
+        if let crate::model::BodyMaterial::Cloth(m) = &body.material
+            && let Some(t) = m.self_collision_thickness
+        {
+            radius[body.particles.start as usize..body.particles.end as usize].fill(0.5 * t);
+        }
+    }
+    radius
 }
 
 /// What may be wrong with a body's self-collision settings (for warnings; none is an error).
@@ -353,7 +370,7 @@ pub enum SelfCollisionConcern {
 /// The concerns about every body with self-collision on (see [`SelfCollisionConcern`]).
 pub fn concerns(model: &Model) -> Vec<SelfCollisionConcern> {
     let mut out = Vec::new();
-    let radius = model.particle_radius();
+    let radius = contact_radii(model);
     for (k, body) in model.bodies().iter().enumerate().filter(|(_, b)| b.self_collision()) {
         let set = model.distance();
         let (mut sum, mut n) = (0.0f64, 0usize);
@@ -422,7 +439,7 @@ impl Overlap {
 /// # Panics
 /// If `positions` is shorter than the model's particle count or an index is out of range.
 pub fn deepest_overlap(model: &Model, positions: &[Vec3], particles: &[u32]) -> Option<Overlap> {
-    let radius = model.particle_radius();
+    let radius = contact_radii(model);
     let members: Vec<u32> = particles.iter().copied().filter(|&p| radius[p as usize] > 0.0).collect();
     let max_radius = members.iter().map(|&p| radius[p as usize]).fold(0.0f32, f32::max);
     if members.len() < 2 {

@@ -254,5 +254,9 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
     error::modulus(ctx, "bending modulus", m.bending_modulus, "N·m")?;
     error::non_negative(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "thickness (m)", m.thickness)?;
-    error::contact(ctx, "thickness", m.thickness, m.self_collision, m.self_friction)
+    if let Some(t) = m.self_collision_thickness {
+        error::positive(ctx, "self-collision thickness (m)", t)?;
+    }
+    let contact = m.self_collision_thickness.unwrap_or(m.thickness);
+    error::contact(ctx, "thickness", contact, m.self_collision, m.self_friction)
 }

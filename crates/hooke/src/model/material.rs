@@ -48,6 +48,9 @@ pub struct ClothMaterial {
     /// those of every other body that has it on (self-collision, see
     /// `collision::self_collision`); the thickness must then be > 0. Off by default.
     pub self_collision: bool,
+    /// Contact distance of self-collision (m), when it should differ from the thickness (the
+    /// particles' radius against colliders stays thickness/2); `None`: the thickness.
+    pub self_collision_thickness: Option<f32>,
     /// Friction between layers in self-contact (averaged with the other body's).
     pub self_friction: Friction,
     /// Caps each substep's displacement of the body's particles at 0.2 × the thickness when
@@ -76,6 +79,7 @@ impl Default for ClothMaterial {
             damping: 1.0e-4,
             thickness: 0.01,
             self_collision: false,
+            self_collision_thickness: None,
             self_friction: SELF_FRICTION,
             self_collision_speed_clamp: false,
             triangle_contact: true,
