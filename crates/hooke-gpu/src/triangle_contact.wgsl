@@ -39,6 +39,32 @@ fn project_point(x0: vec3<f32>, d: vec3<f32>, r: f32) -> vec3<f32> {
     return moved - d;
 }
 
+// hooke's `clear_of_colliders`: whether no virtual particle of the triangle with corners at
+// x0, x1, x2 (current positions) and largest corner radius r can touch a collider — each
+// collider within reach is farther from the centroid than r plus the largest distance from it
+// to an edge midpoint, with rounding to spare. Then the four projections would find nothing.
+fn clear_of_colliders(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, r: f32) -> bool {
+    let centroid = (x0 + x1 + x2) / 3.0;
+    let m01 = (x0 + x1) * 0.5 - centroid;
+    let m12 = (x1 + x2) * 0.5 - centroid;
+    let m20 = (x2 + x0) * 0.5 - centroid;
+    let reach = sqrt(max(dot3(m01, m01), max(dot3(m12, m12), dot3(m20, m20))));
+    let big = max(abs(x0), max(abs(x1), abs(x2)));
+    let need = r + reach + 1e-5 + 1e-6 * max(big.x, max(big.y, big.z));
+    let lo = min(x0, min(x1, x2));
+    let hi = max(x0, max(x1, x2));
+    for (var k = 0u; k < P.collider_count; k++) {
+        let m = placements[P.substep * P.collider_count + k];
+        if out_of_reach(m, lo, hi, r) {
+            continue;
+        }
+        if distance_at(colliders[k], m, m.translation_end.w != 0.0, centroid).w <= need {
+            return false;
+        }
+    }
+    return true;
+}
+
 @compute @workgroup_size(64)
 fn push(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let slot = thread_index(gid, nwg);
@@ -57,6 +83,12 @@ fn push(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let ra = radius[i];
     let rb = radius[j];
     let rc = radius[k];
+    if clear_of_colliders(a + da, b + db, c + dc, max(ra, max(rb, rc))) {
+        for (var q = 0u; q < 4u; q++) {
+            delta[4u * slot + q] = vec4<f32>(0.0);
+        }
+        return;
+    }
     delta[4u * slot] = vec4<f32>(project_point((a + b + c) / 3.0, (da + db + dc) / 3.0, (ra + rb + rc) / 3.0), 0.0);
     delta[4u * slot + 1u] = vec4<f32>(project_point((a + b) * 0.5, (da + db) * 0.5, (ra + rb) * 0.5), 0.0);
     delta[4u * slot + 2u] = vec4<f32>(project_point((b + c) * 0.5, (db + dc) * 0.5, (rb + rc) * 0.5), 0.0);
