@@ -138,6 +138,7 @@ fn bad_input_fails_cleanly() {
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\nsign = \"magic\"\n"), "sign"),
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\nradius = 1.0\n"), "`radius` does not apply"),
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\ncell_size = 1e-6\n"), "at most"),
+        (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\nmargin = 1e37\n"), "at most"),
     ];
     let tetra = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\n";
     for (k, (scene, needle)) in cases.iter().enumerate() {

@@ -17,13 +17,14 @@ fn sweep(c: Collider, m: Placement, rotated: bool, p0: vec3<f32>, p1: vec3<f32>,
         return -1.0;
     }
     let tolerance = max(1e-6, 1e-3 * r);
+    let span = growth_bound(c) * length;
     var s = 0.0;
     for (var k = 0u; k < 64u; k++) {
         let gap = distance_at(c, m, rotated, p0 + path * s).w - r;
         if gap <= tolerance {
             return s;
         }
-        s = s + gap / length;
+        s = s + gap / span;
         if s >= 1.0 {
             return -1.0;
         }
@@ -61,9 +62,10 @@ fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         let p0 = x0 + surface_at(c, m, rotated, x0);
         let path = p1 - p0;
         let length = sqrt(dot3(path, path));
-        if (sd.w >= r || dot3(sd.xyz, path) > 0.0) && length > sd.w {
+        let reach = growth_bound(c) * length;
+        if (sd.w >= r || dot3(sd.xyz, path) > 0.0) && reach > sd.w {
             let phi0 = distance_at(c, m, rotated, p0).w;
-            if phi0 > 0.0 && length > phi0 + max(sd.w, 0.0) && sweep(c, m, rotated, p0, p1, 0.0) >= 0.0 {
+            if phi0 > 0.0 && reach > phi0 + max(sd.w, 0.0) && sweep(c, m, rotated, p0, p1, 0.0) >= 0.0 {
                 let first = sweep(c, m, rotated, p0, p1, r);
                 if first >= 0.0 {
                     d = (p0 + path * first) - x0;

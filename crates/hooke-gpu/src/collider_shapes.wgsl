@@ -208,3 +208,9 @@ fn out_of_reach(m: Placement, x0: vec3<f32>, x1: vec3<f32>, r: f32) -> bool {
     let grow = vec3<f32>(r + 1e-4 + 1e-5 * max(big.x, max(big.y, big.z)));
     return any(lo - grow > m.bound_max.xyz) || any(m.bound_min.xyz > hi + grow);
 }
+
+// How fast φ can change per metre moved, at most (hooke's `Shape::growth_bound`): 2 for a
+// distance grid, 1 for the analytic shapes.
+fn growth_bound(c: Collider) -> f32 {
+    return select(1.0, 2.0, c.kind == 4u);
+}

@@ -41,8 +41,8 @@ fn project_point(x0: vec3<f32>, d: vec3<f32>, r: f32) -> vec3<f32> {
 
 // hooke's `clear_of_colliders`: whether no virtual particle of the triangle with corners at
 // x0, x1, x2 (current positions) and largest corner radius r can touch a collider — each
-// collider within reach is farther from the centroid than r plus the largest distance from it
-// to an edge midpoint, with rounding to spare. Then the four projections would find nothing.
+// collider within reach is farther from the centroid than r plus its growth bound times the
+// largest distance from it to an edge midpoint, with rounding to spare. Then the four projections would find nothing.
 fn clear_of_colliders(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, r: f32) -> bool {
     let centroid = (x0 + x1 + x2) / 3.0;
     let m01 = (x0 + x1) * 0.5 - centroid;
@@ -50,7 +50,7 @@ fn clear_of_colliders(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, r: f32) -> bo
     let m20 = (x2 + x0) * 0.5 - centroid;
     let reach = sqrt(max(dot3(m01, m01), max(dot3(m12, m12), dot3(m20, m20))));
     let big = max(abs(x0), max(abs(x1), abs(x2)));
-    let need = r + reach + 1e-5 + 1e-6 * max(big.x, max(big.y, big.z));
+    let spare = 1e-5 + 1e-6 * max(big.x, max(big.y, big.z));
     let lo = min(x0, min(x1, x2));
     let hi = max(x0, max(x1, x2));
     for (var k = 0u; k < P.collider_count; k++) {
@@ -58,7 +58,8 @@ fn clear_of_colliders(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, r: f32) -> bo
         if out_of_reach(m, lo, hi, r) {
             continue;
         }
-        if distance_at(colliders[k], m, m.translation_end.w != 0.0, centroid).w <= need {
+        let c = colliders[k];
+        if distance_at(c, m, m.translation_end.w != 0.0, centroid).w <= r + growth_bound(c) * reach + spare {
             return false;
         }
     }

@@ -299,7 +299,7 @@ mod tests {
         let mut gwn = spec(sheet);
         gwn.sign = SignMethod::WindingNumber;
         let e = load_mesh_collider(&gwn).unwrap_err();
-        assert!(e.contains("sheet.obj") && e.contains("no volume"), "{e}");
+        assert!(e.contains("sheet.obj") && e.contains("encloses nothing"), "{e}");
         // A closed tetrahedron flattened into a plane: closed, but no volume.
         let flat = dir.path().join("flat.obj");
         std::fs::write(&flat, "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0.3 0.3 0\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n").unwrap();

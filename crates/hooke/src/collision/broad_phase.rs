@@ -5,8 +5,9 @@
 //! Each bounded collider is held in the box its bounding ball sweeps through the substep
 //! ([`ColliderPlacement::swept_bounds`]); the unbounded plane is always a candidate. With
 //! [`GRID_FROM`] colliders or more the boxes are binned in a uniform grid whose cell is the
-//! median box size (a collider spanning more than [`LARGE_CELLS`] cells is kept aside and
-//! always tested). A particle asks for the first collider, from a given index on, whose box
+//! median box size, doubled until the grid has at most 64 cells per collider (a collider
+//! spanning more than [`LARGE_CELLS`] cells is kept aside and always tested); a turning
+//! collider is always tested (see [`ColliderPlacement::swept_bounds`]). A particle asks for the first collider, from a given index on, whose box
 //! overlaps its path's box (start and end of its move, grown by its radius); the narrow phase
 //! resolves that collider, and the particle asks again from the next index with its path as
 //! corrected. Colliders are therefore still applied in index order, and every collider skipped
@@ -111,8 +112,16 @@ impl Grid {
         if !(cell.is_finite() && span.is_finite()) {
             return None;
         }
+        // At most 64 cells per collider (and 4 096): colliders far apart in 3D would otherwise
+        // make a grid of millions of empty cells, rebuilt every substep.
+        let cap = (64 * boxes.len()).max(4096);
+        let mut cell = cell;
+        let dims_of = |cell: f32| [span.x, span.y, span.z].map(|s| ((s / cell).floor() as u32 + 1).min(MAX_DIMS));
+        while dims_of(cell).iter().map(|&d| d as usize).product::<usize>() > cap {
+            cell *= 2.0;
+        }
         let inv_cell = 1.0 / cell;
-        let dims = [span.x, span.y, span.z].map(|s| ((s * inv_cell).floor() as u32 + 1).min(MAX_DIMS));
+        let dims = dims_of(cell);
         let mut grid = Grid { origin: lo, inv_cell, dims, offsets: Vec::new(), items: Vec::new(), always: Vec::new() };
         let cells = (dims[0] * dims[1] * dims[2]) as usize;
         let mut count = vec![0u32; cells + 1];

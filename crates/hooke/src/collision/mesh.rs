@@ -17,7 +17,8 @@
 //! **Repairs and checks at load.** Degenerate triangles (repeated or collinear corners) are
 //! dropped; triangles wound against their neighbours are turned to agree with them (a
 //! breadth-first walk over shared edges); a closed part wound inwards (negative volume) is
-//! turned outwards. Each repair is reported as a warning. A mesh that is empty, not finite,
+//! turned outwards — each closed part on its own, so the inner shell of a hollow mesh becomes
+//! a solid of its own. Each repair is reported as a warning. A mesh that is empty, not finite,
 //! open or non-manifold (with pseudo-normals), not orientable, or of zero volume is an error.
 
 use super::triangle::Feature;
@@ -173,6 +174,15 @@ impl ColliderMesh {
         if diagonal.is_nan() || diagonal <= 0.0 {
             return Err(MeshColliderError::Empty(" with extent".into()));
         }
+        // The bounds of the triangles kept (a dropped one's stray vertex must not widen them).
+        let (mut min, mut max) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
+        for t in &tris {
+            for &v in t {
+                min = min.min(positions[v as usize]);
+                max = max.max(positions[v as usize]);
+            }
+        }
+        let diagonal = (max - min).length();
         if diagonal > 200.0 {
             warnings.push(format!(
                 "the mesh is {diagonal:.0} m across: if it is in centimetres or millimetres, set `scale` (0.01, 0.001)"
@@ -342,7 +352,8 @@ impl ColliderMesh {
                 };
                 (p - near.point).dot(n) < 0.0
             }
-            SignMethod::WindingNumber => self.winding_number(p) > 0.5,
+            // |w| > ½: an open mesh cannot be turned outwards, so either winding counts.
+            SignMethod::WindingNumber => self.winding_number(p).abs() > 0.5,
         }
     }
 

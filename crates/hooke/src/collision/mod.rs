@@ -74,9 +74,10 @@ const SWEEP_STEPS: u32 = 64;
 /// `p1` (m, both in the collider's placement at the end of the substep) touches the collider,
 /// as the fraction s ∈ [0, 1] of the way, or `None` when the path stays clear of it.
 ///
-/// Sphere tracing (Hart 1996): a signed distance grows by at most the distance moved, so the
-/// particle can advance by φ(p) − r without touching; the analytic shapes' distances are exact
-/// outside them. The walk stops within 10⁻⁶ m (or 0.1 % of the radius) of contact.
+/// Sphere tracing (Hart 1996): a signed distance changes by at most L times the distance moved
+/// ([`Shape::growth_bound`]: 1 for the analytic shapes, whose distances are exact), so the
+/// particle can advance by (φ(p) − r)/L without touching. The walk stops within 10⁻⁶ m (or
+/// 0.1 % of the radius) of contact.
 #[inline]
 pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: Vec3, radius: f32) -> Option<f32> {
     let path = p1 - p0;
@@ -85,6 +86,7 @@ pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: 
         return None;
     }
     let tolerance = 1e-6f32.max(1e-3 * radius);
+    let span = shape.growth_bound() * length;
     let mut s = 0.0f32;
     for _ in 0..SWEEP_STEPS {
         let (phi, _) = placement.signed_distance(shape, p0 + path * s);
@@ -92,7 +94,7 @@ pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: 
         if gap <= tolerance {
             return Some(s);
         }
-        s += gap / length;
+        s += gap / span;
         if s >= 1.0 {
             return None;
         }
@@ -150,10 +152,11 @@ fn resolve_one(c: &Collider, s: &ColliderPlacement, x0: Vec3, d: &mut Vec3, radi
     let path = p1 - p0;
     // (|φ(p1) − φ(p0)| ≤ ‖path‖, so the path can be longer than both clearances only if it
     // is longer than φ(p1): most particles are ruled out without evaluating φ(p0).)
-    let length = path.length();
-    let through = (phi1 >= radius || n1.dot(path) > 0.0) && length > phi1 && {
+    // (With L the shape's growth bound, the path must be longer than the clearances over L.)
+    let reach = c.shape.growth_bound() * path.length();
+    let through = (phi1 >= radius || n1.dot(path) > 0.0) && reach > phi1 && {
         let (phi0, _) = s.signed_distance(&c.shape, p0);
-        phi0 > 0.0 && length > phi0 + phi1.max(0.0) && sweep(&c.shape, s, p0, p1, 0.0).is_some()
+        phi0 > 0.0 && reach > phi0 + phi1.max(0.0) && sweep(&c.shape, s, p0, p1, 0.0).is_some()
     };
     let (phi, n) = match through.then(|| sweep(&c.shape, s, p0, p1, radius)).flatten() {
         Some(first) => {

@@ -104,10 +104,15 @@ impl ColliderPlacement {
         (phi, rotate(&self.rotation_end, n))
     }
 
-    /// The box (lower and upper corner, m) that holds `shape` throughout the substep, `None`
-    /// for an unbounded shape: the ball of its [`bounding_radius`](Shape::bounding_radius)
-    /// about its origin, at the start and at the end of the substep, and everything between.
+    /// The box (lower and upper corner, m) that holds `shape` throughout the substep: the ball
+    /// of its [`bounding_radius`](Shape::bounding_radius) about its origin, at the start and at
+    /// the end of the substep, and everything between. `None` — test every particle — for an
+    /// unbounded shape, and for a turning one: its swept test follows a particle's path in the
+    /// collider's own frame, which a box around the world path does not hold.
     pub fn swept_bounds(&self, shape: &Shape) -> Option<[Vec3; 2]> {
+        if self.rotated {
+            return None;
+        }
         let r = shape.bounding_radius()?;
         let end = shape.origin() + self.translation_end;
         let start = end - self.displacement;

@@ -72,8 +72,8 @@ impl SdfGrid {
     /// # Errors
     /// [`MeshColliderError::Settings`] for a resolution or margin out of range;
     /// [`MeshColliderError::GridTooLarge`] beyond [`MAX_SAMPLES`](Self::MAX_SAMPLES) nodes;
-    /// [`MeshColliderError::ZeroVolume`] if no node is inside (an open mesh that encloses
-    /// nothing).
+    /// [`MeshColliderError::Settings`] if no node is inside (an open mesh that encloses
+    /// nothing, or a mesh thinner than a cell).
     pub fn build(
         mesh: &ColliderMesh,
         resolution: GridResolution,
@@ -103,9 +103,12 @@ impl SdfGrid {
         let cell = cell as f32 as f64;
         let origin = (lo - DVec3::splat(margin)).as_vec3().as_dvec3();
         let span = hi + DVec3::splat(margin) - origin;
-        let dims_wide = span.to_array().map(|s| (s / cell).ceil() as u128 + 1);
-        let samples: u128 = dims_wide.iter().product();
-        if samples > Self::MAX_SAMPLES as u128 || dims_wide.iter().any(|&d| d > u32::MAX as u128) {
+        // Counted in f64 first (a huge margin or a tiny cell must not overflow an integer).
+        let per_axis = span.to_array().map(|s| (s / cell).ceil() + 1.0);
+        let samples_f: f64 = per_axis.iter().product();
+        let dims_wide = per_axis.map(|d| d as u128);
+        if samples_f.is_nan() || samples_f > Self::MAX_SAMPLES as f64 {
+            let samples = dims_wide.iter().fold(1u128, |a, &d| a.saturating_mul(d));
             return Err(MeshColliderError::GridTooLarge { samples, dims: dims_wide, limit: Self::MAX_SAMPLES });
         }
         let dims = dims_wide.map(|d| d.max(2) as u32);
@@ -148,8 +151,10 @@ impl SdfGrid {
             }
         });
         if values.iter().all(|&v| v >= 0.0) {
-            // Only an open mesh under the winding number gets here without a volume check.
-            return Err(MeshColliderError::ZeroVolume { volume: 0.0, box_volume: extent.x * extent.y * extent.z });
+            return Err(MeshColliderError::Settings(format!(
+                "no node of the grid lies inside the mesh: it encloses nothing (an open mesh) or is thinner than a \
+                 cell ({cell:.3e} m) everywhere; use a finer resolution or a smaller cell_size"
+            )));
         }
         let centre = (0.5 * (lo + hi)).as_vec3();
         // 1/cell from the f32 cell, as `from_parts` computes it, so that a grid read back from

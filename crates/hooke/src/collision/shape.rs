@@ -129,6 +129,17 @@ impl Shape {
         }
     }
 
+    /// How fast φ can change per metre moved, at most: 1 for the analytic shapes (exact
+    /// distances); 2 for a distance grid, whose trilinear interpolant of exact distances may
+    /// change √3 times as fast, with room to spare for the lower bounds far from the mesh. The
+    /// swept test and the triangles' early-out divide and multiply by it.
+    pub fn growth_bound(&self) -> f32 {
+        match self {
+            Shape::Sdf(_) => 2.0,
+            _ => 1.0,
+        }
+    }
+
     /// Short name used in reports and scene files.
     pub fn kind(&self) -> &'static str {
         match self {

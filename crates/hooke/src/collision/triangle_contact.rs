@@ -175,9 +175,10 @@ impl TriangleContact {
 
 /// Whether no virtual particle of the triangle with corners `x` (m, current positions) and
 /// largest corner radius `r` can touch a collider: each collider its box reaches is farther from
-/// the centroid than r plus the largest distance from the centroid to an edge midpoint (a signed
-/// distance changes by at most the distance moved), with 10⁻⁵ m and 10⁻⁶ of the coordinates to
-/// spare for rounding. One evaluation per nearby collider instead of four; when it holds the
+/// the centroid than r plus L times the largest distance from the centroid to an edge midpoint
+/// (a signed distance changes by at most L times the distance moved,
+/// [`Shape::growth_bound`](super::Shape::growth_bound)), with 10⁻⁵ m and 10⁻⁶ of the
+/// coordinates to spare for rounding. One evaluation per nearby collider instead of four; when it holds the
 /// four projections would have found nothing, so the result is the same.
 #[inline]
 fn clear_of_colliders(
@@ -193,13 +194,14 @@ fn clear_of_colliders(
         .max(((x[1] + x[2]) * 0.5 - centroid).length())
         .max(((x[2] + x[0]) * 0.5 - centroid).length());
     let size = x[0].abs().max(x[1].abs()).max(x[2].abs()).max_element();
-    let need = r + reach + 1e-5 + 1e-6 * size;
+    let spare = 1e-5 + 1e-6 * size;
     let (mut lo, mut hi) = broad_phase::path_box(x[0], x[1], r);
     let (l2, h2) = broad_phase::path_box(x[2], x[2], r);
     (lo, hi) = (lo.min(l2), hi.max(h2));
     let mut next = 0;
     while let Some(k) = broad.first_overlapping(next, lo, hi) {
-        if placements[k].signed_distance(&colliders[k].shape, centroid).0 <= need {
+        let shape = &colliders[k].shape;
+        if placements[k].signed_distance(shape, centroid).0 <= r + shape.growth_bound() * reach + spare {
             return false;
         }
         next = k + 1;

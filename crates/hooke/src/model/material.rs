@@ -53,8 +53,8 @@ pub struct ClothMaterial {
     pub self_collision_thickness: Option<f32>,
     /// Friction between layers in self-contact (averaged with the other body's).
     pub self_friction: Friction,
-    /// Caps each substep's displacement of the body's particles at 0.2 × the thickness when
-    /// self-collision is on (the velocity clamp of Ten Minute Physics' self-collision: speed
+    /// Caps each substep's displacement of the body's particles at 0.2 × the self-contact
+    /// distance (the thickness, or `self_collision_thickness`) when self-collision is on (the velocity clamp of Ten Minute Physics' self-collision: speed
     /// ≤ 0.2·t/h, 2.4 m/s for a 1 cm cloth at 20 substeps of 1/60 s), so that layers cannot
     /// pass through each other within a substep. Off by default: it slows falling cloth.
     pub self_collision_speed_clamp: bool,
