@@ -76,11 +76,7 @@ fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         let n = sd.xyz;
         let depth = r - sd.w;
         if depth > 0.0 {
-            d = d + n * depth;
-            // The collider's surface under the particle moved by this much in the substep.
-            let rel = d - surface_at(c, m, rotated, x0 + d);
-            let tangential = rel - n * dot3(rel, n);
-            d = d + coulomb(c.static_friction, c.kinetic_friction, tangential, depth);
+            d = push_out(c, m, rotated, x0, d, n, depth);
             deepest = max(deepest, depth);
         }
     }

@@ -214,3 +214,14 @@ fn out_of_reach(m: Placement, x0: vec3<f32>, x1: vec3<f32>, r: f32) -> bool {
 fn growth_bound(c: Collider) -> f32 {
     return select(1.0, 2.0, c.kind == 4u);
 }
+
+// The contact response (hooke's `collision::push_out`): the displacement d of a point that
+// started the substep at x0 moved out along the unit normal n by depth, then Coulomb friction
+// on its motion relative to the collider's surface.
+fn push_out(c: Collider, m: Placement, rotated: bool, x0: vec3<f32>, d: vec3<f32>, n: vec3<f32>, depth: f32) -> vec3<f32> {
+    let e = d + n * depth;
+    // The collider's surface under the point moved by this much in the substep.
+    let rel = e - surface_at(c, m, rotated, x0 + e);
+    let tangential = rel - n * dot3(rel, n);
+    return e + coulomb(c.static_friction, c.kinetic_friction, tangential, depth);
+}

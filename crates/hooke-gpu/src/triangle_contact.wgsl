@@ -30,10 +30,7 @@ fn project_point(x0: vec3<f32>, d: vec3<f32>, r: f32) -> vec3<f32> {
         let n = sd.xyz;
         let depth = r - sd.w;
         if depth > 0.0 {
-            moved = moved + n * depth;
-            let rel = moved - surface_at(c, m, rotated, x0 + moved);
-            let tangential = rel - n * dot3(rel, n);
-            moved = moved + coulomb(c.static_friction, c.kinetic_friction, tangential, depth);
+            moved = push_out(c, m, rotated, x0, moved, n, depth);
         }
     }
     return moved - d;

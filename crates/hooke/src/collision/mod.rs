@@ -167,12 +167,21 @@ fn resolve_one(c: &Collider, s: &ColliderPlacement, x0: Vec3, d: &mut Vec3, radi
     };
     let depth = radius - phi;
     if depth > 0.0 {
-        *d += n * depth;
-        let rel = *d - s.surface_displacement(&c.shape, x0 + *d);
-        let tangential = rel - n * rel.dot(n);
-        *d += c.friction.correction(tangential, depth);
+        *d = push_out(c, s, x0, *d, n, depth);
         depth
     } else {
         0.0
     }
+}
+
+/// The contact response shared by particles and the triangles' virtual particles: the
+/// displacement `d` (m) of a point that started the substep at `x0` moved out along the unit
+/// normal `n` by `depth` (m), then Coulomb friction on its tangential motion relative to the
+/// collider's surface (article §4.3). Returns the new displacement (m).
+#[inline]
+pub(crate) fn push_out(c: &Collider, s: &ColliderPlacement, x0: Vec3, d: Vec3, n: Vec3, depth: f32) -> Vec3 {
+    let d = d + n * depth;
+    let rel = d - s.surface_displacement(&c.shape, x0 + d);
+    let tangential = rel - n * rel.dot(n);
+    d + c.friction.correction(tangential, depth)
 }

@@ -234,10 +234,7 @@ pub(crate) fn project_point(
         let (phi, n) = s.signed_distance(&c.shape, q);
         let depth = r - phi;
         if depth > 0.0 {
-            moved += n * depth;
-            let rel = moved - s.surface_displacement(&c.shape, x0 + moved);
-            let tangential = rel - n * rel.dot(n);
-            moved += c.friction.correction(tangential, depth);
+            moved = super::push_out(c, s, x0, moved, n, depth);
         }
         next = k + 1;
     }
