@@ -13,10 +13,10 @@
 //! one joint per rope particle) and are scattered colour by colour, in parallel within a
 //! colour (no two constraints of a colour share a particle).
 //!
-//! Implicit Euler takes these forces explicitly (in f, not in ∂f/∂x): bending is usually
-//! orders of magnitude softer than stretch, and the explicit part keeps the stability limit
-//! of the bending alone, which [`ForceSolver::stable_step`](super::ForceSolver::stable_step)
-//! includes for the explicit integrators.
+//! The explicit integrators take these forces as they are, and
+//! [`ForceSolver::stable_step`](super::ForceSolver::stable_step) includes their stability
+//! limit; implicit Euler also puts their Gauss–Newton Jacobians in its linear system
+//! ([`implicit_angles`](super::implicit_angles)), so a stiff hinge does not limit its step.
 
 use crate::model::{ConstraintSet, ParticleConstraint};
 use crate::solver::xpbd::Shared;

@@ -21,13 +21,14 @@
 //!
 //! A_pp = m_p I + Σ_{s∋p} Bₛ,  A_pq = −Σ_{s=(p,q)} Bₛ,
 //!
-//! symmetric positive definite, stored as a [`BlockCsr`] whose pattern (the constraint graph
-//! plus the diagonal) is built once; each substep computes Kₛ and Bₛ per spring (in parallel
+//! symmetric positive definite, stored as a [`BlockCsr`] whose pattern (the constraint graph,
+//! the pairs of particles of each cloth hinge and rope joint, plus the diagonal) is built once; each substep computes Kₛ and Bₛ per spring (in parallel
 //! over springs), then refills each row and its right-hand side
 //! b_p = h (f_p + m_p g) + h² Σ_{s∋p} Kₛ (v_p − v_q) by gathering over the particle's springs (in
 //! parallel over rows). Under compression the transverse term of Kₛ is negative and can make A
 //! indefinite; [`ForceSettings::clamp_compression`](super::ForceSettings::clamp_compression)
-//! drops it (Choi & Ko 2002). The aerodynamic force and the air damping enter explicitly (f
+//! drops it (Choi & Ko 2002). The angle sets (dihedral bending, rope bending) add their
+//! Gauss–Newton blocks to A and b ([`implicit_angles`](super::implicit_angles)). The aerodynamic force and the air damping enter explicitly (f
 //! and v are taken after the air damping e^{−c h}); they are not differentiated, but the
 //! aerodynamic force enters in its limited form f/(1 + h w c)
 //! ([`limited_force`](crate::forces::aerodynamics::limited_force)), so that a light cloth in a
@@ -50,6 +51,7 @@
 
 use super::force_based::ForceSolver;
 use super::force_based::explicit_pass::{Forces, particle_chunk};
+use super::implicit_angles::AngleBlocks;
 use super::pcg::{self, BlockCsr, PcgReport, PcgSettings, PcgWorkspace};
 use super::plan::SubstepPlan;
 use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
@@ -94,6 +96,8 @@ pub(crate) struct ImplicitStep<'a> {
 /// The system matrix, its pattern bookkeeping and the solve's vectors, kept between steps.
 pub(crate) struct ImplicitScratch {
     matrix: BlockCsr,
+    /// Where the angle constraints' blocks sit in `matrix`.
+    angles: AngleBlocks,
     /// Particle p's springs are `incidence[offsets[p]..offsets[p + 1]]` with the model's
     /// distance-set adjacency as `offsets`, each with the particle at its other end.
     incidence: Vec<Incidence>,
@@ -118,7 +122,9 @@ impl ImplicitScratch {
     pub fn new(model: &Model) -> ImplicitScratch {
         let n = model.particle_count();
         let set = model.distance();
-        let matrix = BlockCsr::from_pairs(n, set.constraints().iter().map(|c| (c.i, c.j)));
+        let springs = set.constraints().iter().map(|c| (c.i, c.j));
+        let matrix = BlockCsr::from_pairs(n, springs.chain(AngleBlocks::pairs(model)));
+        let angles = AngleBlocks::new(model, &matrix);
         let (incidence_offsets, list) = set.adjacency();
         let incidence: Vec<Incidence> = (0..n)
             .flat_map(|p| {
@@ -140,6 +146,7 @@ impl ImplicitScratch {
         let springs = set.len();
         ImplicitScratch {
             matrix,
+            angles,
             incidence,
             incidence_slot,
             diag_slot,
@@ -181,7 +188,7 @@ impl ImplicitScratch {
         let (offsets, _) = s.model.distance().adjacency();
         let incidence = &self.incidence;
         let (mass, gravity) = (s.model.particle_mass(), s.model.gravity().as_dvec3());
-        let row = |(p, ((values, inv), b)): (usize, ((&mut [DMat3], &mut DMat3), &mut DVec3))| {
+        let row = |(p, (values, b)): (usize, (&mut [DMat3], &mut DVec3))| {
             let m = mass[p] as f64;
             values.iter_mut().for_each(|b| *b = DMat3::ZERO);
             let mut diag = DMat3::from_diagonal(DVec3::splat(m));
@@ -195,29 +202,37 @@ impl ImplicitScratch {
                 kv += stiffness[c] * (vp - v[e.other as usize].as_dvec3());
             }
             values[diag_slot[p] as usize] = diag;
-            let det = diag.determinant();
-            *inv =
-                if det.is_finite() && det > 0.0 { diag.inverse() } else { DMat3::from_diagonal(DVec3::splat(1.0 / m)) };
             *b = (s.force[p].as_dvec3() + gravity * m) * h + kv * (h * h);
         };
         let mut rows = self.matrix.row_values_mut();
         if s.pcg.parallel && rows.len() >= pcg::PARALLEL_MIN_ROWS {
             rows.par_iter_mut()
                 .map(|r| &mut **r)
-                .zip(self.inv_diag.par_iter_mut())
                 .zip(self.rhs.par_iter_mut())
                 .enumerate()
                 .with_min_len(ROW_CHUNK)
                 .for_each(row);
         } else {
-            rows.iter_mut()
-                .map(|r| &mut **r)
-                .zip(self.inv_diag.iter_mut())
-                .zip(self.rhs.iter_mut())
-                .enumerate()
-                .for_each(row);
+            rows.iter_mut().map(|r| &mut **r).zip(self.rhs.iter_mut()).enumerate().for_each(row);
         }
         drop(rows);
+        self.angles.add(s.model, x, v, h, self.matrix.values_mut(), &mut self.rhs);
+        // The block-Jacobi preconditioner: each diagonal block's inverse.
+        let (values, offsets) = (self.matrix.values(), self.matrix.row_offsets());
+        let invert = |(p, inv): (usize, &mut DMat3)| {
+            let diag = values[offsets[p] as usize + diag_slot[p] as usize];
+            let det = diag.determinant();
+            *inv = if det.is_finite() && det > 0.0 {
+                diag.inverse()
+            } else {
+                DMat3::from_diagonal(DVec3::splat(1.0 / mass[p] as f64))
+            };
+        };
+        if s.pcg.parallel && self.inv_diag.len() >= pcg::PARALLEL_MIN_ROWS {
+            self.inv_diag.par_iter_mut().enumerate().with_min_len(ROW_CHUNK).for_each(invert);
+        } else {
+            self.inv_diag.iter_mut().enumerate().for_each(invert);
+        }
         pcg::solve_filtered(&self.matrix, &self.inv_diag, s.pinned, &self.rhs, &mut self.dv, &mut self.work, &s.pcg)
     }
 }

@@ -35,6 +35,7 @@ mod constraint_forces;
 pub mod force_based;
 pub mod forward_euler;
 mod health;
+mod implicit_angles;
 pub mod implicit_euler;
 pub mod integrate;
 pub mod pcg;
