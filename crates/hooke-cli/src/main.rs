@@ -3,6 +3,7 @@
 mod bench;
 mod compare;
 mod presets;
+mod render;
 mod run;
 mod sdf;
 
@@ -39,6 +40,9 @@ enum Command {
     /// Build a mesh collider's signed distance grid and cache it beside the mesh (as a scene's
     /// `shape = "mesh"` collider does at load), printing the build time.
     Sdf(sdf::SdfArgs),
+    /// Simulate a scene and draw it off-screen: the last frame as PNG, optionally an animated
+    /// PNG of every K-th frame (works on a software Vulkan such as lavapipe).
+    Render(render::RenderArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(args),
         Command::Compare(args) => compare::compare(args),
         Command::Sdf(args) => sdf::sdf(args),
+        Command::Render(args) => render::render(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

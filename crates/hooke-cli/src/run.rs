@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// cloth's `triangle_contact`).
     #[arg(long)]
     triangle_contact: Option<bool>,
+    /// Also draw the last frame into `preview.png` in the output folder (needs a GPU adapter;
+    /// lavapipe will do).
+    #[arg(long)]
+    preview: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -285,6 +289,11 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("wrote {} more files in {}", files.len() - 5, dir.display());
     }
     println!("wrote {}", csv_path.display());
+    if args.preview && failure.is_none() {
+        let path = dir.join("preview.png");
+        crate::render::preview(&scene, &state.particle_position, solver.time(), &path)?;
+        println!("wrote {}", path.display());
+    }
     if let Some((frame, e)) = failure {
         if written == 1 {
             bail!("frame {frame}: {e}; the frame before it (0) was written");

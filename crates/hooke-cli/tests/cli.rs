@@ -497,3 +497,49 @@ fn bench_reports_quality_beside_cost() {
     assert!(implicit["solver"].as_str().unwrap().contains("implicit"), "{implicit}");
     assert!(implicit["residual_strain_end"].is_null());
 }
+
+/// `hooke render` draws the last frame to `<name>.png` and, with `--every K`, every K-th frame
+/// (frame 0 included) to an animated PNG, on the CPU and the GPU backend; `run --preview`
+/// draws the last frame beside the cache; bad options are refused by name, before anything is
+/// simulated or written. Skipped without an adapter unless HOOKE_REQUIRE_GPU is set.
+#[test]
+fn render_writes_pictures_and_refuses_bad_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    let size = ["--width", "64", "--height", "48"];
+    let o = hooke(&[&["render", "--frames", "4", "--every", "2", "--out", "r"][..], &size[..]].concat(), tmp.path());
+    let t = text(&o);
+    if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
+        println!("skipped: no GPU adapter ({})", t.lines().last().unwrap_or(""));
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    // PNG: the signature, then IHDR with the width and height (big-endian).
+    let header = |path: &std::path::Path| {
+        let b = std::fs::read(path).unwrap();
+        assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "{}", path.display());
+        let be = |k: usize| u32::from_be_bytes(b[k..k + 4].try_into().unwrap());
+        let frames = b.windows(4).position(|w| w == b"acTL").map(|k| be(k + 4));
+        ((be(16), be(20)), frames)
+    };
+    assert_eq!(header(&tmp.path().join("r/cloth_on_sphere.png")), ((64, 48), None));
+    assert_eq!(header(&tmp.path().join("r/cloth_on_sphere.anim.png")), ((64, 48), Some(3)));
+    let o =
+        hooke(&[&["render", "--frames", "2", "--backend", "gpu", "--out", "g"][..], &size[..]].concat(), tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(header(&tmp.path().join("g/cloth_on_sphere.png")).0, (64, 48));
+    let o = hooke(&["run", "--frames", "2", "--preview", "--out", "p"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(header(&tmp.path().join("p/preview.png")).0, (960, 540));
+    for (bad, says) in [
+        (&["--samples", "3"][..], "samples"),
+        (&["--elevation", "95"][..], "--elevation"),
+        (&["--every", "0"][..], "--every"),
+        (&["--width", "0"][..], "image size"),
+        (&["--azimuth", "NaN"][..], "--azimuth"),
+    ] {
+        let o = hooke(&[&["render", "--frames", "1", "--out", "bad"][..], bad].concat(), tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success() && t.contains(says), "{bad:?}: {t}");
+        assert!(!tmp.path().join("bad").exists(), "{bad:?} left an output folder");
+    }
+}
