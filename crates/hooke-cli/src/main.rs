@@ -43,6 +43,33 @@ enum Command {
     /// Simulate a scene and draw it off-screen: the last frame as PNG, optionally an animated
     /// PNG of every K-th frame (works on a software Vulkan such as lavapipe).
     Render(render::RenderArgs),
+    /// Open a scene in the interactive viewer (default: the built-in default scene).
+    View(ViewArgs),
+}
+
+/// Arguments of `hooke view`.
+#[derive(clap::Args)]
+struct ViewArgs {
+    /// Scene file (TOML). Omitted: the built-in default scene.
+    scene: Option<std::path::PathBuf>,
+    /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; drawn from the solver's buffers).
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    /// Close the window after this many frames (scripted runs).
+    #[arg(long)]
+    frames: Option<u64>,
+}
+
+fn view(args: ViewArgs) -> Result<()> {
+    let scene = match &args.scene {
+        Some(path) => hooke_io::scene::load(path, memory_limit())?,
+        None => presets::default_scene()?,
+    };
+    let backend = match args.backend {
+        Backend::Cpu => hooke_viewer::Backend::Cpu,
+        Backend::Gpu => hooke_viewer::Backend::Gpu,
+    };
+    hooke_viewer::run(scene, backend, args.frames)
 }
 
 fn main() -> ExitCode {
@@ -54,6 +81,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::compare(args),
         Command::Sdf(args) => sdf::sdf(args),
         Command::Render(args) => render::render(args),
+        Command::View(args) => view(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

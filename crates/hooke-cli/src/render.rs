@@ -5,8 +5,11 @@
 use anyhow::{Context, Result, bail};
 use hooke::{Solver, State};
 use hooke_gpu::GpuContext;
+use hooke_io::scene::SolverChoice;
 use hooke_render::{AnimationWriter, Camera, HostCloth, RenderSettings, Renderer};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Arguments of `hooke render`.
 #[derive(clap::Args)]
@@ -20,7 +23,7 @@ pub struct RenderArgs {
     /// with --every, `<name>.anim.png`.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Also write an animated PNG of every K-th frame (frame 0 included).
+    /// Also write an animated PNG of every K-th frame (frame 0 and the last frame included).
     #[arg(long)]
     every: Option<usize>,
     /// Image width in pixels.
@@ -33,13 +36,14 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 4)]
     samples: u32,
     /// Camera azimuth about the vertical (degrees; 0 looks along −z).
-    #[arg(long, default_value_t = 35.0)]
+    #[arg(long, default_value_t = 35.0, allow_negative_numbers = true)]
     azimuth: f32,
-    /// Camera elevation above the horizon (degrees).
-    #[arg(long, default_value_t = 25.0)]
+    /// Camera elevation above the horizon (degrees, strictly between −90 and 90; below 0 the
+    /// camera looks from under the ground).
+    #[arg(long, default_value_t = 25.0, allow_negative_numbers = true)]
     elevation: f32,
     /// Turn the camera this many degrees about the scene over the run.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     orbit: f32,
     /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; drawn from the solver's buffers).
     #[arg(long, value_enum, default_value = "cpu")]
@@ -62,18 +66,43 @@ pub fn render(args: RenderArgs) -> Result<()> {
         bail!("--every must be ≥ 1");
     }
     for (name, v) in [("--azimuth", args.azimuth), ("--elevation", args.elevation), ("--orbit", args.orbit)] {
-        anyhow::ensure!(v.is_finite(), "{name} must be a finite angle in degrees, got {v}");
+        anyhow::ensure!(
+            v.is_finite() && v.abs() <= 1e6,
+            "{name} must be a finite angle in degrees (at most 10⁶), got {v}"
+        );
     }
     anyhow::ensure!(
         args.elevation.abs() < 90.0,
-        "--elevation must be between −90 and 90 degrees, got {}",
+        "--elevation must be strictly between −90 and 90 degrees, got {}",
         args.elevation
     );
+    for (name, v) in [("--width", args.width), ("--height", args.height)] {
+        anyhow::ensure!((1..=8192).contains(&v), "{name} must be 1 to 8192 pixels, got {v}");
+    }
+    anyhow::ensure!(args.samples == 1 || args.samples == 4, "--samples must be 1 or 4, got {}", args.samples);
+    // Frames of the animation: every K-th from 0, and the last.
+    let pictures = args.every.map(|k| scene.frames / k + 1 + usize::from(scene.frames % k != 0));
+    if let Some(n) = pictures {
+        anyhow::ensure!(
+            n <= 100_000,
+            "--frames {} with --every {} makes {n} pictures; an animation holds at most 100000",
+            scene.frames,
+            args.every.unwrap_or(1)
+        );
+    }
     let dir = args.out.clone().unwrap_or_else(|| Path::new("out").join(&scene.name));
     anyhow::ensure!(!dir.exists() || dir.is_dir(), "output directory {} exists and is not a directory", dir.display());
     scene.solver.set_parallel(threads > 1);
     let settings =
         RenderSettings { width: args.width, height: args.height, samples: args.samples, ..Default::default() };
+    let auto = matches!(scene.solver, SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }));
+    if auto && matches!(args.backend, crate::Backend::Gpu) {
+        eprintln!(
+            "note: iterations = \"auto\" is for the CPU; the GPU runs a fixed {} per substep, so its picture \
+             differs from --backend cpu",
+            crate::count(scene.solver.iterations() as usize, "iteration", "iterations")
+        );
+    }
     let ctx = GpuContext::new().context("the renderer needs a GPU adapter (lavapipe will do)")?;
     let model = scene.model.clone();
     let renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
@@ -88,25 +117,34 @@ pub fn render(args: RenderArgs) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let still = dir.join(format!("{}.png", scene.name));
     let anim_path = dir.join(format!("{}.anim.png", scene.name));
-    let mut animation = match args.every {
-        Some(k) => {
-            let frames = (scene.frames / k + 1) as u32;
-            let delay = ((k as f32 / scene.fps * 1000.0).round().clamp(1.0, 65535.0) as u16, 1000);
-            Some(AnimationWriter::new(&anim_path, args.width, args.height, frames, delay)?)
+    let mut animation = match (args.every, pictures) {
+        (Some(k), Some(n)) => {
+            Some(AnimationWriter::new(&anim_path, args.width, args.height, n as u32, frame_delay(k, scene.fps))?)
         }
-        None => None,
+        _ => None,
     };
-    let camera = Camera::framing(&model, args.azimuth.to_radians(), args.elevation.to_radians());
+    // Ctrl-C / SIGTERM: stop after the current frame; the unfinished animation is dropped
+    // with its temporary file, and nothing is written.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    }
+    let aspect = args.width as f32 / args.height as f32;
+    let camera = Camera::framing(&model, args.azimuth.to_radians(), args.elevation.to_radians(), aspect);
     let dt = 1.0 / scene.fps;
     let mut state = State::from_model(&model);
     let total = scene.frames.max(1) as f32;
     for frame in 0..=scene.frames {
+        if interrupted.load(Ordering::SeqCst) {
+            bail!("interrupted at frame {frame}: nothing written");
+        }
         if frame > 0 {
             let control = scene.control_at(cloth.solver().time());
             cloth.solver().step(&control, dt).with_context(|| format!("frame {frame}"))?;
         }
         let last = frame == scene.frames;
-        let sampled = args.every.is_some_and(|k| frame % k == 0);
+        let sampled = args.every.is_some_and(|k| frame % k == 0 || last);
         if !(last || sampled) {
             continue;
         }
@@ -145,13 +183,18 @@ pub fn render(args: RenderArgs) -> Result<()> {
 
 /// Draws `positions` (m, one per particle) of `scene` at time `t` (s) from the default camera
 /// into the PNG `path` (960 × 540): `hooke run --preview`.
-pub fn preview(scene: &hooke_io::scene::Scene, positions: &[hooke::glam::Vec3], t: f64, path: &Path) -> Result<()> {
-    let ctx = GpuContext::new().context("--preview needs a GPU adapter (lavapipe will do)")?;
+pub fn preview(
+    ctx: &Arc<GpuContext>,
+    scene: &hooke_io::scene::Scene,
+    positions: &[hooke::glam::Vec3],
+    t: f64,
+    path: &Path,
+) -> Result<()> {
     let settings = RenderSettings::default();
     let renderer = Renderer::new(ctx.clone(), scene.model.clone(), settings)?;
-    let cloth = HostCloth::new(&ctx, scene.model.clone());
-    cloth.upload(&ctx, positions)?;
-    let camera = Camera::framing(&scene.model, 35f32.to_radians(), 25f32.to_radians());
+    let cloth = HostCloth::new(ctx, scene.model.clone());
+    cloth.upload(ctx, positions)?;
+    let camera = Camera::framing(&scene.model, 35f32.to_radians(), 25f32.to_radians(), 960.0 / 540.0);
     renderer.draw(cloth.buffers(), &scene.collider_poses_at(t), &camera);
     hooke_render::write_png(path, settings.width, settings.height, &renderer.read_rgba()?)?;
     Ok(())
@@ -172,4 +215,22 @@ impl Cloth {
             Cloth::Device(s) => s.as_mut(),
         }
     }
+}
+
+/// The display time of one animation frame, `k` simulated frames at `fps`, as the fraction
+/// (numerator, denominator) of a second an APNG stores (16 bits each): exact where it fits
+/// (k/fps in lowest terms for whole frame rates), else to the millisecond.
+fn frame_delay(k: usize, fps: f32) -> (u16, u16) {
+    if fps.fract() == 0.0 && fps <= 65535.0 {
+        let (mut a, mut b) = (k as u64, fps as u64);
+        let (mut x, mut y) = (a, b);
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        (a, b) = (a / x, b / x);
+        if a <= 65535 && b <= 65535 {
+            return (a as u16, b as u16);
+        }
+    }
+    ((k as f64 / fps as f64 * 1000.0).round().clamp(1.0, 65535.0) as u16, 1000)
 }

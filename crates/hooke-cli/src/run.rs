@@ -91,6 +91,14 @@ pub fn run(args: RunArgs) -> Result<()> {
         dir.display()
     );
     scene.solver.set_parallel(threads > 1);
+    // The picture's device is opened first, so a missing adapter costs no simulation time.
+    let preview = match args.preview {
+        true => Some(
+            hooke_gpu::GpuContext::new()
+                .map_err(|e| anyhow::anyhow!("--preview needs a GPU adapter (lavapipe will do): {e}"))?,
+        ),
+        false => None,
+    };
     let model = scene.model.clone();
     let options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
     let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
@@ -291,7 +299,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     println!("wrote {}", csv_path.display());
     if args.preview && failure.is_none() {
         let path = dir.join("preview.png");
-        crate::render::preview(&scene, &state.particle_position, solver.time(), &path)?;
+        let ctx = preview.as_ref().expect("opened before the run when --preview is given");
+        crate::render::preview(ctx, &scene, &state.particle_position, solver.time(), &path)?;
         println!("wrote {}", path.display());
     }
     if let Some((frame, e)) = failure {

@@ -499,7 +499,7 @@ fn bench_reports_quality_beside_cost() {
 }
 
 /// `hooke render` draws the last frame to `<name>.png` and, with `--every K`, every K-th frame
-/// (frame 0 included) to an animated PNG, on the CPU and the GPU backend; `run --preview`
+/// (frame 0 and the last included) to an animated PNG, on the CPU and the GPU backend; `run --preview`
 /// draws the last frame beside the cache; bad options are refused by name, before anything is
 /// simulated or written. Skipped without an adapter unless HOOKE_REQUIRE_GPU is set.
 #[test]
@@ -523,6 +523,13 @@ fn render_writes_pictures_and_refuses_bad_options() {
     };
     assert_eq!(header(&tmp.path().join("r/cloth_on_sphere.png")), ((64, 48), None));
     assert_eq!(header(&tmp.path().join("r/cloth_on_sphere.anim.png")), ((64, 48), Some(3)));
+    // The last frame ends the animation even off the K-grid (0, 2, 3); negative angles parse.
+    let o = hooke(
+        &[&["render", "--frames", "3", "--every", "2", "--azimuth", "-40", "--out", "n"][..], &size[..]].concat(),
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(header(&tmp.path().join("n/cloth_on_sphere.anim.png")), ((64, 48), Some(3)));
     let o =
         hooke(&[&["render", "--frames", "2", "--backend", "gpu", "--out", "g"][..], &size[..]].concat(), tmp.path());
     assert!(o.status.success(), "{}", text(&o));
@@ -534,7 +541,8 @@ fn render_writes_pictures_and_refuses_bad_options() {
         (&["--samples", "3"][..], "samples"),
         (&["--elevation", "95"][..], "--elevation"),
         (&["--every", "0"][..], "--every"),
-        (&["--width", "0"][..], "image size"),
+        (&["--width", "0"][..], "--width"),
+        (&["--height", "9000"][..], "--height"),
         (&["--azimuth", "NaN"][..], "--azimuth"),
     ] {
         let o = hooke(&[&["render", "--frames", "1", "--out", "bad"][..], bad].concat(), tmp.path());
@@ -542,4 +550,41 @@ fn render_writes_pictures_and_refuses_bad_options() {
         assert!(!o.status.success() && t.contains(says), "{bad:?}: {t}");
         assert!(!tmp.path().join("bad").exists(), "{bad:?} left an output folder");
     }
+}
+
+/// `hooke view` opens a real window (under Xvfb, on lavapipe), plays 30 frames on the CPU and
+/// on the GPU, and closes with exit status 0; without a display it fails with winit's reason.
+/// Skipped without `xvfb-run`, unless `HOOKE_REQUIRE_XVFB=1` (CI installs it).
+#[test]
+fn view_opens_a_window_and_closes_after_its_frames() {
+    let tmp = tempfile::tempdir().unwrap();
+    let xvfb = std::process::Command::new("xvfb-run").arg("--help").output().is_ok();
+    if !xvfb {
+        assert!(std::env::var("HOOKE_REQUIRE_XVFB").is_err(), "HOOKE_REQUIRE_XVFB is set but xvfb-run is missing");
+        println!("skipped: no xvfb-run");
+        return;
+    }
+    for backend in ["cpu", "gpu"] {
+        let o = std::process::Command::new("xvfb-run")
+            .args(["-a", env!("CARGO_BIN_EXE_hooke"), "view", "--frames", "30", "--backend", backend])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        let t = text(&o);
+        if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
+            println!("skipped: no GPU adapter");
+            return;
+        }
+        assert!(o.status.success(), "view --backend {backend}: {t}");
+    }
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hooke"))
+        .args(["view", "--frames", "1"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("DISPLAY"), "{t}");
 }

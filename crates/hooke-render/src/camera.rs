@@ -20,21 +20,25 @@ pub struct Camera {
 
 impl Camera {
     /// A camera at `azimuth` (rad, about the vertical, 0 looking along −z) and `elevation`
-    /// (rad above the horizon) that frames the sphere around the model's particles (at their
-    /// initial positions) and its bounded colliders, with a 40° field of view.
-    pub fn framing(model: &Model, azimuth: f32, elevation: f32) -> Camera {
+    /// (rad above the horizon) that frames, in an image of `aspect` = width / height, the
+    /// sphere around [`scene_bounds`] (the model's particles at their initial positions, its
+    /// bounded colliders and the ground under them), with a 40° vertical field of view.
+    pub fn framing(model: &Model, azimuth: f32, elevation: f32, aspect: f32) -> Camera {
         let (lo, hi) = scene_bounds(model);
         let centre = (lo + hi) * 0.5;
         let radius = ((hi - lo).length() * 0.5).max(1e-3);
         let fov_y = 40f32.to_radians();
-        let distance = 1.15 * radius / (0.5 * fov_y).sin();
+        // The narrower of the two angles of view holds the sphere.
+        let half_x = ((0.5 * fov_y).tan() * aspect.clamp(1e-3, 1e3)).atan();
+        let half = half_x.min(0.5 * fov_y);
+        let distance = 1.15 * radius / half.sin();
         let direction = Vec3::new(elevation.cos() * azimuth.sin(), elevation.sin(), elevation.cos() * azimuth.cos());
         Camera {
             eye: centre + direction * distance,
             target: centre,
             fov_y,
-            near: (distance - 2.0 * radius).max(distance * 1e-3),
-            far: distance + 4.0 * radius,
+            near: distance * 0.01,
+            far: distance + 6.0 * radius,
         }
     }
 
@@ -56,8 +60,9 @@ impl Camera {
     }
 }
 
-/// The box (lower, upper corner, m) around the model's particles and its bounded colliders
-/// (planes are unbounded and left out).
+/// The box (lower, upper corner, m) around the model's particles (at their initial
+/// positions), its bounded colliders and, for each plane, the point of the plane under the
+/// centre of the rest — where a falling cloth lands.
 pub fn scene_bounds(model: &Model) -> (Vec3, Vec3) {
     let mut lo = Vec3::splat(f32::INFINITY);
     let mut hi = Vec3::splat(f32::NEG_INFINITY);
@@ -73,7 +78,15 @@ pub fn scene_bounds(model: &Model) -> (Vec3, Vec3) {
         }
     }
     if !lo.is_finite() || !hi.is_finite() {
-        return (Vec3::splat(-1.0), Vec3::splat(1.0));
+        (lo, hi) = (Vec3::splat(-1.0), Vec3::splat(1.0));
+    }
+    let centre = (lo + hi) * 0.5;
+    for c in model.colliders() {
+        if let hooke::collision::Shape::Plane { point, normal } = c.shape {
+            let n = normal.normalize_or(Vec3::Y);
+            let under = centre - n * (centre - point).dot(n);
+            (lo, hi) = (lo.min(under), hi.max(under));
+        }
     }
     (lo, hi)
 }

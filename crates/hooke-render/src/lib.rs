@@ -16,7 +16,7 @@
 //! let renderer = Renderer::new(ctx.clone(), scene.model.clone(), RenderSettings::default()).unwrap();
 //! let cloth = HostCloth::new(&ctx, scene.model.clone());
 //! cloth.upload(&ctx, scene.model.particle_position()).unwrap();
-//! renderer.draw(cloth.buffers(), &[], &Camera::framing(&scene.model, 0.6, 0.4));
+//! renderer.draw(cloth.buffers(), &[], &Camera::framing(&scene.model, 0.6, 0.4, 960.0 / 540.0));
 //! let rgba = renderer.read_rgba().unwrap();
 //! hooke_render::write_png(std::path::Path::new("flag.png"), 960, 540, &rgba).unwrap();
 //! ```

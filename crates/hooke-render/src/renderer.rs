@@ -22,6 +22,8 @@ use wgpu::util::DeviceExt;
 /// The colour format of the pictures: 8-bit RGBA, sRGB encoded.
 pub const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
 const DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+/// The format of [`Renderer::ui_view`].
+const UI_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
 /// Linear RGB colours (each channel in [0, 1]) of what is drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -201,11 +203,7 @@ pub struct Renderer {
     lines: wgpu::RenderPipeline,
     view: wgpu::Buffer,
     view_group: wgpu::BindGroup,
-    /// The multisampled colour target (with 4 samples), resolved into `image`.
-    msaa: Option<wgpu::TextureView>,
-    image: wgpu::Texture,
-    image_view: wgpu::TextureView,
-    depth: wgpu::TextureView,
+    targets: Targets,
     /// Rope segments (pairs of particle indices) and how many indices.
     rope: Option<(wgpu::Buffer, u32)>,
     /// Where the ground is centred and how wide it is (m), and its grid spacing (m).
@@ -311,25 +309,7 @@ impl Renderer {
             layout: &layout,
             entries: &[wgpu::BindGroupEntry { binding: 0, resource: view.as_entire_binding() }],
         });
-        let extent = wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 };
-        let texture = |label, samples, format, usage| {
-            device.create_texture(&wgpu::TextureDescriptor {
-                label: Some(label),
-                size: extent,
-                mip_level_count: 1,
-                sample_count: samples,
-                dimension: wgpu::TextureDimension::D2,
-                format,
-                usage,
-                view_formats: &[],
-            })
-        };
-        let attachment = wgpu::TextureUsages::RENDER_ATTACHMENT;
-        let image = texture("hooke-render image", 1, FORMAT, attachment | wgpu::TextureUsages::COPY_SRC);
-        let msaa = (settings.samples > 1).then(|| {
-            texture("hooke-render msaa", settings.samples, FORMAT, attachment).create_view(&Default::default())
-        });
-        let depth = texture("hooke-render depth", settings.samples, DEPTH, attachment).create_view(&Default::default());
+        let targets = Targets::new(device, w, h, settings.samples);
         let rope: Vec<u32> = model
             .bodies()
             .iter()
@@ -351,7 +331,6 @@ impl Renderer {
         let size = (hi - lo).length().max(1e-3);
         // Grid lines every power of ten that gives 5–50 lines across the scene.
         let spacing = 10f32.powf((size / 5.0).log10().floor());
-        let image_view = image.create_view(&Default::default());
         Ok(Renderer {
             ctx,
             model,
@@ -360,18 +339,34 @@ impl Renderer {
             lines,
             view,
             view_group,
-            msaa,
-            image,
-            image_view,
-            depth,
+            targets,
             rope,
             ground: ((lo + hi) * 0.5, 4.0 * size, spacing),
         })
     }
 
-    /// The settings it was made with.
+    /// The settings it was made with (and the size of the last [`Renderer::resize`]).
     pub fn settings(&self) -> &RenderSettings {
         &self.settings
+    }
+
+    /// Changes the image size to `width × height` pixels (each clamped to 1–8192), making new
+    /// targets; the image view changes with it ([`Renderer::image_view`]).
+    pub fn resize(&mut self, width: u32, height: u32) {
+        let (w, h) = (width.clamp(1, 8192), height.clamp(1, 8192));
+        if (w, h) != (self.settings.width, self.settings.height) {
+            self.targets = Targets::new(self.ctx.device(), w, h, self.settings.samples);
+            self.settings.width = w;
+            self.settings.height = h;
+        }
+    }
+
+    /// The image as a texture of gamma-encoded values — an `Rgba8Unorm` view of the sRGB
+    /// image, single-sampled, `TEXTURE_BINDING` usage — to show it in a user interface without
+    /// reading it back: egui, which blends in gamma space, samples it as it samples its own
+    /// textures.
+    pub fn ui_view(&self) -> &wgpu::TextureView {
+        &self.targets.ui_view
     }
 
     /// Draws the model with its particles and normals in `cloth`, the colliders at `poses`
@@ -405,9 +400,10 @@ impl Renderer {
         {
             let background =
                 wgpu::Color { r: p.background.x as f64, g: p.background.y as f64, b: p.background.z as f64, a: 1.0 };
-            let (view, resolve) = match &self.msaa {
-                Some(msaa) => (msaa, Some(&self.image_view)),
-                None => (&self.image_view, None),
+            let t = &self.targets;
+            let (view, resolve) = match &t.msaa {
+                Some(msaa) => (msaa, Some(&t.image_view)),
+                None => (&t.image_view, None),
             };
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("hooke-render scene"),
@@ -418,7 +414,7 @@ impl Renderer {
                     ops: wgpu::Operations { load: wgpu::LoadOp::Clear(background), store: wgpu::StoreOp::Store },
                 })],
                 depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &self.depth,
+                    view: &t.depth,
                     depth_ops: Some(wgpu::Operations { load: wgpu::LoadOp::Clear(1.0), store: wgpu::StoreOp::Discard }),
                     stencil_ops: None,
                 }),
@@ -470,7 +466,7 @@ impl Renderer {
             device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke-render read") });
         encoder.copy_texture_to_buffer(
             wgpu::TexelCopyTextureInfo {
-                texture: &self.image,
+                texture: &self.targets.image,
                 mip_level: 0,
                 origin: wgpu::Origin3d::ZERO,
                 aspect: wgpu::TextureAspect::All,
@@ -501,6 +497,45 @@ impl Renderer {
     /// The clip-space transform the image was drawn with for `camera` (to project points).
     pub fn view_projection(&self, camera: &Camera) -> Mat4 {
         camera.view_projection(self.settings.width as f32 / self.settings.height as f32)
+    }
+}
+
+/// The render targets of one image size.
+struct Targets {
+    /// The multisampled colour target (with 4 samples), resolved into `image`.
+    msaa: Option<wgpu::TextureView>,
+    image: wgpu::Texture,
+    image_view: wgpu::TextureView,
+    /// The image's bytes read as gamma-encoded values ([`Renderer::ui_view`]).
+    ui_view: wgpu::TextureView,
+    depth: wgpu::TextureView,
+}
+
+impl Targets {
+    fn new(device: &wgpu::Device, w: u32, h: u32, samples: u32) -> Targets {
+        let extent = wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 };
+        let texture = |label, samples, format, usage| {
+            device.create_texture(&wgpu::TextureDescriptor {
+                label: Some(label),
+                size: extent,
+                mip_level_count: 1,
+                sample_count: samples,
+                dimension: wgpu::TextureDimension::D2,
+                format,
+                usage,
+                // The image and its multisampled target may also be viewed as UI_FORMAT.
+                view_formats: if format == FORMAT { &[UI_FORMAT] } else { &[] },
+            })
+        };
+        let attachment = wgpu::TextureUsages::RENDER_ATTACHMENT;
+        let usage = attachment | wgpu::TextureUsages::COPY_SRC | wgpu::TextureUsages::TEXTURE_BINDING;
+        let image = texture("hooke-render image", 1, FORMAT, usage);
+        let msaa = (samples > 1)
+            .then(|| texture("hooke-render msaa", samples, FORMAT, attachment).create_view(&Default::default()));
+        let depth = texture("hooke-render depth", samples, DEPTH, attachment).create_view(&Default::default());
+        let image_view = image.create_view(&Default::default());
+        let ui_view = image.create_view(&wgpu::TextureViewDescriptor { format: Some(UI_FORMAT), ..Default::default() });
+        Targets { msaa, image, image_view, ui_view, depth }
     }
 }
 

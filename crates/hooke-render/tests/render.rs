@@ -101,7 +101,7 @@ fn the_cloth_covers_its_projected_bounding_box() {
     let renderer = Renderer::new(ctx.clone(), model.clone(), cloth_only()).unwrap();
     let cloth = HostCloth::new(&ctx, model.clone());
     cloth.upload(&ctx, &x).unwrap();
-    let camera = Camera::framing(&model, 0.6, 0.4);
+    let camera = Camera::framing(&model, 0.6, 0.4, W as f32 / H as f32);
     renderer.draw(cloth.buffers(), &[], &camera);
     let rgba = renderer.read_rgba().unwrap();
     let px = drawn(&rgba, background(&renderer.settings().palette));
@@ -132,7 +132,7 @@ fn the_shading_follows_the_normals() {
     let (model, x, _) = simulate(120);
     let renderer = Renderer::new(ctx.clone(), model.clone(), cloth_only()).unwrap();
     let cloth = HostCloth::new(&ctx, model.clone());
-    let camera = Camera::framing(&model, 0.6, 0.4);
+    let camera = Camera::framing(&model, 0.6, 0.4, W as f32 / H as f32);
     let bg = background(&renderer.settings().palette);
     let spread = |normals: &[Vec3]| {
         cloth.upload_with_normals(&ctx, &x, normals).unwrap();
@@ -159,7 +159,7 @@ fn the_two_sides_of_the_cloth_have_their_own_colours() {
     cloth.upload(&ctx, &x).unwrap();
     let bg = background(&renderer.settings().palette);
     let mean_colour = |elevation: f32| {
-        renderer.draw(cloth.buffers(), &[], &Camera::framing(&model, 0.3, elevation));
+        renderer.draw(cloth.buffers(), &[], &Camera::framing(&model, 0.3, elevation, W as f32 / H as f32));
         let rgba = renderer.read_rgba().unwrap();
         let px: Vec<&[u8]> = rgba.chunks_exact(4).filter(|p| differs(p, bg)).collect();
         assert!(px.len() > 500, "{} cloth pixels", px.len());
@@ -179,7 +179,7 @@ fn the_two_sides_of_the_cloth_have_their_own_colours() {
 fn the_sphere_is_drawn_where_it_is() {
     let ctx = gpu_or_skip!();
     let (model, x, _) = simulate(0);
-    let camera = Camera::framing(&model, 0.6, 0.4);
+    let camera = Camera::framing(&model, 0.6, 0.4, W as f32 / H as f32);
     let hooke::collision::Shape::Sphere { center, .. } = model.colliders()[0].shape else {
         panic!("the default scene's first collider is its sphere")
     };
@@ -220,7 +220,7 @@ fn the_gpu_solver_buffers_draw_what_the_cpu_state_draws() {
     }
     let settings = RenderSettings { width: W, height: H, ..Default::default() };
     let renderer = Renderer::new(ctx.clone(), model.clone(), settings).unwrap();
-    let camera = Camera::framing(&model, 0.6, 0.4);
+    let camera = Camera::framing(&model, 0.6, 0.4, W as f32 / H as f32);
     let host = HostCloth::new(&ctx, model.clone());
     host.upload(&ctx, &x).unwrap();
     renderer.draw(host.buffers(), &[], &camera);

@@ -1,0 +1,385 @@
+//! The viewer's window: the 3D view (hooke-render's off-screen image shown as an egui
+//! texture, on the device the solver runs on) and a panel of controls.
+
+use crate::orbit::Orbit;
+use crate::sim::{Backend, Simulation};
+use anyhow::{Context, Result};
+use eframe::egui;
+use eframe::egui_wgpu;
+use hooke_gpu::GpuContext;
+use hooke_io::scene::Scene;
+use hooke_render::{Camera, RenderSettings, Renderer};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The keyboard shortcuts, as listed in the help panel.
+pub const SHORTCUTS: &[(&str, &str)] = &[
+    ("Space", "play / pause"),
+    ("S or →", "one frame"),
+    ("R", "reset to the start"),
+    ("K", "keep a snapshot"),
+    ("L", "go back to the snapshot"),
+    ("G", "switch CPU / GPU"),
+    ("P", "screenshot (PNG in screenshots/)"),
+    ("H or F1", "this help"),
+    ("drag", "turn the camera"),
+    ("right or middle drag", "pan"),
+    ("scroll", "zoom"),
+];
+
+/// The viewer application (an [`eframe::App`]).
+pub struct ViewerApp {
+    sim: Simulation,
+    renderer: Renderer,
+    render_state: egui_wgpu::RenderState,
+    texture: Option<egui::TextureId>,
+    orbit: Orbit,
+    playing: bool,
+    show_help: bool,
+    /// Wall-clock duration of the last UI frames (s).
+    frame_times: VecDeque<f64>,
+    last_frame: Option<std::time::Instant>,
+    draw_ms: f64,
+    substeps: u32,
+    iterations: u32,
+    stretch_stiffness: f32,
+    bending_modulus: f32,
+    damping: f32,
+    message: String,
+    screenshots: u32,
+    /// Close the window once this many frames are simulated (`hooke view --frames N`).
+    quit_after: Option<u64>,
+}
+
+impl ViewerApp {
+    /// The viewer of `scene` on `backend`, on eframe's wgpu device (which the GPU solver shares).
+    ///
+    /// # Errors
+    /// Without eframe's wgpu renderer, or when the scene's solver or the renderer cannot be made.
+    pub fn new(cc: &eframe::CreationContext<'_>, scene: Scene, backend: Backend) -> Result<ViewerApp> {
+        let rs = cc.wgpu_render_state.clone().context("the viewer needs eframe's wgpu renderer")?;
+        let ctx = Arc::new(GpuContext::from_parts(
+            rs.instance.clone(),
+            rs.adapter.clone(),
+            rs.device.clone(),
+            rs.queue.clone(),
+        ));
+        let model = scene.model.clone();
+        let settings = RenderSettings { width: 640, height: 480, ..Default::default() };
+        let renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
+        let orbit = Orbit::from_camera(&Camera::framing(&model, 35f32.to_radians(), 25f32.to_radians(), 1.6));
+        let (substeps, iterations) = (scene.solver.substeps(), scene.solver.iterations());
+        let cloth = model.bodies().iter().find_map(|b| match b.material {
+            hooke::BodyMaterial::Cloth(m) => Some(m),
+            _ => None,
+        });
+        let m = cloth.unwrap_or_default();
+        let sim = Simulation::new(scene, backend, ctx)?;
+        Ok(ViewerApp {
+            sim,
+            renderer,
+            render_state: rs,
+            texture: None,
+            orbit,
+            playing: true,
+            show_help: false,
+            frame_times: VecDeque::new(),
+            last_frame: None,
+            draw_ms: 0.0,
+            substeps,
+            iterations,
+            stretch_stiffness: m.stretch_stiffness,
+            bending_modulus: m.bending_modulus,
+            damping: m.damping,
+            message: String::new(),
+            screenshots: 0,
+            quit_after: None,
+        })
+    }
+
+    /// Closes the window once `frames` frames are simulated (for scripted runs and smoke
+    /// tests).
+    pub fn quit_after(&mut self, frames: u64) {
+        self.quit_after = Some(frames);
+    }
+
+    /// Frames simulated since the start (or the last reset).
+    pub fn frame(&self) -> u64 {
+        self.sim.frame
+    }
+
+    /// The simulation.
+    pub fn simulation(&mut self) -> &mut Simulation {
+        &mut self.sim
+    }
+
+    /// Whether the simulation is playing.
+    pub fn playing(&self) -> bool {
+        self.playing
+    }
+
+    /// The last image drawn, read back as RGBA (rows from the top), and its size.
+    ///
+    /// # Errors
+    /// When the read-back fails.
+    pub fn read_image(&self) -> Result<(u32, u32, Vec<u8>)> {
+        let s = self.renderer.settings();
+        Ok((s.width, s.height, self.renderer.read_rgba()?))
+    }
+
+    fn report<T>(&mut self, what: &str, r: Result<T>) {
+        match r {
+            Ok(_) => self.message = what.to_string(),
+            Err(e) => {
+                self.message = format!("{what}: {e:#}");
+                self.playing = false;
+            }
+        }
+    }
+
+    fn keys(&mut self, ctx: &egui::Context) {
+        use egui::Key;
+        let pressed = |k| ctx.input(|i| i.key_pressed(k));
+        if ctx.egui_wants_keyboard_input() {
+            return;
+        }
+        if pressed(Key::Space) {
+            self.playing = !self.playing;
+        }
+        if pressed(Key::S) || pressed(Key::ArrowRight) {
+            self.playing = false;
+            let r = self.sim.step();
+            self.report("one frame", r);
+        }
+        if pressed(Key::R) {
+            let r = self.sim.reset();
+            self.report("reset", r);
+        }
+        if pressed(Key::K) {
+            self.sim.snapshot();
+            self.message = format!("snapshot at frame {}", self.sim.frame);
+        }
+        if pressed(Key::L) {
+            let r = self.sim.restore();
+            self.report("restored the snapshot", r);
+        }
+        if pressed(Key::G) {
+            let other = if self.sim.backend() == Backend::Cpu { Backend::Gpu } else { Backend::Cpu };
+            let r = self.sim.set_backend(other);
+            self.report(&format!("backend {}", other.label()), r);
+        }
+        if pressed(Key::P) {
+            self.take_screenshot();
+        }
+        if pressed(Key::H) || pressed(Key::F1) {
+            self.show_help = !self.show_help;
+        }
+    }
+
+    fn take_screenshot(&mut self) {
+        match self.screenshot() {
+            Ok(path) => self.message = format!("wrote {}", path.display()),
+            Err(e) => self.message = format!("screenshot: {e:#}"),
+        }
+    }
+
+    /// Writes the view to `screenshots/<scene>-<n>.png`.
+    fn screenshot(&mut self) -> Result<PathBuf> {
+        let (w, h, rgba) = self.read_image()?;
+        std::fs::create_dir_all("screenshots")?;
+        self.screenshots += 1;
+        let path = PathBuf::from(format!("screenshots/{}-{}.png", self.sim.scene.name, self.screenshots));
+        hooke_render::write_png(&path, w, h, &rgba)?;
+        Ok(path)
+    }
+
+    fn controls(&mut self, ui: &mut egui::Ui) {
+        ui.heading(format!("hooke — {}", self.sim.scene.name));
+        let m = &self.sim.scene.model;
+        ui.label(format!(
+            "{} particles, {} constraints, {} triangles",
+            m.particle_count(),
+            m.constraint_count(),
+            m.triangles().len()
+        ));
+        ui.separator();
+        ui.horizontal(|ui| {
+            if ui.button(if self.playing { "Pause" } else { "Play" }).clicked() {
+                self.playing = !self.playing;
+            }
+            if ui.button("Step").clicked() {
+                self.playing = false;
+                let r = self.sim.step();
+                self.report("one frame", r);
+            }
+            if ui.button("Reset").clicked() {
+                let r = self.sim.reset();
+                self.report("reset", r);
+            }
+        });
+        ui.horizontal(|ui| {
+            if ui.button("Snapshot").clicked() {
+                self.sim.snapshot();
+                self.message = format!("snapshot at frame {}", self.sim.frame);
+            }
+            if ui.add_enabled(self.sim.has_snapshot(), egui::Button::new("Restore")).clicked() {
+                let r = self.sim.restore();
+                self.report("restored the snapshot", r);
+            }
+            if ui.button("Screenshot").clicked() {
+                self.take_screenshot();
+            }
+        });
+        ui.horizontal(|ui| {
+            ui.label("Backend:");
+            for b in [Backend::Cpu, Backend::Gpu] {
+                if ui.selectable_label(self.sim.backend() == b, b.label()).clicked() && self.sim.backend() != b {
+                    let r = self.sim.set_backend(b);
+                    self.report(&format!("backend {}", b.label()), r);
+                }
+            }
+        });
+        let name = self.sim.solver_name();
+        ui.label(format!("solver: {name}"));
+        ui.separator();
+        ui.label("Solver budget");
+        let mut changed = ui.add(egui::Slider::new(&mut self.substeps, 1..=200).text("substeps")).changed();
+        changed |= ui.add(egui::Slider::new(&mut self.iterations, 1..=100).text("iterations")).changed();
+        if changed {
+            let r = self.sim.set_budget(self.substeps, self.iterations);
+            self.report("budget", r);
+        }
+        ui.separator();
+        ui.label("Cloth material (every cloth)");
+        let mut edit = false;
+        edit |= ui
+            .add(egui::Slider::new(&mut self.stretch_stiffness, 10.0..=1e6).logarithmic(true).text("stretch K (N/m)"))
+            .changed();
+        edit |= ui
+            .add(egui::Slider::new(&mut self.bending_modulus, 1e-7..=1.0).logarithmic(true).text("bending B (N·m)"))
+            .changed();
+        edit |= ui.add(egui::Slider::new(&mut self.damping, 0.0..=0.1).text("damping τ (s)")).changed();
+        if edit {
+            let (k, b, d) = (self.stretch_stiffness, self.bending_modulus, self.damping);
+            let r = self.sim.edit_cloth_materials(|m| {
+                m.stretch_stiffness = k;
+                m.bending_modulus = b;
+                m.damping = d;
+            });
+            self.report("material", r);
+        }
+        ui.separator();
+        ui.label("Wind (m/s)");
+        let wind = &mut self.sim.scene.wind;
+        ui.add(egui::Slider::new(&mut wind.x, -30.0..=30.0).text("x"));
+        ui.add(egui::Slider::new(&mut wind.z, -30.0..=30.0).text("z"));
+        ui.separator();
+        let fps = if self.frame_times.is_empty() {
+            0.0
+        } else {
+            self.frame_times.len() as f64 / self.frame_times.iter().sum::<f64>()
+        };
+        ui.label(format!("frame {} (t = {:.2} s)", self.sim.frame, self.sim.frame as f32 / self.sim.scene.fps));
+        ui.label(format!("{fps:.0} FPS; step {:.2} ms, draw {:.2} ms (CPU side)", self.sim.step_ms, self.draw_ms));
+        if let Some(e) = &self.sim.error {
+            ui.colored_label(egui::Color32::RED, format!("stopped: {e}"));
+        }
+        if !self.message.is_empty() {
+            ui.label(&self.message);
+        }
+        ui.separator();
+        ui.checkbox(&mut self.show_help, "Keyboard and mouse (H)");
+        if self.show_help {
+            egui::Grid::new("shortcuts").show(ui, |ui| {
+                for (key, what) in SHORTCUTS {
+                    ui.monospace(*key);
+                    ui.label(*what);
+                    ui.end_row();
+                }
+            });
+        }
+    }
+
+    fn view(&mut self, ui: &mut egui::Ui) {
+        let rect = ui.available_rect_before_wrap();
+        let response = ui.allocate_rect(rect, egui::Sense::click_and_drag());
+        if response.dragged_by(egui::PointerButton::Primary) {
+            let d = response.drag_delta();
+            self.orbit.rotate(d.x, d.y);
+        }
+        if response.dragged_by(egui::PointerButton::Secondary) || response.dragged_by(egui::PointerButton::Middle) {
+            let d = response.drag_delta();
+            self.orbit.pan(d.x, d.y, rect.height());
+        }
+        if response.hovered() {
+            let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+            if scroll != 0.0 {
+                self.orbit.zoom(scroll / 50.0);
+            }
+        }
+        let ppp = ui.ctx().pixels_per_point();
+        let (w, h) = ((rect.width() * ppp).round() as u32, (rect.height() * ppp).round() as u32);
+        let resized = (w.max(1), h.max(1)) != (self.renderer.settings().width, self.renderer.settings().height);
+        self.renderer.resize(w, h);
+        let started = std::time::Instant::now();
+        let t = self.sim.solver().time();
+        let poses = self.sim.scene.collider_poses_at(t);
+        match self.sim.cloth_buffers() {
+            Ok(buffers) => self.renderer.draw(buffers, &poses, &self.orbit.camera()),
+            Err(e) => self.message = format!("drawing: {e:#}"),
+        }
+        self.draw_ms = started.elapsed().as_secs_f64() * 1e3;
+        let device = &self.render_state.device;
+        let mut egui_renderer = self.render_state.renderer.write();
+        let id = match self.texture {
+            Some(id) => {
+                if resized {
+                    egui_renderer.update_egui_texture_from_wgpu_texture(
+                        device,
+                        self.renderer.ui_view(),
+                        wgpu::FilterMode::Linear,
+                        id,
+                    );
+                }
+                id
+            }
+            None => egui_renderer.register_native_texture(device, self.renderer.ui_view(), wgpu::FilterMode::Linear),
+        };
+        drop(egui_renderer);
+        self.texture = Some(id);
+        let uv = egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0));
+        ui.painter().image(id, rect, uv, egui::Color32::WHITE);
+    }
+}
+
+impl eframe::App for ViewerApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let now = std::time::Instant::now();
+        if let Some(last) = self.last_frame {
+            self.frame_times.push_back(now.duration_since(last).as_secs_f64());
+            if self.frame_times.len() > 60 {
+                self.frame_times.pop_front();
+            }
+        }
+        self.last_frame = Some(now);
+        let ctx = ui.ctx().clone();
+        self.keys(&ctx);
+        if self.playing {
+            let r = self.sim.step();
+            if r.is_err() {
+                self.playing = false;
+            }
+        }
+        egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
+        });
+        egui::CentralPanel::no_frame().show(ui, |ui| self.view(ui));
+        if self.playing {
+            ctx.request_repaint();
+        }
+        if self.quit_after.is_some_and(|n| self.sim.frame >= n) {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! # hooke-viewer — an interactive window on a hooke scene
+//!
+//! A native window (eframe/egui on wgpu) that plays a scene live: the 3D view is
+//! [`hooke_render`]'s off-screen image shown as an egui texture, drawn on the same wgpu device
+//! the GPU solver runs on — eframe creates the device with the adapter's own limits and
+//! hooke-gpu's context is made from eframe's render state ([`hooke_gpu::GpuContext::from_parts`]),
+//! so a GPU run is drawn from the solver's buffers with no copy and no read-back per frame (its
+//! health record is read once per second of simulated time). Controls: play, pause, single
+//! step, reset, snapshot and restore, the CPU or GPU backend, substeps and iterations, the
+//! cloth's stretch stiffness, bending modulus and damping (live, through
+//! [`hooke::Solver::notify_model_changed`]), the wind, frame time and FPS, a screenshot, and
+//! an orbit camera; the keyboard shortcuts are in [`app::SHORTCUTS`].
+//!
+//! Not built yet (issue #11): picking and dragging particles, the article's five demos, the
+//! time per solver stage.
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod orbit;
+pub mod sim;
+
+pub use app::ViewerApp;
+pub use sim::{Backend, Simulation};
+
+use eframe::egui_wgpu;
+use hooke_io::scene::Scene;
+use std::sync::Arc;
+
+pub use eframe;
+
+/// eframe's options for the viewer: a 1280 × 800 window on wgpu, the device asked for with
+/// the adapter's own limits ([`ask_adapter_limits`]).
+pub fn native_options(title: &str) -> eframe::NativeOptions {
+    let mut options = eframe::NativeOptions {
+        viewport: eframe::egui::ViewportBuilder::default().with_inner_size([1280.0, 800.0]).with_title(title),
+        ..Default::default()
+    };
+    ask_adapter_limits(&mut options.wgpu_options.wgpu_setup);
+    options
+}
+
+/// Makes `setup` ask for the adapter's own limits, as hooke-gpu does (egui's default asks for
+/// wgpu's defaults, with which the solver's kernels — more storage buffers per stage — or
+/// large models do not fit).
+pub fn ask_adapter_limits(setup: &mut egui_wgpu::WgpuSetup) {
+    if let egui_wgpu::WgpuSetup::CreateNew(setup) = setup {
+        setup.device_descriptor = Arc::new(|adapter| wgpu::DeviceDescriptor {
+            label: Some("hooke viewer"),
+            required_limits: adapter.limits(),
+            ..Default::default()
+        });
+    }
+}
+
+/// Opens the viewer window on `scene` and returns when it is closed — or, with `frames`, once
+/// that many frames are simulated.
+///
+/// # Errors
+/// When no window or wgpu device can be made, or the scene's solver cannot be made.
+pub fn run(scene: Scene, backend: Backend, frames: Option<u64>) -> anyhow::Result<()> {
+    let title = format!("hooke — {}", scene.name);
+    eframe::run_native(
+        &title,
+        native_options(&title),
+        Box::new(move |cc| {
+            let mut app = ViewerApp::new(cc, scene, backend)
+                .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { format!("{e:#}").into() })?;
+            if let Some(n) = frames {
+                app.quit_after(n);
+            }
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("the viewer window: {e}"))
+}

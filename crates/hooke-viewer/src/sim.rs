@@ -1,0 +1,236 @@
+//! The running simulation of the viewer: a scene, its solver on the CPU or the GPU, and what
+//! the renderer draws from (the GPU solver's own buffers, or the CPU state uploaded).
+
+use anyhow::{Context, Result};
+use hooke::{ClothMaterial, Solver, State};
+use hooke_gpu::{GpuContext, GpuXpbdSolver};
+use hooke_io::scene::Scene;
+use hooke_render::{ClothBuffers, HostCloth};
+use std::sync::Arc;
+
+/// Where the scene is simulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The CPU solvers; positions are uploaded for drawing.
+    Cpu,
+    /// The wgpu compute solver on the viewer's own device; drawn from its buffers.
+    Gpu,
+}
+
+impl Backend {
+    /// "CPU" or "GPU".
+    pub fn label(self) -> &'static str {
+        match self {
+            Backend::Cpu => "CPU",
+            Backend::Gpu => "GPU",
+        }
+    }
+}
+
+enum Runner {
+    Cpu(Box<dyn Solver>),
+    Gpu(Box<GpuXpbdSolver>),
+}
+
+/// A scene being simulated, frame by frame at the scene's frame rate.
+pub struct Simulation {
+    /// The scene (its model changes when a material is edited).
+    pub scene: Scene,
+    ctx: Arc<GpuContext>,
+    runner: Runner,
+    backend: Backend,
+    host: HostCloth,
+    /// Frames simulated since the start or the last reset.
+    pub frame: u64,
+    snapshot: Option<(State, u64)>,
+    /// Wall time of the last frame's step (ms).
+    pub step_ms: f64,
+    /// The last error of a step (the simulation pauses on one).
+    pub error: Option<String>,
+}
+
+impl Simulation {
+    /// The scene's solver on `backend`, on the device of `ctx`.
+    ///
+    /// # Errors
+    /// When the solver cannot be made (a force-based method on the GPU, bad settings).
+    pub fn new(scene: Scene, backend: Backend, ctx: Arc<GpuContext>) -> Result<Simulation> {
+        let runner = make_runner(&scene, backend, &ctx)?;
+        let host = HostCloth::new(&ctx, scene.model.clone());
+        Ok(Simulation { scene, ctx, runner, backend, host, frame: 0, snapshot: None, step_ms: 0.0, error: None })
+    }
+
+    /// Where it runs.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The solver.
+    pub fn solver(&mut self) -> &mut dyn Solver {
+        match &mut self.runner {
+            Runner::Cpu(s) => s.as_mut(),
+            Runner::Gpu(s) => s.as_mut(),
+        }
+    }
+
+    /// The solver's name.
+    pub fn solver_name(&mut self) -> String {
+        self.solver().info().name.to_string()
+    }
+
+    /// Simulates one frame (1/fps s); on an error the error is kept and returned.
+    ///
+    /// # Errors
+    /// The solver's error (a blow-up, an invalid control).
+    pub fn step(&mut self) -> Result<()> {
+        let started = std::time::Instant::now();
+        let dt = 1.0 / self.scene.fps;
+        let t = self.solver().time();
+        let control = self.scene.control_at(t);
+        let result = self.solver().step(&control, dt);
+        self.step_ms = started.elapsed().as_secs_f64() * 1e3;
+        match result {
+            Ok(_) => {
+                self.frame += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.error = Some(e.to_string());
+                Err(e.into())
+            }
+        }
+    }
+
+    /// The current state (positions, velocities, time), read from the solver (on the GPU, a
+    /// read-back).
+    pub fn state(&mut self) -> State {
+        let mut st = State::from_model(&self.scene.model);
+        self.solver().read_state(&mut st);
+        st
+    }
+
+    /// Back to the scene's initial state, time 0.
+    ///
+    /// # Errors
+    /// When the solver cannot be made again.
+    pub fn reset(&mut self) -> Result<()> {
+        self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
+        self.frame = 0;
+        self.error = None;
+        Ok(())
+    }
+
+    /// Keeps the current state (and frame number) for [`Simulation::restore`].
+    pub fn snapshot(&mut self) {
+        let st = self.state();
+        self.snapshot = Some((st, self.frame));
+    }
+
+    /// Whether a snapshot is kept.
+    pub fn has_snapshot(&self) -> bool {
+        self.snapshot.is_some()
+    }
+
+    /// Goes back to the kept snapshot, if any.
+    ///
+    /// # Errors
+    /// When the solver refuses the state.
+    pub fn restore(&mut self) -> Result<()> {
+        if let Some((st, frame)) = self.snapshot.clone() {
+            self.solver().write_state(&st)?;
+            self.frame = frame;
+            self.error = None;
+        }
+        Ok(())
+    }
+
+    /// Moves the simulation to `backend`, keeping its state.
+    ///
+    /// # Errors
+    /// When the scene does not run there (force-based methods on the GPU).
+    pub fn set_backend(&mut self, backend: Backend) -> Result<()> {
+        if backend == self.backend {
+            return Ok(());
+        }
+        let st = self.state();
+        let mut runner = make_runner(&self.scene, backend, &self.ctx)?;
+        match &mut runner {
+            Runner::Cpu(s) => s.write_state(&st)?,
+            Runner::Gpu(s) => s.write_state(&st)?,
+        }
+        self.runner = runner;
+        self.backend = backend;
+        Ok(())
+    }
+
+    /// Sets substeps and iterations per substep (XPBD/PBD; substeps only for force-based
+    /// methods), keeping the state.
+    ///
+    /// # Errors
+    /// When the solver refuses the settings.
+    pub fn set_budget(&mut self, substeps: u32, iterations: u32) -> Result<()> {
+        let st = self.state();
+        self.scene.solver.set_substeps(substeps);
+        self.scene.solver.set_iterations(iterations);
+        self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
+        self.solver().write_state(&st)?;
+        Ok(())
+    }
+
+    /// Gives every cloth `edit(material)`, live: the model changes, the state stays.
+    ///
+    /// # Errors
+    /// When a value is out of range.
+    pub fn edit_cloth_materials(&mut self, edit: impl Fn(&mut ClothMaterial)) -> Result<()> {
+        let mut model = (*self.scene.model).clone();
+        for (k, body) in self.scene.model.bodies().iter().enumerate() {
+            if let hooke::BodyMaterial::Cloth(mut m) = body.material {
+                edit(&mut m);
+                model = model.with_cloth_material(k, m)?;
+            }
+        }
+        let model = Arc::new(model);
+        self.solver().notify_model_changed(model.clone())?;
+        self.scene.model = model;
+        Ok(())
+    }
+
+    /// Where the renderer finds the particles: the GPU solver's buffers, or the CPU state
+    /// uploaded now.
+    ///
+    /// # Errors
+    /// When the upload fails.
+    pub fn cloth_buffers(&mut self) -> Result<ClothBuffers<'_>> {
+        if let Runner::Cpu(s) = &mut self.runner {
+            let mut st = State::from_model(&self.scene.model);
+            s.read_state(&mut st);
+            self.host.upload(&self.ctx, &st.particle_position)?;
+        }
+        Ok(match &self.runner {
+            Runner::Gpu(s) => ClothBuffers {
+                positions: s.position_buffer(),
+                normals: s.normal_buffer(),
+                triangles: s.triangle_buffer(),
+            },
+            Runner::Cpu(_) => self.host.buffers(),
+        })
+    }
+}
+
+fn make_runner(scene: &Scene, backend: Backend, ctx: &Arc<GpuContext>) -> Result<Runner> {
+    Ok(match backend {
+        Backend::Cpu => Runner::Cpu(hooke_sim::make_cpu_solver(scene)?),
+        Backend::Gpu => {
+            let mut scene = scene.clone();
+            // The GPU runs a fixed count: "auto" becomes its minimum.
+            let n = scene.solver.iterations();
+            scene.solver.set_iterations(n);
+            let mut options = hooke_sim::SolverOptions::new(hooke_sim::Backend::Gpu);
+            options.context = Some(ctx.clone());
+            // The health record is read every second of simulated time, not every frame: no
+            // read-back per frame while drawing.
+            options.health_interval = scene.fps.round().max(1.0) as u32;
+            Runner::Gpu(Box::new(hooke_sim::make_gpu_solver(&scene, &options).context("the GPU backend")?))
+        }
+    })
+}

@@ -1,0 +1,119 @@
+//! The viewer headless (egui_kittest on lavapipe, through the same eframe creation path as
+//! the window): it plays a scene frame for frame as the solver alone does, and its keys and
+//! controls do what the help panel says.
+
+use egui_kittest::Harness;
+use hooke::State;
+use hooke_viewer::eframe::egui;
+use hooke_viewer::{Backend, ViewerApp};
+
+fn default_scene() -> hooke_io::scene::Scene {
+    let s = hooke_io::scene::DEFAULT_SCENE;
+    hooke_io::scene::parse(s, "<built-in default scene>", "cloth_on_sphere", None, 1 << 30).unwrap()
+}
+
+/// A harness with the viewer on `backend`, or `None` (skipped) without an adapter, unless
+/// `HOOKE_REQUIRE_GPU=1`.
+fn viewer(backend: Backend) -> Option<Harness<'static, ViewerApp>> {
+    if hooke_gpu::GpuContext::new().is_err() {
+        assert!(
+            std::env::var("HOOKE_REQUIRE_GPU").is_ok_and(|v| v != "1") || std::env::var("HOOKE_REQUIRE_GPU").is_err(),
+            "HOOKE_REQUIRE_GPU=1 but no adapter"
+        );
+        eprintln!("skipped: no adapter");
+        return None;
+    }
+    let mut setup = egui_kittest::wgpu::default_wgpu_setup();
+    hooke_viewer::ask_adapter_limits(&mut setup);
+    let harness = Harness::builder()
+        .with_size(egui::vec2(900.0, 600.0))
+        .with_step_dt(1.0 / 60.0)
+        .wgpu_setup(setup)
+        .build_eframe(move |cc| ViewerApp::new(cc, default_scene(), backend).unwrap());
+    Some(harness)
+}
+
+/// Positions of the default scene after `frames` frames of its own CPU solver.
+fn solver_alone(frames: usize) -> Vec<glam::Vec3> {
+    let scene = default_scene();
+    let mut solver = hooke_sim::make_cpu_solver(&scene).unwrap();
+    for _ in 0..frames {
+        let control = scene.control_at(solver.time());
+        solver.step(&control, 1.0 / scene.fps).unwrap();
+    }
+    let mut st = State::from_model(&scene.model);
+    solver.read_state(&mut st);
+    st.particle_position
+}
+
+/// 120 UI frames play 120 simulation frames, and the viewer's cloth is then where the scene's
+/// solver alone puts it after as many frames, bit for bit (the harness runs a few UI passes of
+/// its own when it is built; they play frames too); the view shows the cloth (pixels of the
+/// cloth's blue).
+#[test]
+fn the_viewer_plays_the_scene_as_the_solver_does() {
+    let Some(mut h) = viewer(Backend::Cpu) else { return };
+    let start = h.state().frame();
+    h.run_steps(120);
+    let frames = h.state().frame();
+    assert_eq!(frames, start + 120);
+    let x = h.state_mut().simulation().state().particle_position;
+    assert!(x == solver_alone(frames as usize), "the viewer's state differs from the solver's");
+    let (w, hgt, rgba) = h.state().read_image().unwrap();
+    let blue = rgba.chunks_exact(4).filter(|p| p[2] as i32 > p[0] as i32 + 60).count();
+    println!("view {w} × {hgt}: {blue} cloth-blue pixels");
+    assert!(blue > 500, "{blue} cloth pixels");
+}
+
+/// Space pauses (no frame advances over 10 UI frames), S steps one frame, K keeps a snapshot
+/// and L goes back to it, R resets to frame 0, G moves the run to the GPU, where it goes on.
+#[test]
+fn keys_pause_step_snapshot_reset_and_switch_backend() {
+    let Some(mut h) = viewer(Backend::Cpu) else { return };
+    h.run_steps(5);
+    h.key_press(egui::Key::Space);
+    h.run_steps(1);
+    let paused_at = h.state().frame();
+    assert!(!h.state().playing());
+    h.run_steps(10);
+    assert_eq!(h.state().frame(), paused_at, "paused, yet frames advanced");
+    h.key_press(egui::Key::S);
+    h.run_steps(1);
+    assert_eq!(h.state().frame(), paused_at + 1);
+    h.key_press(egui::Key::K);
+    h.run_steps(1);
+    let kept = h.state_mut().simulation().state();
+    h.key_press(egui::Key::S);
+    h.run_steps(1);
+    h.key_press(egui::Key::S);
+    h.run_steps(1);
+    assert_eq!(h.state().frame(), paused_at + 3);
+    h.key_press(egui::Key::L);
+    h.run_steps(1);
+    assert_eq!(h.state().frame(), paused_at + 1);
+    assert!(h.state_mut().simulation().state().particle_position == kept.particle_position);
+    h.key_press(egui::Key::R);
+    h.run_steps(1);
+    assert_eq!(h.state().frame(), 0);
+    h.key_press(egui::Key::G);
+    h.run_steps(1);
+    assert_eq!(h.state_mut().simulation().backend(), Backend::Gpu);
+    h.key_press(egui::Key::Space);
+    h.run_steps(10);
+    assert!(h.state().frame() >= 9, "the GPU run did not go on: frame {}", h.state().frame());
+}
+
+/// A live material change (stretch stiffness ×10 through the panel's path) keeps the state: no
+/// particle jumps, and the run goes on.
+#[test]
+fn a_live_material_change_keeps_the_state() {
+    let Some(mut h) = viewer(Backend::Cpu) else { return };
+    h.run_steps(30);
+    let start = h.state().frame();
+    let before = h.state_mut().simulation().state();
+    h.state_mut().simulation().edit_cloth_materials(|m| m.stretch_stiffness *= 10.0).unwrap();
+    let after = h.state_mut().simulation().state();
+    assert!(before.particle_position == after.particle_position);
+    h.run_steps(10);
+    assert_eq!(h.state().frame(), start + 10);
+}
