@@ -107,6 +107,7 @@ mod jacobi;
 mod kernel;
 mod normals;
 mod predict;
+mod raycast;
 mod readback;
 mod rope_bending;
 mod rope_solver;

@@ -34,6 +34,8 @@ pub const FINISH: &str = concat!(include_str!("common.wgsl"), include_str!("fini
 pub const NORMALS: &str = concat!(include_str!("common.wgsl"), include_str!("normals.wgsl"));
 /// `tangents.wgsl`: fixed-point atomic UV-tangent accumulation, then Gram–Schmidt.
 pub const TANGENTS: &str = concat!(include_str!("common.wgsl"), include_str!("tangents.wgsl"));
+/// `raycast.wgsl`: picking, the nearest triangle a ray hits.
+pub const RAYCAST: &str = concat!(include_str!("common.wgsl"), include_str!("raycast.wgsl"));
 /// `health.wgsl`: non-finite and speed checks.
 pub const HEALTH: &str = concat!(include_str!("common.wgsl"), include_str!("health.wgsl"));
 
@@ -54,6 +56,7 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::finish::SPEC,
     crate::normals::SPEC,
     crate::tangents::SPEC,
+    crate::raycast::SPEC,
     crate::health::SPEC,
 ];
 

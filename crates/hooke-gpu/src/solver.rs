@@ -11,6 +11,7 @@ use crate::jacobi::Jacobi;
 use crate::kernel::{Kernels, SharedLayouts};
 use crate::normals::{self, Normals};
 use crate::predict::Predict;
+use crate::raycast::Raycast;
 use crate::readback;
 use crate::rope_solver::RopeSolver;
 use crate::self_collision::SelfCollision;
@@ -177,6 +178,7 @@ struct Bindings {
     normals: Normals,
     /// The tangent kernels, for a model with UVs and triangles.
     tangents: Option<Tangents>,
+    raycast: Raycast,
     health: Health,
 }
 
@@ -227,6 +229,7 @@ impl Bindings {
             finish: Finish::new(kernels, device, b),
             normals: Normals::new(kernels, device, b),
             tangents: has_uv.then(|| Tangents::new(kernels, device, b)),
+            raycast: Raycast::new(kernels, device, b),
             health: Health::new(kernels, device, b),
         }
     }
@@ -428,6 +431,39 @@ impl GpuXpbdSolver {
             let bytes = self.read(&[(&self.b.tangent, n as u64 * VEC4)]);
             out.extend(readback::vec3s(&bytes));
         }
+    }
+
+    /// The nearest cloth triangle hit by the ray `origin + t·direction` (m; t ≥ 0) at the
+    /// current positions, and the particle at its corner nearest the hit — what
+    /// [`hooke::picking::pick`] finds on the host, by the same operations (a viewer's mouse
+    /// pick). Two dispatches over the triangles and a read-back of 8 bytes; `None` on a miss.
+    pub fn pick(&mut self, origin: Vec3, direction: Vec3) -> Option<hooke::picking::Hit> {
+        let triangles = self.model.triangles().len() as u32;
+        if triangles == 0 {
+            return None;
+        }
+        let (device, queue) = (self.ctx.device(), self.ctx.queue());
+        let ray = [origin.extend(0.0).to_array(), direction.extend(0.0).to_array()];
+        queue.write_buffer(&self.k.raycast.ray, 0, bytemuck::cast_slice(&ray));
+        queue.write_buffer(&self.k.raycast.hit, 0, bytemuck::cast_slice(&[u32::MAX; 2]));
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke pick") });
+        let plan = SubstepPlan::new(&self.model, &Control::new(), self.time, 1.0, 1, 0.0, &self.collider_pose)
+            .expect("a valid plan of an empty control");
+        upload(device, &mut enc, &self.b.params, &self.params_bytes(&plan, 0));
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            self.k.raycast.record(&mut pass, (&self.k.params_group, 0), triangles);
+        }
+        queue.submit([enc.finish()]);
+        let bytes = self.read(&[(&self.k.raycast.hit, 8)]);
+        let word = |k: usize| u32::from_le_bytes([bytes[k], bytes[k + 1], bytes[k + 2], bytes[k + 3]]);
+        let (distance, code) = (word(0), word(4));
+        if code == u32::MAX {
+            return None;
+        }
+        let (triangle, corner) = (code >> 2, code & 3);
+        let particle = self.model.triangles()[triangle as usize][corner as usize];
+        Some(hooke::picking::Hit { distance: f32::from_bits(distance), triangle, corner, particle })
     }
 
     /// Copies the vertex normals to `out` (a read-back, for tests and caches).

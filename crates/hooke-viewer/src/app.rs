@@ -6,6 +6,7 @@ use crate::sim::{Backend, Simulation};
 use anyhow::{Context, Result};
 use eframe::egui;
 use eframe::egui_wgpu;
+use glam::Vec3;
 use hooke_gpu::GpuContext;
 use hooke_io::scene::Scene;
 use hooke_render::{Camera, RenderSettings, Renderer};
@@ -23,7 +24,8 @@ pub const SHORTCUTS: &[(&str, &str)] = &[
     ("G", "switch CPU / GPU"),
     ("P", "screenshot (PNG in screenshots/)"),
     ("H or F1", "this help"),
-    ("drag", "turn the camera"),
+    ("drag on the cloth", "pull a particle"),
+    ("drag elsewhere", "turn the camera"),
     ("right or middle drag", "pan"),
     ("scroll", "zoom"),
 ];
@@ -50,6 +52,10 @@ pub struct ViewerApp {
     screenshots: u32,
     /// Close the window once this many frames are simulated (`hooke view --frames N`).
     quit_after: Option<u64>,
+    /// Where the 3D view was last laid out (points).
+    view_rect: egui::Rect,
+    /// While dragging a particle: the plane it moves in (a point and the camera's forward).
+    drag_plane: Option<(Vec3, Vec3)>,
 }
 
 impl ViewerApp {
@@ -95,6 +101,8 @@ impl ViewerApp {
             message: String::new(),
             screenshots: 0,
             quit_after: None,
+            view_rect: egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1.0, 1.0)),
+            drag_plane: None,
         })
     }
 
@@ -102,6 +110,38 @@ impl ViewerApp {
     /// tests).
     pub fn quit_after(&mut self, frames: u64) {
         self.quit_after = Some(frames);
+    }
+
+    /// The ray (origin, unit direction; m) under the point `pos` of the 3D view.
+    pub fn ray_at(&self, pos: egui::Pos2) -> (Vec3, Vec3) {
+        let r = self.view_rect;
+        let vp = self.orbit.camera().view_projection(r.width() / r.height().max(1.0));
+        let inv = vp.inverse();
+        let ndc =
+            glam::Vec2::new(2.0 * (pos.x - r.min.x) / r.width() - 1.0, 1.0 - 2.0 * (pos.y - r.min.y) / r.height());
+        let near = inv.project_point3(ndc.extend(0.0));
+        let far = inv.project_point3(ndc.extend(1.0));
+        (near, (far - near).normalize_or(Vec3::NEG_Z))
+    }
+
+    /// Where the point `x` (m) appears in the 3D view, or `None` behind the camera.
+    pub fn screen_position(&self, x: Vec3) -> Option<egui::Pos2> {
+        let r = self.view_rect;
+        let c = self.orbit.camera().view_projection(r.width() / r.height().max(1.0)) * x.extend(1.0);
+        (c.w > 0.0).then(|| {
+            let ndc = c.truncate() / c.w;
+            egui::pos2(r.min.x + (ndc.x + 1.0) * 0.5 * r.width(), r.min.y + (1.0 - ndc.y) * 0.5 * r.height())
+        })
+    }
+
+    /// The status line (the last action or error).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The particle being dragged and where it is pulled to (m).
+    pub fn dragged(&self) -> Option<(u32, Vec3)> {
+        self.sim.drag
     }
 
     /// Frames simulated since the start (or the last reset).
@@ -303,10 +343,44 @@ impl ViewerApp {
 
     fn view(&mut self, ui: &mut egui::Ui) {
         let rect = ui.available_rect_before_wrap();
+        self.view_rect = rect;
         let response = ui.allocate_rect(rect, egui::Sense::click_and_drag());
+        // A primary drag that starts on the cloth pulls the particle under the pointer (the
+        // nearest corner of the triangle hit) in the plane facing the camera; elsewhere it
+        // turns the camera.
+        if response.drag_started_by(egui::PointerButton::Primary)
+            && let Some(origin) = ui.input(|i| i.pointer.press_origin())
+        {
+            let (o, d) = self.ray_at(origin);
+            self.message = format!("nothing under the pointer at {origin:?}");
+            if let Some(hit) = self.sim.pick(o, d) {
+                let point = o + d * hit.distance;
+                self.drag_plane = Some((point, d));
+                self.sim.drag = Some((hit.particle, point));
+                self.message = format!("dragging particle {}", hit.particle);
+            }
+        }
         if response.dragged_by(egui::PointerButton::Primary) {
-            let d = response.drag_delta();
-            self.orbit.rotate(d.x, d.y);
+            match (self.drag_plane, response.interact_pointer_pos()) {
+                (Some((point, normal)), Some(pos)) => {
+                    let (o, d) = self.ray_at(pos);
+                    let along = d.dot(normal);
+                    if along.abs() > 1e-6 {
+                        let t = (point - o).dot(normal) / along;
+                        if let Some(drag) = &mut self.sim.drag {
+                            drag.1 = o + d * t;
+                        }
+                    }
+                }
+                _ => {
+                    let d = response.drag_delta();
+                    self.orbit.rotate(d.x, d.y);
+                }
+            }
+        }
+        if response.drag_stopped() {
+            self.drag_plane = None;
+            self.sim.drag = None;
         }
         if response.dragged_by(egui::PointerButton::Secondary) || response.dragged_by(egui::PointerButton::Middle) {
             let d = response.drag_delta();

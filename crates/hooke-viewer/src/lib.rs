@@ -9,10 +9,13 @@
 //! step, reset, snapshot and restore, the CPU or GPU backend, substeps and iterations, the
 //! cloth's stretch stiffness, bending modulus and damping (live, through
 //! [`hooke::Solver::notify_model_changed`]), the wind, frame time and FPS, a screenshot, and
-//! an orbit camera; the keyboard shortcuts are in [`app::SHORTCUTS`].
+//! an orbit camera; a drag on the cloth pulls the particle under the pointer
+//! ([`Simulation::pick`]: the GPU's ray-cast kernel or [`hooke::picking`], the same
+//! operations; the particle is pinned to the pointer through a `Control` target); the keyboard
+//! shortcuts are in [`app::SHORTCUTS`].
 //!
-//! Not built yet (issue #11): picking and dragging particles, the article's five demos, the
-//! time per solver stage.
+//! Not built yet (issue #11): dragging colliders, the article's five demos, the time per
+//! solver stage.
 #![warn(missing_docs)]
 
 pub mod app;

@@ -2,6 +2,7 @@
 //! the renderer draws from (the GPU solver's own buffers, or the CPU state uploaded).
 
 use anyhow::{Context, Result};
+use glam::Vec3;
 use hooke::{ClothMaterial, Solver, State};
 use hooke_gpu::{GpuContext, GpuXpbdSolver};
 use hooke_io::scene::Scene;
@@ -47,6 +48,8 @@ pub struct Simulation {
     pub step_ms: f64,
     /// The last error of a step (the simulation pauses on one).
     pub error: Option<String>,
+    /// The particle being dragged and where it is pulled to (m): pinned there each frame.
+    pub drag: Option<(u32, Vec3)>,
 }
 
 impl Simulation {
@@ -57,7 +60,18 @@ impl Simulation {
     pub fn new(scene: Scene, backend: Backend, ctx: Arc<GpuContext>) -> Result<Simulation> {
         let runner = make_runner(&scene, backend, &ctx)?;
         let host = HostCloth::new(&ctx, scene.model.clone());
-        Ok(Simulation { scene, ctx, runner, backend, host, frame: 0, snapshot: None, step_ms: 0.0, error: None })
+        Ok(Simulation {
+            scene,
+            ctx,
+            runner,
+            backend,
+            host,
+            frame: 0,
+            snapshot: None,
+            step_ms: 0.0,
+            error: None,
+            drag: None,
+        })
     }
 
     /// Where it runs.
@@ -86,7 +100,10 @@ impl Simulation {
         let started = std::time::Instant::now();
         let dt = 1.0 / self.scene.fps;
         let t = self.solver().time();
-        let control = self.scene.control_at(t);
+        let mut control = self.scene.control_at(t);
+        if let Some((particle, target)) = self.drag {
+            control.pin_to(particle, target);
+        }
         let result = self.solver().step(&control, dt);
         self.step_ms = started.elapsed().as_secs_f64() * 1e3;
         match result {
@@ -107,6 +124,20 @@ impl Simulation {
         let mut st = State::from_model(&self.scene.model);
         self.solver().read_state(&mut st);
         st
+    }
+
+    /// The nearest cloth triangle hit by the ray `origin + t·direction` at the current
+    /// positions, with the particle at its nearest corner: on the GPU by its ray-cast kernel
+    /// (8 bytes read back), on the CPU on the host — the same operations.
+    pub fn pick(&mut self, origin: Vec3, direction: Vec3) -> Option<hooke::picking::Hit> {
+        match &mut self.runner {
+            Runner::Gpu(s) => s.pick(origin, direction),
+            Runner::Cpu(s) => {
+                let mut st = State::from_model(&self.scene.model);
+                s.read_state(&mut st);
+                hooke::picking::pick(&self.scene.model, &st.particle_position, origin, direction)
+            }
+        }
     }
 
     /// Back to the scene's initial state, time 0.

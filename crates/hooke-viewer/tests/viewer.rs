@@ -117,3 +117,65 @@ fn a_live_material_change_keeps_the_state() {
     h.run_steps(10);
     assert_eq!(h.state().frame(), start + 10);
 }
+
+/// A scripted drag (press on the cloth, move the pointer, hold): the particle under the pointer
+/// is picked — the one `hooke::picking::pick` finds on the same ray — and follows the pointer:
+/// after a few frames it is within 1 cm of the pulled-to point, which lies where the pointer
+/// is; on release it is let go. On the CPU and on the GPU (whose pick is its ray-cast kernel).
+#[test]
+fn a_scripted_drag_pulls_the_picked_particle_to_the_pointer() {
+    for backend in [Backend::Cpu, Backend::Gpu] {
+        let Some(mut h) = viewer(backend) else { return };
+        h.run_steps(30);
+        // Paused while the pointer goes down, so that the cloth is where the test looks.
+        h.key_press(egui::Key::Space);
+        h.run_steps(1);
+        // Press over the middle of the cloth.
+        let st = h.state_mut().simulation().state();
+        let model = h.state_mut().simulation().scene.model.clone();
+        let centre = model.bodies()[0].particles.start as usize + model.bodies()[0].particles.len() / 2;
+        let press = h.state().screen_position(st.particle_position[centre]).expect("the cloth is in view");
+        let (o, d) = h.state().ray_at(press);
+        let expected = hooke::picking::pick(&model, &st.particle_position, o, d).expect("the ray hits the cloth");
+        let to = press + egui::vec2(40.0, -60.0);
+        h.event(egui::Event::PointerMoved(press));
+        h.event(egui::Event::PointerButton {
+            pos: press,
+            button: egui::PointerButton::Primary,
+            pressed: true,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.run_steps(1);
+        for k in 1..=10 {
+            h.event(egui::Event::PointerMoved(press + (to - press) * (k as f32 / 10.0)));
+            h.run_steps(1);
+        }
+        h.key_press(egui::Key::Space);
+        h.run_steps(5);
+        println!("status: {:?}, press at {press:?}", h.state().message());
+        let (particle, target) = h.state().dragged().expect("a particle is being dragged");
+        assert_eq!(particle, expected.particle, "{backend:?}: picked another particle");
+        let x = h.state_mut().simulation().state().particle_position[particle as usize];
+        let (_, ray) = h.state().ray_at(to);
+        let (eye, _) = h.state().ray_at(to);
+        let off_ray = ((target - eye) - ray * (target - eye).dot(ray)).length();
+        println!(
+            "{backend:?}: particle {particle} at {x}, pulled to {target}, |x − target| = {:.2e} m",
+            (x - target).length()
+        );
+        assert!(
+            (x - target).length() < 0.01,
+            "{backend:?}: the particle is {} m from its target",
+            (x - target).length()
+        );
+        assert!(off_ray < 1e-3, "{backend:?}: the target is {off_ray} m off the pointer's ray");
+        h.event(egui::Event::PointerButton {
+            pos: to,
+            button: egui::PointerButton::Primary,
+            pressed: false,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.run_steps(2);
+        assert!(h.state().dragged().is_none(), "{backend:?}: still dragging after release");
+    }
+}
