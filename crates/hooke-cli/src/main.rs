@@ -58,18 +58,23 @@ struct ViewArgs {
     /// Close the window after this many frames (scripted runs).
     #[arg(long)]
     frames: Option<u64>,
+    /// Open one of the article's demos instead of a scene: cloth or pbd-rope.
+    #[arg(long, conflicts_with = "scene")]
+    demo: Option<String>,
 }
 
 fn view(args: ViewArgs) -> Result<()> {
-    let scene = match &args.scene {
-        Some(path) => hooke_io::scene::load(path, memory_limit())?,
-        None => presets::default_scene()?,
+    let demo = args.demo.as_deref().map(hooke_viewer::Demo::from_name).transpose()?;
+    let scene = match (&args.scene, demo) {
+        (_, Some(d)) => d.scene()?,
+        (Some(path), None) => hooke_io::scene::load(path, memory_limit())?,
+        (None, None) => presets::default_scene()?,
     };
     let backend = match args.backend {
         Backend::Cpu => hooke_viewer::Backend::Cpu,
         Backend::Gpu => hooke_viewer::Backend::Gpu,
     };
-    hooke_viewer::run(scene, backend, args.frames)
+    hooke_viewer::run(scene, demo, backend, args.frames)
 }
 
 fn main() -> ExitCode {

@@ -553,7 +553,8 @@ fn render_writes_pictures_and_refuses_bad_options() {
 }
 
 /// `hooke view` opens a real window (under Xvfb, on lavapipe), plays 30 frames on the CPU and
-/// on the GPU, and closes with exit status 0; without a display it fails with winit's reason.
+/// on the GPU and of each demo, and closes with exit status 0; without a display it fails with
+/// winit's reason, and an unknown demo is refused by name.
 /// Skipped without `xvfb-run`, unless `HOOKE_REQUIRE_XVFB=1` (CI installs it).
 #[test]
 fn view_opens_a_window_and_closes_after_its_frames() {
@@ -564,9 +565,10 @@ fn view_opens_a_window_and_closes_after_its_frames() {
         println!("skipped: no xvfb-run");
         return;
     }
-    for backend in ["cpu", "gpu"] {
+    for extra in [&["--backend", "cpu"][..], &["--backend", "gpu"], &["--demo", "cloth"], &["--demo", "pbd-rope"]] {
+        let backend = extra.join(" ");
         let o = std::process::Command::new("xvfb-run")
-            .args(["-a", env!("CARGO_BIN_EXE_hooke"), "view", "--frames", "30", "--backend", backend])
+            .args([&["-a", env!("CARGO_BIN_EXE_hooke"), "view", "--frames", "30"][..], extra].concat())
             .current_dir(tmp.path())
             .output()
             .unwrap();
@@ -587,4 +589,8 @@ fn view_opens_a_window_and_closes_after_its_frames() {
         .unwrap();
     let t = text(&o);
     assert!(!o.status.success() && t.contains("DISPLAY"), "{t}");
+    // An unknown demo is refused before any window, naming the known ones.
+    let o = hooke(&["view", "--demo", "nope"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("unknown demo \"nope\"") && t.contains("pbd-rope"), "{t}");
 }

@@ -1,6 +1,7 @@
 //! The viewer's window: the 3D view (hooke-render's off-screen image shown as an egui
 //! texture, on the device the solver runs on) and a panel of controls.
 
+use crate::demos::Demo;
 use crate::orbit::Orbit;
 use crate::sim::{Backend, Simulation};
 use anyhow::{Context, Result};
@@ -56,6 +57,8 @@ pub struct ViewerApp {
     view_rect: egui::Rect,
     /// While dragging a particle: the plane it moves in (a point and the camera's forward).
     drag_plane: Option<(Vec3, Vec3)>,
+    /// The demo shown, if any (its own controls appear in the panel).
+    demo: Option<Demo>,
 }
 
 impl ViewerApp {
@@ -103,7 +106,56 @@ impl ViewerApp {
             quit_after: None,
             view_rect: egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1.0, 1.0)),
             drag_plane: None,
+            demo: None,
         })
+    }
+
+    /// Shows `scene` instead, on the same device and backend (the camera reframed, the
+    /// sliders reset from the scene); `demo` names the demo it is, for its own controls.
+    ///
+    /// # Errors
+    /// When the scene's solver or the renderer cannot be made (the current one stays).
+    pub fn load(&mut self, scene: Scene, demo: Option<Demo>) -> Result<()> {
+        let ctx = Arc::new(GpuContext::from_parts(
+            self.render_state.instance.clone(),
+            self.render_state.adapter.clone(),
+            self.render_state.device.clone(),
+            self.render_state.queue.clone(),
+        ));
+        let model = scene.model.clone();
+        let settings = *self.renderer.settings();
+        let renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
+        let backend = match (self.sim.backend(), &scene.solver) {
+            (Backend::Gpu, hooke_io::scene::SolverChoice::Position(_)) => Backend::Gpu,
+            _ => Backend::Cpu,
+        };
+        let sim = Simulation::new(scene, backend, ctx)?;
+        self.orbit = Orbit::from_camera(&Camera::framing(&model, 35f32.to_radians(), 25f32.to_radians(), 1.6));
+        (self.substeps, self.iterations) = (sim.scene.solver.substeps(), sim.scene.solver.iterations());
+        if let Some(hooke::BodyMaterial::Cloth(m)) = model.bodies().first().map(|b| b.material) {
+            (self.stretch_stiffness, self.bending_modulus, self.damping) =
+                (m.stretch_stiffness, m.bending_modulus, m.damping);
+        }
+        self.sim = sim;
+        self.renderer = renderer;
+        // The texture is registered again for the new renderer's image.
+        if let Some(id) = self.texture.take() {
+            self.render_state.renderer.write().free_texture(&id);
+        }
+        self.demo = demo;
+        self.drag_plane = None;
+        self.message = format!("loaded {}", self.sim.scene.name);
+        Ok(())
+    }
+
+    /// The demo shown, if any.
+    pub fn demo(&self) -> Option<Demo> {
+        self.demo
+    }
+
+    /// Marks the scene shown as `demo` (its controls appear in the panel).
+    pub fn set_demo(&mut self, demo: Demo) {
+        self.demo = Some(demo);
     }
 
     /// Closes the window once `frames` frames are simulated (for scripted runs and smoke
@@ -282,6 +334,42 @@ impl ViewerApp {
         });
         let name = self.sim.solver_name();
         ui.label(format!("solver: {name}"));
+        ui.separator();
+        ui.horizontal(|ui| {
+            ui.label("Demos:");
+            for d in Demo::ALL {
+                if ui.selectable_label(self.demo == Some(d), d.name()).clicked() {
+                    let r = d.scene().and_then(|scene| self.load(scene, Some(d)));
+                    if let Err(e) = r {
+                        self.message = format!("demo {}: {e:#}", d.name());
+                    }
+                }
+            }
+        });
+        match self.demo {
+            Some(Demo::Cloth) if ui.add_enabled(!self.sim.released, egui::Button::new("Cut / free fall")).clicked() => {
+                self.sim.released = true;
+                self.message = "every pin released".into();
+            }
+            Some(Demo::PbdRope) => {
+                ui.label("PBD: stiffness depends on the iterations; XPBD: on the material only");
+                let method = self.sim.method();
+                ui.horizontal(|ui| {
+                    for (label, m) in [
+                        ("PBD", hooke::Method::Pbd { stiffness: crate::demos::PBD_ROPE_STIFFNESS }),
+                        ("XPBD", hooke::Method::Xpbd),
+                    ] {
+                        let on = matches!((method, m), (Some(hooke::Method::Pbd { .. }), hooke::Method::Pbd { .. }))
+                            || (method == Some(hooke::Method::Xpbd) && m == hooke::Method::Xpbd);
+                        if ui.selectable_label(on, label).clicked() && !on {
+                            let r = self.sim.set_method(m);
+                            self.report(label, r);
+                        }
+                    }
+                });
+            }
+            _ => {}
+        }
         ui.separator();
         ui.label("Solver budget");
         let mut changed = ui.add(egui::Slider::new(&mut self.substeps, 1..=200).text("substeps")).changed();

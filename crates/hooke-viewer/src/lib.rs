@@ -19,10 +19,12 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod demos;
 pub mod orbit;
 pub mod sim;
 
 pub use app::ViewerApp;
+pub use demos::Demo;
 pub use sim::{Backend, Simulation};
 
 use eframe::egui_wgpu;
@@ -60,7 +62,7 @@ pub fn ask_adapter_limits(setup: &mut egui_wgpu::WgpuSetup) {
 ///
 /// # Errors
 /// When no window or wgpu device can be made, or the scene's solver cannot be made.
-pub fn run(scene: Scene, backend: Backend, frames: Option<u64>) -> anyhow::Result<()> {
+pub fn run(scene: Scene, demo: Option<Demo>, backend: Backend, frames: Option<u64>) -> anyhow::Result<()> {
     let title = format!("hooke — {}", scene.name);
     eframe::run_native(
         &title,
@@ -70,6 +72,9 @@ pub fn run(scene: Scene, backend: Backend, frames: Option<u64>) -> anyhow::Resul
                 .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { format!("{e:#}").into() })?;
             if let Some(n) = frames {
                 app.quit_after(n);
+            }
+            if let Some(d) = demo {
+                app.set_demo(d);
             }
             Ok(Box::new(app))
         }),

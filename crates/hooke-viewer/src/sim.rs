@@ -50,6 +50,8 @@ pub struct Simulation {
     pub error: Option<String>,
     /// The particle being dragged and where it is pulled to (m): pinned there each frame.
     pub drag: Option<(u32, Vec3)>,
+    /// Every pin released (the article's "cut / free fall"), until a reset.
+    pub released: bool,
 }
 
 impl Simulation {
@@ -71,6 +73,7 @@ impl Simulation {
             step_ms: 0.0,
             error: None,
             drag: None,
+            released: false,
         })
     }
 
@@ -101,6 +104,9 @@ impl Simulation {
         let dt = 1.0 / self.scene.fps;
         let t = self.solver().time();
         let mut control = self.scene.control_at(t);
+        if self.released {
+            control.release_all();
+        }
         if let Some((particle, target)) = self.drag {
             control.pin_to(particle, target);
         }
@@ -148,6 +154,8 @@ impl Simulation {
         self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
         self.frame = 0;
         self.error = None;
+        self.released = false;
+        self.drag = None;
         Ok(())
     }
 
@@ -206,6 +214,29 @@ impl Simulation {
         self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
         self.solver().write_state(&st)?;
         Ok(())
+    }
+
+    /// Switches between XPBD and PBD, keeping the state.
+    ///
+    /// # Errors
+    /// For a force-based scene, or when the solver refuses the settings.
+    pub fn set_method(&mut self, method: hooke::Method) -> Result<()> {
+        let st = self.state();
+        match &mut self.scene.solver {
+            hooke_io::scene::SolverChoice::Position(s) => s.method = method,
+            hooke_io::scene::SolverChoice::Force(_) => anyhow::bail!("the scene runs a force-based integrator"),
+        }
+        self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
+        self.solver().write_state(&st)?;
+        Ok(())
+    }
+
+    /// The method of a position-based scene.
+    pub fn method(&self) -> Option<hooke::Method> {
+        match self.scene.solver {
+            hooke_io::scene::SolverChoice::Position(s) => Some(s.method),
+            hooke_io::scene::SolverChoice::Force(_) => None,
+        }
     }
 
     /// Gives every cloth `edit(material)`, live: the model changes, the state stays.
