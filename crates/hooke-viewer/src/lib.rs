@@ -5,7 +5,7 @@
 //! the GPU solver runs on — eframe creates the device with the adapter's own limits and
 //! hooke-gpu's context is made from eframe's render state ([`hooke_gpu::GpuContext::from_parts`]),
 //! so a GPU run is drawn from the solver's buffers with no copy and no read-back per frame (its
-//! health record is read once per second of simulated time). Controls: play, pause, single
+//! health record is read once per 10 s of simulated time). Controls: play, pause, single
 //! step, reset, snapshot and restore, the CPU or GPU backend, substeps and iterations, the
 //! cloth's stretch stiffness, bending modulus and damping (live, through
 //! [`hooke::Solver::notify_model_changed`]), the wind, frame time and FPS, a screenshot, and

@@ -77,6 +77,12 @@ impl Simulation {
         })
     }
 
+    /// How many buffers the solver's device has mapped for reading so far (state reads,
+    /// health checks, picks).
+    pub fn read_backs(&self) -> u64 {
+        self.ctx.read_backs()
+    }
+
     /// Where it runs.
     pub fn backend(&self) -> Backend {
         self.backend
@@ -289,9 +295,9 @@ fn make_runner(scene: &Scene, backend: Backend, ctx: &Arc<GpuContext>) -> Result
             scene.solver.set_iterations(n);
             let mut options = hooke_sim::SolverOptions::new(hooke_sim::Backend::Gpu);
             options.context = Some(ctx.clone());
-            // The health record is read every second of simulated time, not every frame: no
-            // read-back per frame while drawing.
-            options.health_interval = scene.fps.round().max(1.0) as u32;
+            // The health record is read every 10 s of simulated time, not every frame: no
+            // read-back while drawing (a blow-up shows within 10 s).
+            options.health_interval = (10.0 * scene.fps).round().max(1.0) as u32;
             Runner::Gpu(Box::new(hooke_sim::make_gpu_solver(&scene, &options).context("the GPU backend")?))
         }
     })

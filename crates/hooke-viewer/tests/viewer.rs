@@ -251,3 +251,20 @@ fn the_pbd_rope_demo_stiffens_with_iterations_only_under_pbd() {
     let elastic = 0.1 * 9.81 * 1.1 * 1.1 / (2.0 * 20.0);
     assert!((x20 - elastic).abs() < 0.15 * elastic, "XPBD stretch {x20} against the elastic {elastic}");
 }
+
+/// Drawing needs no read-back: 100 frames of the cloth demo on the GPU backend map no buffer;
+/// a pick maps exactly one (its 8 bytes).
+#[test]
+fn the_gpu_cloth_demo_maps_no_buffer_but_the_pick() {
+    let Some(mut h) = viewer(Backend::Gpu) else { return };
+    h.state_mut().set_demo(hooke_viewer::Demo::Cloth);
+    h.run_steps(2);
+    let start = h.state_mut().simulation().read_backs();
+    let frame = h.state().frame();
+    h.run_steps(100);
+    assert_eq!(h.state().frame(), frame + 100);
+    assert_eq!(h.state_mut().simulation().read_backs(), start, "buffers were mapped while playing");
+    let (o, d) = h.state().ray_at(h.state().screen_position(glam::Vec3::new(0.0, 1.5, 0.0)).unwrap());
+    let _ = h.state_mut().simulation().pick(o, d);
+    assert_eq!(h.state_mut().simulation().read_backs(), start + 1, "a pick maps one buffer");
+}
