@@ -2,6 +2,7 @@
 //! texture, on the device the solver runs on) and a panel of controls.
 
 use crate::demos::Demo;
+use crate::integrators::IntegratorsDemo;
 use crate::orbit::Orbit;
 use crate::sim::{Backend, Simulation};
 use anyhow::{Context, Result};
@@ -59,6 +60,8 @@ pub struct ViewerApp {
     drag_plane: Option<(Vec3, Vec3)>,
     /// The demo shown, if any (its own controls appear in the panel).
     demo: Option<Demo>,
+    /// The `integrators` demo's runs, while it is shown (in place of the 3D view).
+    integrators: Option<IntegratorsDemo>,
 }
 
 impl ViewerApp {
@@ -107,6 +110,7 @@ impl ViewerApp {
             view_rect: egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1.0, 1.0)),
             drag_plane: None,
             demo: None,
+            integrators: None,
         })
     }
 
@@ -142,7 +146,11 @@ impl ViewerApp {
         if let Some(id) = self.texture.take() {
             self.render_state.renderer.write().free_texture(&id);
         }
-        self.demo = demo;
+        self.demo = None;
+        self.integrators = None;
+        if let Some(d) = demo {
+            self.set_demo(d);
+        }
         self.drag_plane = None;
         self.message = format!("loaded {}", self.sim.scene.name);
         Ok(())
@@ -153,9 +161,42 @@ impl ViewerApp {
         self.demo
     }
 
-    /// Marks the scene shown as `demo` (its controls appear in the panel).
+    /// Marks the scene shown as `demo` (its controls appear in the panel; `integrators`
+    /// shows its runs in place of the 3D view).
     pub fn set_demo(&mut self, demo: Demo) {
         self.demo = Some(demo);
+        self.integrators = match demo {
+            Demo::Integrators => IntegratorsDemo::new(100.0, 0.01).ok(),
+            _ => None,
+        };
+    }
+
+    /// The `integrators` demo's runs, while it is shown.
+    pub fn integrators(&self) -> Option<&IntegratorsDemo> {
+        self.integrators.as_ref()
+    }
+
+    /// Back to the start: the simulation, or the `integrators` demo's runs while it is shown.
+    fn reset(&mut self) -> Result<()> {
+        match &mut self.integrators {
+            Some(demo) => {
+                *demo = IntegratorsDemo::new(demo.stiffness, demo.dt)?;
+                Ok(())
+            }
+            None => self.sim.reset(),
+        }
+    }
+
+    /// One frame: a step of the `integrators` demo's runs while it is shown, else of the
+    /// simulation.
+    fn advance(&mut self) -> Result<()> {
+        match &mut self.integrators {
+            Some(demo) => {
+                demo.step();
+                Ok(())
+            }
+            None => self.sim.step(),
+        }
     }
 
     /// Closes the window once `frames` frames are simulated (for scripted runs and smoke
@@ -196,9 +237,13 @@ impl ViewerApp {
         self.sim.drag
     }
 
-    /// Frames simulated since the start (or the last reset).
+    /// Frames simulated since the start (or the last reset); for the `integrators` demo, its
+    /// steps.
     pub fn frame(&self) -> u64 {
-        self.sim.frame
+        match &self.integrators {
+            Some(demo) => demo.steps,
+            None => self.sim.frame,
+        }
     }
 
     /// The simulation.
@@ -241,11 +286,11 @@ impl ViewerApp {
         }
         if pressed(Key::S) || pressed(Key::ArrowRight) {
             self.playing = false;
-            let r = self.sim.step();
+            let r = self.advance();
             self.report("one frame", r);
         }
         if pressed(Key::R) {
-            let r = self.sim.reset();
+            let r = self.reset();
             self.report("reset", r);
         }
         if pressed(Key::K) {
@@ -287,7 +332,12 @@ impl ViewerApp {
     }
 
     fn controls(&mut self, ui: &mut egui::Ui) {
-        ui.heading(format!("hooke — {}", self.sim.scene.name));
+        if let Some(demo) = &self.integrators {
+            ui.heading("hooke — integrators (§2.3)");
+            ui.label(format!("step {} (t = {:.2} s)", demo.steps, demo.steps as f32 * demo.dt));
+        } else {
+            ui.heading(format!("hooke — {}", self.sim.scene.name));
+        }
         let m = &self.sim.scene.model;
         ui.label(format!(
             "{} particles, {} constraints, {} triangles",
@@ -302,11 +352,11 @@ impl ViewerApp {
             }
             if ui.button("Step").clicked() {
                 self.playing = false;
-                let r = self.sim.step();
+                let r = self.advance();
                 self.report("one frame", r);
             }
             if ui.button("Reset").clicked() {
-                let r = self.sim.reset();
+                let r = self.reset();
                 self.report("reset", r);
             }
         });
@@ -370,45 +420,53 @@ impl ViewerApp {
             }
             _ => {}
         }
-        ui.separator();
-        ui.label("Solver budget");
-        let mut changed = ui.add(egui::Slider::new(&mut self.substeps, 1..=200).text("substeps")).changed();
-        changed |= ui.add(egui::Slider::new(&mut self.iterations, 1..=100).text("iterations")).changed();
-        if changed {
-            let r = self.sim.set_budget(self.substeps, self.iterations);
-            self.report("budget", r);
+        if self.integrators.is_none() {
+            ui.separator();
+            ui.label("Solver budget");
+            let mut changed = ui.add(egui::Slider::new(&mut self.substeps, 1..=200).text("substeps")).changed();
+            changed |= ui.add(egui::Slider::new(&mut self.iterations, 1..=100).text("iterations")).changed();
+            if changed {
+                let r = self.sim.set_budget(self.substeps, self.iterations);
+                self.report("budget", r);
+            }
+            ui.separator();
+            ui.label("Cloth material (every cloth)");
+            let mut edit = false;
+            edit |= ui
+                .add(
+                    egui::Slider::new(&mut self.stretch_stiffness, 10.0..=1e6)
+                        .logarithmic(true)
+                        .text("stretch K (N/m)"),
+                )
+                .changed();
+            edit |= ui
+                .add(egui::Slider::new(&mut self.bending_modulus, 1e-7..=1.0).logarithmic(true).text("bending B (N·m)"))
+                .changed();
+            edit |= ui.add(egui::Slider::new(&mut self.damping, 0.0..=0.1).text("damping τ (s)")).changed();
+            if edit {
+                let (k, b, d) = (self.stretch_stiffness, self.bending_modulus, self.damping);
+                let r = self.sim.edit_cloth_materials(|m| {
+                    m.stretch_stiffness = k;
+                    m.bending_modulus = b;
+                    m.damping = d;
+                });
+                self.report("material", r);
+            }
+            ui.separator();
+            ui.label("Wind (m/s)");
+            let wind = &mut self.sim.scene.wind;
+            ui.add(egui::Slider::new(&mut wind.x, -30.0..=30.0).text("x"));
+            ui.add(egui::Slider::new(&mut wind.z, -30.0..=30.0).text("z"));
         }
-        ui.separator();
-        ui.label("Cloth material (every cloth)");
-        let mut edit = false;
-        edit |= ui
-            .add(egui::Slider::new(&mut self.stretch_stiffness, 10.0..=1e6).logarithmic(true).text("stretch K (N/m)"))
-            .changed();
-        edit |= ui
-            .add(egui::Slider::new(&mut self.bending_modulus, 1e-7..=1.0).logarithmic(true).text("bending B (N·m)"))
-            .changed();
-        edit |= ui.add(egui::Slider::new(&mut self.damping, 0.0..=0.1).text("damping τ (s)")).changed();
-        if edit {
-            let (k, b, d) = (self.stretch_stiffness, self.bending_modulus, self.damping);
-            let r = self.sim.edit_cloth_materials(|m| {
-                m.stretch_stiffness = k;
-                m.bending_modulus = b;
-                m.damping = d;
-            });
-            self.report("material", r);
-        }
-        ui.separator();
-        ui.label("Wind (m/s)");
-        let wind = &mut self.sim.scene.wind;
-        ui.add(egui::Slider::new(&mut wind.x, -30.0..=30.0).text("x"));
-        ui.add(egui::Slider::new(&mut wind.z, -30.0..=30.0).text("z"));
         ui.separator();
         let fps = if self.frame_times.is_empty() {
             0.0
         } else {
             self.frame_times.len() as f64 / self.frame_times.iter().sum::<f64>()
         };
-        ui.label(format!("frame {} (t = {:.2} s)", self.sim.frame, self.sim.frame as f32 / self.sim.scene.fps));
+        if self.integrators.is_none() {
+            ui.label(format!("frame {} (t = {:.2} s)", self.sim.frame, self.sim.frame as f32 / self.sim.scene.fps));
+        }
         ui.label(format!("{fps:.0} FPS; step {:.2} ms, draw {:.2} ms (CPU side)", self.sim.step_ms, self.draw_ms));
         if let Some(e) = &self.sim.error {
             ui.colored_label(egui::Color32::RED, format!("stopped: {e}"));
@@ -527,20 +585,24 @@ impl eframe::App for ViewerApp {
         self.last_frame = Some(now);
         let ctx = ui.ctx().clone();
         self.keys(&ctx);
-        if self.playing {
-            let r = self.sim.step();
-            if r.is_err() {
-                self.playing = false;
-            }
+        if self.playing && self.advance().is_err() {
+            self.playing = false;
         }
         egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
         });
-        egui::CentralPanel::no_frame().show(ui, |ui| self.view(ui));
+        match &mut self.integrators {
+            Some(demo) => {
+                egui::CentralPanel::default_margins().show(ui, |ui| demo.ui(ui));
+            }
+            None => {
+                egui::CentralPanel::no_frame().show(ui, |ui| self.view(ui));
+            }
+        }
         if self.playing {
             ctx.request_repaint();
         }
-        if self.quit_after.is_some_and(|n| self.sim.frame >= n) {
+        if self.quit_after.is_some_and(|n| self.frame() >= n) {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
     }

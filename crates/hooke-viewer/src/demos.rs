@@ -14,17 +14,21 @@ pub enum Demo {
     /// §3.1 and §3.3: a rope of 12 particles hanging from its top one. Under PBD its stiffness
     /// depends on the iterations per frame (a slider); switched to XPBD it no longer does.
     PbdRope,
+    /// §2.3: a harmonic oscillator run side by side by the four force-based integrators, with
+    /// Δt and k sliders and live plots of position and energy ([`crate::integrators`]).
+    Integrators,
 }
 
 impl Demo {
     /// Every demo, in the panel's order.
-    pub const ALL: [Demo; 2] = [Demo::Cloth, Demo::PbdRope];
+    pub const ALL: [Demo; 3] = [Demo::Cloth, Demo::PbdRope, Demo::Integrators];
 
     /// The name on the command line (`--demo`) and in the panel.
     pub fn name(self) -> &'static str {
         match self {
             Demo::Cloth => "cloth",
             Demo::PbdRope => "pbd-rope",
+            Demo::Integrators => "integrators",
         }
     }
 
@@ -39,14 +43,15 @@ impl Demo {
         })
     }
 
-    /// Its scene.
+    /// Its scene (for `integrators`, which draws plots instead, the small rope of `pbd-rope`,
+    /// paused behind them).
     ///
     /// # Errors
     /// Only if the built-in scene text were invalid (a test checks it is not).
     pub fn scene(self) -> Result<Scene> {
         let text = match self {
             Demo::Cloth => hooke_io::scene::DEFAULT_SCENE,
-            Demo::PbdRope => PBD_ROPE,
+            Demo::PbdRope | Demo::Integrators => PBD_ROPE,
         };
         Ok(hooke_io::scene::parse(text, &format!("<demo {}>", self.name()), self.name(), None, 1 << 30)?)
     }

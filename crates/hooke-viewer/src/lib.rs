@@ -20,6 +20,7 @@
 
 pub mod app;
 pub mod demos;
+pub mod integrators;
 pub mod orbit;
 pub mod sim;
 

@@ -268,3 +268,40 @@ fn the_gpu_cloth_demo_maps_no_buffer_but_the_pick() {
     let _ = h.state_mut().simulation().pick(o, d);
     assert_eq!(h.state_mut().simulation().read_backs(), start + 1, "a pick maps one buffer");
 }
+
+/// The `integrators` demo shows §2.3's result after 120 steps of ωΔt = 0.1 (k = 100 N/m,
+/// m = 1 kg, Δt = 10 ms): forward Euler's energy has grown by (1 + ω²Δt²)^120 = 3.30 and
+/// implicit Euler's shrunk by its inverse, 0.30 (each within 3 %), while symplectic Euler's
+/// and Verlet's stay within 6 % of the start at every step (their energy oscillates by about
+/// ωΔt/2).
+#[test]
+fn the_integrators_demo_shows_growth_decay_and_bounded_energy() {
+    let Some(mut h) = viewer(Backend::Cpu) else { return };
+    h.state_mut().set_demo(hooke_viewer::Demo::Integrators);
+    let start = h.state().frame();
+    assert_eq!(start, 0);
+    h.run_steps(120);
+    let demo = h.state().integrators().expect("the integrators demo is shown");
+    assert_eq!(demo.steps, 120);
+    let ratio = |i| demo.energy_ratio(i).unwrap();
+    let (fe, se, ve, ie) = (
+        ratio(hooke::Integrator::ForwardEuler),
+        ratio(hooke::Integrator::SymplecticEuler),
+        ratio(hooke::Integrator::Verlet),
+        ratio(hooke::Integrator::ImplicitEuler),
+    );
+    println!("energy after 120 steps / start: forward {fe:.3}, symplectic {se:.3}, Verlet {ve:.3}, implicit {ie:.3}");
+    let grow = 1.01f64.powi(120);
+    assert!((fe / grow - 1.0).abs() < 0.03, "forward Euler {fe} against {grow}");
+    assert!((ie * grow - 1.0).abs() < 0.03, "implicit Euler {ie} against {}", 1.0 / grow);
+    // Bounded at every step, not only the last.
+    for run in &demo.runs {
+        if matches!(run.integrator, hooke::Integrator::SymplecticEuler | hooke::Integrator::Verlet) {
+            let e0 = run.energy[0][1];
+            let worst = run.energy.iter().map(|e| (e[1] / e0 - 1.0).abs()).fold(0.0, f64::max);
+            println!("{}: largest energy deviation {worst:.4}", run.integrator.name());
+            assert!(worst < 0.06, "{}: energy strayed by {worst}", run.integrator.name());
+        }
+    }
+    assert!((se - 1.0).abs() < 0.06 && (ve - 1.0).abs() < 0.06, "symplectic {se}, Verlet {ve}");
+}
