@@ -58,7 +58,7 @@ struct ViewArgs {
     /// Close the window after this many frames (scripted runs).
     #[arg(long)]
     frames: Option<u64>,
-    /// Open one of the article's demos instead of a scene: cloth, pbd-rope or integrators.
+    /// Open one of the article's demos instead of a scene: topology, integrators, pbd-rope, coloring or cloth.
     #[arg(long, conflicts_with = "scene")]
     demo: Option<String>,
 }

@@ -565,8 +565,8 @@ fn view_opens_a_window_and_closes_after_its_frames() {
         println!("skipped: no xvfb-run");
         return;
     }
-    let demos = [&["--demo", "cloth"][..], &["--demo", "pbd-rope"], &["--demo", "integrators"]];
-    for extra in [&["--backend", "cpu"][..], &["--backend", "gpu"]].into_iter().chain(demos) {
+    let demos = ["topology", "integrators", "pbd-rope", "coloring", "cloth"].map(|d| ["--demo", d]);
+    for extra in [&["--backend", "cpu"][..], &["--backend", "gpu"]].into_iter().chain(demos.iter().map(|d| &d[..])) {
         let backend = extra.join(" ");
         let o = std::process::Command::new("xvfb-run")
             .args([&["-a", env!("CARGO_BIN_EXE_hooke"), "view", "--frames", "30"][..], extra].concat())

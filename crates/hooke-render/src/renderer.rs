@@ -201,6 +201,9 @@ pub struct Renderer {
     settings: RenderSettings,
     triangles: wgpu::RenderPipeline,
     lines: wgpu::RenderPipeline,
+    overlay: wgpu::RenderPipeline,
+    /// Overlay segments (positions, colours, vertex count), drawn over everything.
+    overlay_lines: Option<(wgpu::Buffer, wgpu::Buffer, u32)>,
     view: wgpu::Buffer,
     view_group: wgpu::BindGroup,
     targets: Targets,
@@ -266,7 +269,12 @@ impl Renderer {
         let multisample =
             wgpu::MultisampleState { count: settings.samples, mask: !0, alpha_to_coverage_enabled: false };
         let target = [Some(wgpu::ColorTargetState { format: FORMAT, blend: None, write_mask: wgpu::ColorWrites::ALL })];
-        let pipeline = |label, vs, fs, buffers: &[Option<wgpu::VertexBufferLayout>], topology| {
+        let pipeline = |label, vs, fs, buffers: &[Option<wgpu::VertexBufferLayout>], topology, over: bool| {
+            let mut depth_stencil = depth_state.clone();
+            if over {
+                depth_stencil.depth_write_enabled = Some(false);
+                depth_stencil.depth_compare = Some(wgpu::CompareFunction::Always);
+            }
             device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some(label),
                 layout: Some(&pipeline_layout),
@@ -277,7 +285,7 @@ impl Renderer {
                     buffers,
                 },
                 primitive: wgpu::PrimitiveState { topology, cull_mode: None, ..Default::default() },
-                depth_stencil: Some(depth_state.clone()),
+                depth_stencil: Some(depth_stencil),
                 multisample,
                 fragment: Some(wgpu::FragmentState {
                     module: &shader,
@@ -295,9 +303,24 @@ impl Renderer {
             "fs",
             &[Some(vec4(0)), Some(vec4(1))],
             wgpu::PrimitiveTopology::TriangleList,
+            false,
         );
-        let lines =
-            pipeline("hooke-render lines", "vs_line", "fs_line", &[Some(vec4(0))], wgpu::PrimitiveTopology::LineList);
+        let overlay = pipeline(
+            "hooke-render overlay",
+            "vs_overlay",
+            "fs_overlay",
+            &[Some(vec4(0)), Some(vec4(1))],
+            wgpu::PrimitiveTopology::LineList,
+            true,
+        );
+        let lines = pipeline(
+            "hooke-render lines",
+            "vs_line",
+            "fs_line",
+            &[Some(vec4(0))],
+            wgpu::PrimitiveTopology::LineList,
+            false,
+        );
         let view = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("hooke-render view"),
             size: size_of::<ViewUniform>() as u64,
@@ -337,12 +360,41 @@ impl Renderer {
             settings,
             triangles,
             lines,
+            overlay,
+            overlay_lines: None,
             view,
             view_group,
             targets,
             rope,
             ground: ((lo + hi) * 0.5, 4.0 * size, spacing),
         })
+    }
+
+    /// Lines drawn over everything from the next [`Renderer::draw`] on, one per segment
+    /// (end a, end b in m, linear RGB colour) — a viewer's constraints, say; an empty slice
+    /// removes them.
+    pub fn set_overlay(&mut self, segments: &[(Vec3, Vec3, Vec3)]) {
+        if segments.is_empty() {
+            self.overlay_lines = None;
+            return;
+        }
+        let positions: Vec<[f32; 4]> =
+            segments.iter().flat_map(|(a, b, _)| [a.extend(1.0).to_array(), b.extend(1.0).to_array()]).collect();
+        let colours: Vec<[f32; 4]> =
+            segments.iter().flat_map(|(_, _, c)| [c.extend(1.0).to_array(), c.extend(1.0).to_array()]).collect();
+        let device = self.ctx.device();
+        let buffer = |label, data: &[[f32; 4]]| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::cast_slice(data),
+                usage: wgpu::BufferUsages::VERTEX,
+            })
+        };
+        self.overlay_lines = Some((
+            buffer("hooke-render overlay positions", &positions),
+            buffer("hooke-render overlay colours", &colours),
+            positions.len() as u32,
+        ));
     }
 
     /// The settings it was made with (and the size of the last [`Renderer::resize`]).
@@ -442,6 +494,12 @@ impl Renderer {
                 pass.set_vertex_buffer(0, cloth.positions.slice(..));
                 pass.set_index_buffer(segments.slice(..), wgpu::IndexFormat::Uint32);
                 pass.draw_indexed(0..*count, 0, 0..1);
+            }
+            if let Some((positions, colours, count)) = &self.overlay_lines {
+                pass.set_pipeline(&self.overlay);
+                pass.set_vertex_buffer(0, positions.slice(..));
+                pass.set_vertex_buffer(1, colours.slice(..));
+                pass.draw(0..*count, 0..1);
             }
         }
         queue.submit([encoder.finish()]);

@@ -81,6 +81,26 @@ fn fs(v: Varying, @builtin(front_facing) front: bool) -> @location(0) vec4<f32> 
     return vec4<f32>(base * (0.25 + 0.75 * diffuse) + vec3<f32>(specular), 1.0);
 }
 
+struct Overlay {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) colour: vec3<f32>,
+}
+
+// Overlay lines (constraints shown by a viewer): position and linear colour per vertex, drawn
+// over everything.
+@vertex
+fn vs_overlay(@location(0) position: vec4<f32>, @location(1) colour: vec4<f32>) -> Overlay {
+    var out: Overlay;
+    out.clip = view.view_projection * vec4<f32>(position.xyz, 1.0);
+    out.colour = colour.rgb;
+    return out;
+}
+
+@fragment
+fn fs_overlay(v: Overlay) -> @location(0) vec4<f32> {
+    return vec4<f32>(v.colour, 1.0);
+}
+
 @vertex
 fn vs_line(@location(0) position: vec4<f32>) -> @builtin(position) vec4<f32> {
     return view.view_projection * vec4<f32>(position.xyz, 1.0);

@@ -62,6 +62,12 @@ pub struct ViewerApp {
     demo: Option<Demo>,
     /// The `integrators` demo's runs, while it is shown (in place of the 3D view).
     integrators: Option<IntegratorsDemo>,
+    /// The `topology` demo's families on or off: structural, shear, bending.
+    families: [bool; 3],
+    /// The `coloring` demo's lit colour and the UI frames it has been lit.
+    pass: (usize, u32),
+    /// The constraints drawn over the view, as (particle, particle, linear RGB).
+    overlay: Vec<(u32, u32, Vec3)>,
 }
 
 impl ViewerApp {
@@ -111,6 +117,9 @@ impl ViewerApp {
             drag_plane: None,
             demo: None,
             integrators: None,
+            families: [true; 3],
+            pass: (0, 0),
+            overlay: Vec::new(),
         })
     }
 
@@ -165,6 +174,8 @@ impl ViewerApp {
     /// shows its runs in place of the 3D view).
     pub fn set_demo(&mut self, demo: Demo) {
         self.demo = Some(demo);
+        self.families = [true; 3];
+        self.pass = (0, 0);
         self.integrators = match demo {
             Demo::Integrators => IntegratorsDemo::new(100.0, 0.01).ok(),
             _ => None,
@@ -174,6 +185,74 @@ impl ViewerApp {
     /// The `integrators` demo's runs, while it is shown.
     pub fn integrators(&self) -> Option<&IntegratorsDemo> {
         self.integrators.as_ref()
+    }
+
+    /// The constraints drawn over the view at the last frame (particle pairs and colours).
+    pub fn overlay(&self) -> &[(u32, u32, Vec3)] {
+        &self.overlay
+    }
+
+    /// The `coloring` demo's lit colour (an index into the distance set's colours).
+    pub fn lit_colour(&self) -> usize {
+        self.pass.0
+    }
+
+    /// Switches a family of the `topology` demo (0 structural, 1 shear, 2 bending) on or off:
+    /// the model is rebuilt without it, the state kept.
+    ///
+    /// # Errors
+    /// When the scene cannot be rebuilt.
+    pub fn set_family(&mut self, family: usize, on: bool) -> Result<()> {
+        let mut families = self.families;
+        families[family.min(2)] = on;
+        let text = crate::demos::topology_scene(families);
+        let scene = hooke_io::scene::parse(&text, "<demo topology>", "topology", None, 1 << 30)?;
+        self.sim.replace_scene(scene)?;
+        self.families = families;
+        Ok(())
+    }
+
+    /// The constraints to draw over the view for the demo shown: by family (topology), or by
+    /// colour with the lit pass bright and the others dim (coloring).
+    fn update_overlay(&mut self) {
+        self.overlay.clear();
+        let model = self.sim.scene.model.clone();
+        let set = model.distance();
+        match self.demo {
+            Some(Demo::Topology) => {
+                for (c, family) in set.constraints().iter().zip(set.families()) {
+                    let colour = match family {
+                        hooke::ConstraintFamily::Structural => Vec3::new(0.95, 0.8, 0.1),
+                        hooke::ConstraintFamily::Shear => Vec3::new(0.1, 0.75, 0.25),
+                        _ => Vec3::new(0.2, 0.4, 1.0),
+                    };
+                    self.overlay.push((c.i, c.j, colour));
+                }
+            }
+            Some(Demo::Coloring) => {
+                let colours = set.colour_ranges().len().max(1);
+                self.pass.1 += 1;
+                if self.playing && self.pass.1 >= 30 {
+                    self.pass = ((self.pass.0 + 1) % colours, 0);
+                }
+                self.pass.0 %= colours;
+                for (k, range) in set.colour_ranges().iter().enumerate() {
+                    let colour = if k == self.pass.0 { COLOURS[k % COLOURS.len()] } else { Vec3::splat(0.25) };
+                    for c in &set.constraints()[range.start as usize..range.end as usize] {
+                        self.overlay.push((c.i, c.j, colour));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if self.overlay.is_empty() {
+            self.renderer.set_overlay(&[]);
+            return;
+        }
+        let x = self.sim.state().particle_position;
+        let segments: Vec<(Vec3, Vec3, Vec3)> =
+            self.overlay.iter().map(|&(i, j, c)| (x[i as usize], x[j as usize], c)).collect();
+        self.renderer.set_overlay(&segments);
     }
 
     /// Back to the start: the simulation, or the `integrators` demo's runs while it is shown.
@@ -401,6 +480,27 @@ impl ViewerApp {
                 self.sim.released = true;
                 self.message = "every pin released".into();
             }
+            Some(Demo::Topology) => {
+                ui.label("Springs drawn by family; switch one off and drag the cloth:");
+                for (k, (name, colour)) in
+                    [("structural", "yellow"), ("shear", "green"), ("bending", "blue")].into_iter().enumerate()
+                {
+                    let mut on = self.families[k];
+                    if ui.checkbox(&mut on, format!("{name} ({colour})")).changed() {
+                        let r = self.set_family(k, on);
+                        self.report(&format!("{name} {}", if on { "on" } else { "off" }), r);
+                    }
+                }
+            }
+            Some(Demo::Coloring) => {
+                let set = self.sim.scene.model.distance();
+                let colours = set.colour_ranges().len();
+                let lit = set.colour_ranges().get(self.pass.0).map_or(0, |r| r.len());
+                ui.label(format!(
+                    "pass {} of {colours}: {lit} constraints, no two sharing a particle, solved together",
+                    self.pass.0 + 1
+                ));
+            }
             Some(Demo::PbdRope) => {
                 ui.label("PBD: stiffness depends on the iterations; XPBD: on the material only");
                 let method = self.sim.method();
@@ -542,6 +642,7 @@ impl ViewerApp {
         let (w, h) = ((rect.width() * ppp).round() as u32, (rect.height() * ppp).round() as u32);
         let resized = (w.max(1), h.max(1)) != (self.renderer.settings().width, self.renderer.settings().height);
         self.renderer.resize(w, h);
+        self.update_overlay();
         let started = std::time::Instant::now();
         let t = self.sim.solver().time();
         let poses = self.sim.scene.collider_poses_at(t);
@@ -607,3 +708,16 @@ impl eframe::App for ViewerApp {
         }
     }
 }
+
+/// The colours of the `coloring` demo's passes (linear RGB): red and black first, the rope's
+/// two colours, as in the article's red/black schedule.
+const COLOURS: [Vec3; 8] = [
+    Vec3::new(0.9, 0.05, 0.05),
+    Vec3::new(0.02, 0.02, 0.02),
+    Vec3::new(0.1, 0.45, 1.0),
+    Vec3::new(0.1, 0.8, 0.2),
+    Vec3::new(1.0, 0.75, 0.05),
+    Vec3::new(0.75, 0.2, 0.9),
+    Vec3::new(0.05, 0.8, 0.8),
+    Vec3::new(1.0, 0.45, 0.1),
+];

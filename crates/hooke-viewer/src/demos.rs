@@ -17,11 +17,19 @@ pub enum Demo {
     /// §2.3: a harmonic oscillator run side by side by the four force-based integrators, with
     /// Δt and k sliders and live plots of position and energy ([`crate::integrators`]).
     Integrators,
+    /// §1.1: a 5×5 cloth whose structural, shear and bending springs are drawn by family and
+    /// can each be switched off (the model is rebuilt without them), so a drag shows what each
+    /// family resists.
+    Topology,
+    /// §5.2: a rope (two colours, red and black) and a cloth (several colours) with every
+    /// constraint drawn in its graph colour, the colours lit one pass after another: the
+    /// constraints of one colour share no particle and are solved together.
+    Coloring,
 }
 
 impl Demo {
     /// Every demo, in the panel's order.
-    pub const ALL: [Demo; 3] = [Demo::Cloth, Demo::PbdRope, Demo::Integrators];
+    pub const ALL: [Demo; 5] = [Demo::Topology, Demo::Integrators, Demo::PbdRope, Demo::Coloring, Demo::Cloth];
 
     /// The name on the command line (`--demo`) and in the panel.
     pub fn name(self) -> &'static str {
@@ -29,6 +37,8 @@ impl Demo {
             Demo::Cloth => "cloth",
             Demo::PbdRope => "pbd-rope",
             Demo::Integrators => "integrators",
+            Demo::Topology => "topology",
+            Demo::Coloring => "coloring",
         }
     }
 
@@ -50,12 +60,66 @@ impl Demo {
     /// Only if the built-in scene text were invalid (a test checks it is not).
     pub fn scene(self) -> Result<Scene> {
         let text = match self {
-            Demo::Cloth => hooke_io::scene::DEFAULT_SCENE,
-            Demo::PbdRope | Demo::Integrators => PBD_ROPE,
+            Demo::Cloth => hooke_io::scene::DEFAULT_SCENE.to_string(),
+            Demo::PbdRope | Demo::Integrators => PBD_ROPE.to_string(),
+            Demo::Topology => topology_scene([true; 3]),
+            Demo::Coloring => COLORING.to_string(),
         };
-        Ok(hooke_io::scene::parse(text, &format!("<demo {}>", self.name()), self.name(), None, 1 << 30)?)
+        Ok(hooke_io::scene::parse(&text, &format!("<demo {}>", self.name()), self.name(), None, 1 << 30)?)
     }
 }
+
+/// The `topology` demo's scene with the families `[structural, shear, bending]` on or off: a
+/// 5×5 cloth of 10 cm cells hung by its two top corners, bending by distance-2 springs.
+pub fn topology_scene(families: [bool; 3]) -> String {
+    let [structural, shear, bending] = families;
+    format!(
+        r#"
+name = "topology"
+[solver]
+substeps = 20
+iterations = 4
+air_damping = 1.0
+frames = 600
+[[cloth]]
+name = "grid"
+rows = 5
+columns = 5
+spacing = 0.1
+center = [0.0, 1.2, 0.0]
+structural = {structural}
+shear = {shear}
+bending = "{}"
+pin_cells = [[0, 0], [0, 4]]
+"#,
+        if bending { "springs" } else { "none" }
+    )
+}
+
+/// The `coloring` demo's scene: a rope of 12 particles and an 8×8 cloth, side by side, both
+/// hanging, the rope solved by Gauss–Seidel colour by colour (so its two colours show).
+const COLORING: &str = r#"
+name = "coloring"
+[solver]
+substeps = 10
+iterations = 2
+rope_solver = "gauss-seidel"
+air_damping = 1.0
+frames = 600
+[[rope]]
+name = "rope"
+points = [[-0.6, 1.5, 0.0], [-0.6, 0.6, 0.0]]
+particles = 12
+pin_indices = [0]
+[[cloth]]
+name = "cloth"
+rows = 8
+columns = 8
+spacing = 0.1
+center = [0.3, 1.2, 0.0]
+bending = "springs"
+pin_cells = [[0, 0], [0, 7]]
+"#;
 
 /// PBD's stiffness factor s of the `pbd-rope` demo (each correction scaled by s, so n
 /// iterations of a substep reach 1 − (1 − s)ⁿ of the full projection: the article's

@@ -222,6 +222,30 @@ impl Simulation {
         Ok(())
     }
 
+    /// Replaces the scene by one with the same particles (a model rebuilt with other
+    /// constraints), keeping the state.
+    ///
+    /// # Errors
+    /// When the particle count differs or the solver cannot be made.
+    pub fn replace_scene(&mut self, scene: Scene) -> Result<()> {
+        anyhow::ensure!(
+            scene.model.particle_count() == self.scene.model.particle_count(),
+            "the new scene has {} particles, the running one {}",
+            scene.model.particle_count(),
+            self.scene.model.particle_count()
+        );
+        let st = self.state();
+        let mut runner = make_runner(&scene, self.backend, &self.ctx)?;
+        match &mut runner {
+            Runner::Cpu(s) => s.write_state(&st)?,
+            Runner::Gpu(s) => s.write_state(&st)?,
+        }
+        self.host = HostCloth::new(&self.ctx, scene.model.clone());
+        self.runner = runner;
+        self.scene = scene;
+        Ok(())
+    }
+
     /// Switches between XPBD and PBD, keeping the state.
     ///
     /// # Errors
