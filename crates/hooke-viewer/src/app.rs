@@ -529,28 +529,35 @@ impl ViewerApp {
                 let r = self.sim.set_budget(self.substeps, self.iterations);
                 self.report("budget", r);
             }
-            ui.separator();
-            ui.label("Cloth material (every cloth)");
-            let mut edit = false;
-            edit |= ui
-                .add(
-                    egui::Slider::new(&mut self.stretch_stiffness, 10.0..=1e6)
-                        .logarithmic(true)
-                        .text("stretch K (N/m)"),
-                )
-                .changed();
-            edit |= ui
-                .add(egui::Slider::new(&mut self.bending_modulus, 1e-7..=1.0).logarithmic(true).text("bending B (N·m)"))
-                .changed();
-            edit |= ui.add(egui::Slider::new(&mut self.damping, 0.0..=0.1).text("damping τ (s)")).changed();
-            if edit {
-                let (k, b, d) = (self.stretch_stiffness, self.bending_modulus, self.damping);
-                let r = self.sim.edit_cloth_materials(|m| {
-                    m.stretch_stiffness = k;
-                    m.bending_modulus = b;
-                    m.damping = d;
-                });
-                self.report("material", r);
+            let has_cloth = self.sim.scene.model.bodies().iter().any(|b| b.is_cloth());
+            if has_cloth {
+                ui.separator();
+                ui.label("Cloth material (every cloth)");
+                let mut edit = false;
+                edit |= ui
+                    .add(
+                        egui::Slider::new(&mut self.stretch_stiffness, 10.0..=1e6)
+                            .logarithmic(true)
+                            .text("stretch K (N/m)"),
+                    )
+                    .changed();
+                edit |= ui
+                    .add(
+                        egui::Slider::new(&mut self.bending_modulus, 1e-7..=1.0)
+                            .logarithmic(true)
+                            .text("bending B (N·m)"),
+                    )
+                    .changed();
+                edit |= ui.add(egui::Slider::new(&mut self.damping, 0.0..=0.1).text("damping τ (s)")).changed();
+                if edit {
+                    let (k, b, d) = (self.stretch_stiffness, self.bending_modulus, self.damping);
+                    let r = self.sim.edit_cloth_materials(|m| {
+                        m.stretch_stiffness = k;
+                        m.bending_modulus = b;
+                        m.damping = d;
+                    });
+                    self.report("material", r);
+                }
             }
             ui.separator();
             ui.label("Wind (m/s)");
