@@ -503,14 +503,21 @@ impl ViewerApp {
             }
             Some(Demo::PbdRope) => {
                 ui.label("PBD: stiffness depends on the iterations; XPBD: on the material only");
-                let method = self.sim.method();
+            }
+            _ => {}
+        }
+        if self.integrators.is_none() {
+            ui.separator();
+            ui.label("Solver");
+            if let Some(method) = self.sim.method() {
+                // PBD's stiffness factor: the pbd-rope demo's, else full projection.
+                let stiffness = match self.demo {
+                    Some(Demo::PbdRope) => crate::demos::PBD_ROPE_STIFFNESS,
+                    _ => 1.0,
+                };
                 ui.horizontal(|ui| {
-                    for (label, m) in [
-                        ("PBD", hooke::Method::Pbd { stiffness: crate::demos::PBD_ROPE_STIFFNESS }),
-                        ("XPBD", hooke::Method::Xpbd),
-                    ] {
-                        let on = matches!((method, m), (Some(hooke::Method::Pbd { .. }), hooke::Method::Pbd { .. }))
-                            || (method == Some(hooke::Method::Xpbd) && m == hooke::Method::Xpbd);
+                    for (label, m) in [("XPBD", hooke::Method::Xpbd), ("PBD", hooke::Method::Pbd { stiffness })] {
+                        let on = std::mem::discriminant(&method) == std::mem::discriminant(&m);
                         if ui.selectable_label(on, label).clicked() && !on {
                             let r = self.sim.set_method(m);
                             self.report(label, r);
@@ -518,11 +525,6 @@ impl ViewerApp {
                     }
                 });
             }
-            _ => {}
-        }
-        if self.integrators.is_none() {
-            ui.separator();
-            ui.label("Solver budget");
             let mut changed = ui.add(egui::Slider::new(&mut self.substeps, 1..=200).text("substeps")).changed();
             changed |= ui.add(egui::Slider::new(&mut self.iterations, 1..=100).text("iterations")).changed();
             if changed {

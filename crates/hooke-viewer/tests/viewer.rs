@@ -105,7 +105,7 @@ fn keys_pause_step_snapshot_reset_and_switch_backend() {
 }
 
 /// A live material change (stretch stiffness ×10 through the panel's path) keeps the state: no
-/// particle jumps, and the run goes on.
+/// particle jumps, and the run goes on; so does switching the method to PBD in the panel.
 #[test]
 fn a_live_material_change_keeps_the_state() {
     let Some(mut h) = viewer(Backend::Cpu) else { return };
@@ -117,6 +117,17 @@ fn a_live_material_change_keeps_the_state() {
     assert!(before.particle_position == after.particle_position);
     h.run_steps(10);
     assert_eq!(h.state().frame(), start + 10);
+    // The panel's method switch: XPBD → PBD, keeping the state, and the run goes on.
+    h.key_press(egui::Key::Space);
+    h.run_steps(1);
+    let before = h.state_mut().simulation().state();
+    h.get_by_label("PBD").click();
+    h.run_steps(1);
+    assert!(matches!(h.state_mut().simulation().method(), Some(hooke::Method::Pbd { .. })));
+    assert!(h.state_mut().simulation().state().particle_position == before.particle_position);
+    h.key_press(egui::Key::Space);
+    h.run_steps(5);
+    assert!(h.state().frame() >= start + 15);
 }
 
 /// A scripted drag (press on the cloth, move the pointer, hold): the particle under the pointer
