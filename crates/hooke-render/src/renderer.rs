@@ -1,5 +1,6 @@
 //! The off-screen renderer: a colour (+ MSAA) and depth target, one lit triangle pipeline for
-//! cloth, colliders and ground, one line pipeline for ropes (`scene.wgsl`).
+//! cloth, colliders and ground, one line pipeline for ropes and one for overlay lines drawn over
+//! everything ([`Renderer::set_overlay`]; `scene.wgsl`).
 //!
 //! The cloth is drawn from vertex buffers in the GPU solver's layout — one `vec4<f32>` per
 //! particle for positions and for normals, and the model's triangles as a `u32` index buffer
