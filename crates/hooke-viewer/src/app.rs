@@ -220,13 +220,21 @@ impl ViewerApp {
         let set = model.distance();
         match self.demo {
             Some(Demo::Topology) => {
-                for (c, family) in set.constraints().iter().zip(set.families()) {
-                    let colour = match family {
-                        hooke::ConstraintFamily::Structural => Vec3::new(0.95, 0.8, 0.1),
-                        hooke::ConstraintFamily::Shear => Vec3::new(0.1, 0.75, 0.25),
-                        _ => Vec3::new(0.2, 0.4, 1.0),
-                    };
-                    self.overlay.push((c.i, c.j, colour));
+                // Bend springs first, structural last: a bend spring spans two structural
+                // edges, so the structural lines are drawn over it and stay visible.
+                use hooke::ConstraintFamily::*;
+                for wanted in [BendSpring, Shear, Structural] {
+                    for (c, family) in set.constraints().iter().zip(set.families()) {
+                        if *family != wanted {
+                            continue;
+                        }
+                        let colour = match family {
+                            Structural => Vec3::new(0.95, 0.8, 0.1),
+                            Shear => Vec3::new(0.1, 0.75, 0.25),
+                            _ => Vec3::new(0.2, 0.4, 1.0),
+                        };
+                        self.overlay.push((c.i, c.j, colour));
+                    }
                 }
             }
             Some(Demo::Coloring) => {
