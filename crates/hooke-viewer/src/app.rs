@@ -34,6 +34,8 @@ pub const SHORTCUTS: &[(&str, &str)] = &[
 
 /// The viewer application (an [`eframe::App`]).
 pub struct ViewerApp {
+    /// The solver's side of eframe's device, made once (its kernels compile once).
+    ctx: Arc<GpuContext>,
     sim: Simulation,
     renderer: Renderer,
     render_state: egui_wgpu::RenderState,
@@ -93,8 +95,9 @@ impl ViewerApp {
             _ => None,
         });
         let m = cloth.unwrap_or_default();
-        let sim = Simulation::new(scene, backend, ctx)?;
+        let sim = Simulation::new(scene, backend, ctx.clone())?;
         Ok(ViewerApp {
+            ctx,
             sim,
             renderer,
             render_state: rs,
@@ -129,12 +132,7 @@ impl ViewerApp {
     /// # Errors
     /// When the scene's solver or the renderer cannot be made (the current one stays).
     pub fn load(&mut self, scene: Scene, demo: Option<Demo>) -> Result<()> {
-        let ctx = Arc::new(GpuContext::from_parts(
-            self.render_state.instance.clone(),
-            self.render_state.adapter.clone(),
-            self.render_state.device.clone(),
-            self.render_state.queue.clone(),
-        ));
+        let ctx = self.ctx.clone();
         let model = scene.model.clone();
         let settings = *self.renderer.settings();
         let renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;

@@ -197,29 +197,19 @@ impl Simulation {
         if backend == self.backend {
             return Ok(());
         }
-        let st = self.state();
-        let mut runner = make_runner(&self.scene, backend, &self.ctx)?;
-        match &mut runner {
-            Runner::Cpu(s) => s.write_state(&st)?,
-            Runner::Gpu(s) => s.write_state(&st)?,
-        }
-        self.runner = runner;
-        self.backend = backend;
-        Ok(())
+        self.restart(self.scene.clone(), backend)
     }
 
     /// Sets substeps and iterations per substep (XPBD/PBD; substeps only for force-based
     /// methods), keeping the state.
     ///
     /// # Errors
-    /// When the solver refuses the settings.
+    /// When the solver refuses the settings (nothing changes then).
     pub fn set_budget(&mut self, substeps: u32, iterations: u32) -> Result<()> {
-        let st = self.state();
-        self.scene.solver.set_substeps(substeps);
-        self.scene.solver.set_iterations(iterations);
-        self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
-        self.solver().write_state(&st)?;
-        Ok(())
+        let mut scene = self.scene.clone();
+        scene.solver.set_substeps(substeps);
+        scene.solver.set_iterations(iterations);
+        self.restart(scene, self.backend)
     }
 
     /// Replaces the scene by one with the same particles (a model rebuilt with other
@@ -234,30 +224,42 @@ impl Simulation {
             scene.model.particle_count(),
             self.scene.model.particle_count()
         );
-        let st = self.state();
-        let mut runner = make_runner(&scene, self.backend, &self.ctx)?;
-        match &mut runner {
-            Runner::Cpu(s) => s.write_state(&st)?,
-            Runner::Gpu(s) => s.write_state(&st)?,
-        }
-        self.host = HostCloth::new(&self.ctx, scene.model.clone());
-        self.runner = runner;
-        self.scene = scene;
-        Ok(())
+        self.restart(scene, self.backend)
     }
 
     /// Switches between XPBD and PBD, keeping the state.
     ///
     /// # Errors
-    /// For a force-based scene, or when the solver refuses the settings.
+    /// For a force-based scene, or when the solver refuses the settings (nothing changes then).
     pub fn set_method(&mut self, method: hooke::Method) -> Result<()> {
-        let st = self.state();
-        match &mut self.scene.solver {
+        let mut scene = self.scene.clone();
+        if matches!(method, hooke::Method::Pbd { .. }) {
+            // PBD has no multipliers to measure a residual by: "auto" becomes its minimum.
+            let n = scene.solver.iterations();
+            scene.solver.set_iterations(n);
+        }
+        match &mut scene.solver {
             hooke_io::scene::SolverChoice::Position(s) => s.method = method,
             hooke_io::scene::SolverChoice::Force(_) => anyhow::bail!("the scene runs a force-based integrator"),
         }
-        self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
-        self.solver().write_state(&st)?;
+        self.restart(scene, self.backend)
+    }
+
+    /// Makes `scene`'s solver on `backend` and moves the current state into it; the
+    /// simulation takes the new scene, backend and solver only if that succeeds.
+    fn restart(&mut self, scene: Scene, backend: Backend) -> Result<()> {
+        let st = self.state();
+        let mut runner = make_runner(&scene, backend, &self.ctx)?;
+        match &mut runner {
+            Runner::Cpu(s) => s.write_state(&st)?,
+            Runner::Gpu(s) => s.write_state(&st)?,
+        }
+        if !Arc::ptr_eq(&scene.model, &self.scene.model) {
+            self.host = HostCloth::new(&self.ctx, scene.model.clone());
+        }
+        self.runner = runner;
+        self.scene = scene;
+        self.backend = backend;
         Ok(())
     }
 
