@@ -60,13 +60,41 @@ pub struct BenchArgs {
     backend: crate::Backend,
     #[command(flatten)]
     gpu_solve: crate::GpuSolveArgs,
+    /// GPU only: after the solver-alone frames, time as many again with the cloth drawn after
+    /// each frame from the solver's own buffers (hooke-render: an off-screen WxH image, 4×
+    /// MSAA, the colliders and ground, no read-back and no CPU copy), and report the drawing's
+    /// share of the frame. Grids with more triangles than a quarter of the pixels are drawn at
+    /// a coarser level of detail unless --full-detail.
+    #[arg(long, value_name = "WxH")]
+    draw: Option<String>,
+    /// Draw every triangle of fine grids (--draw), with no level of detail.
+    #[arg(long)]
+    full_detail: bool,
+    /// Samples per pixel of --draw's picture (1 or 4).
+    #[arg(long, default_value_t = 4)]
+    samples: u32,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
 }
 
+/// `--draw WxH`: the picture's width and height in pixels.
+fn picture_size(text: &str) -> Result<(u32, u32)> {
+    let bad = || anyhow::anyhow!("--draw {text:?}: expected WxH in pixels, each 1 to 8192 (e.g. 1280x800)");
+    let (w, h) = text.split_once('x').ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    anyhow::ensure!((1..=8192).contains(&w) && (1..=8192).contains(&h), bad());
+    Ok((w, h))
+}
+
 pub fn bench(args: BenchArgs) -> Result<()> {
     anyhow::ensure!(args.frames >= 1, "--frames must be ≥ 1");
+    let draw = args.draw.as_deref().map(picture_size).transpose()?;
+    anyhow::ensure!(args.samples == 1 || args.samples == 4, "--samples must be 1 or 4, got {}", args.samples);
+    anyhow::ensure!(
+        draw.is_none() || args.backend == crate::Backend::Gpu,
+        "--draw needs --backend gpu (it draws from the GPU solver's buffers)"
+    );
     // The pool first: loading a scene may already use it (a mesh collider's grid).
     let threads = crate::set_threads(args.threads)?;
     let mut scene = crate::presets::resolve(&args.scene)?;
@@ -120,6 +148,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (mut iteration_count, mut substep_count) = (0u64, 0u64);
     // The Jacobi relaxation ω and Chebyshev ρ in use (GPU Jacobi only).
     let mut jacobi = None;
+    // Mean wall time per frame (s) with the cloth drawn after each frame (--draw).
+    let mut drawn = None;
+    // The renderer's level of detail of cloth grids (--draw): the stride of rows and columns.
+    let mut stride = 1;
     let (solver, device): (Box<dyn hooke::Solver>, String) = if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.health_interval = 0;
@@ -143,6 +175,35 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         jacobi = solver.jacobi_parameters();
         if timed {
             gpu_times = solver.read_frame_times().filter(|t| !t.is_empty());
+        }
+        if let Some((width, height)) = draw {
+            let settings = hooke_render::RenderSettings {
+                width,
+                height,
+                samples: args.samples,
+                level_of_detail: !args.full_detail,
+                ..Default::default()
+            };
+            let renderer = hooke_render::Renderer::new(solver.context().clone(), model.clone(), settings)?;
+            let camera = hooke_render::Camera::framing(
+                &model,
+                35f32.to_radians(),
+                25f32.to_radians(),
+                width as f32 / height as f32,
+            );
+            stride = renderer.cloth_stride();
+            let t = Instant::now();
+            for _ in 0..args.frames {
+                solver.step(&scene.control_at(solver.time()), dt)?;
+                let buffers = hooke_render::ClothBuffers {
+                    positions: solver.position_buffer(),
+                    normals: solver.normal_buffer(),
+                    triangles: solver.triangle_buffer(),
+                };
+                renderer.draw(buffers, &scene.collider_poses_at(solver.time()), &camera);
+            }
+            solver.try_read_state(&mut state)?;
+            drawn = Some(t.elapsed().as_secs_f64() / args.frames as f64);
         }
         (Box::new(solver), device)
     } else {
@@ -237,6 +298,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "deepest_overlap_end_m": overlap.map_or(0.0, |o| o.depth()),
         "deepest_overlap_end_fraction": overlap_fraction,
         "max_penetration_end_m": d.max_penetration,
+        "draw": draw.map(|(w, h)| format!("{w}x{h}")),
+        "draw_samples": draw.map(|_| args.samples),
+        "draw_stride": draw.map(|_| stride),
+        "ms_per_frame_drawn": drawn.map(|t| t * 1e3),
+        "drawing_share": drawn.map(|t| 1.0 - median / t),
     });
     if args.json {
         println!("{json}");
@@ -250,13 +316,30 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 "\n  GPU timestamps: unavailable (the adapter offers no TIMESTAMP_QUERY); wall-clock figure only".into()
             }
         };
+        let drawn_text = match (drawn, draw) {
+            (Some(t), Some((w, h))) => format!(
+                "\n  drawn after each frame ({w}×{h}, {} sample(s) per pixel, {}, from the solver's buffers): {:.3} ms/frame ({:.0} FPS) against {:.3} ms ({:.0} FPS) for the solver alone: drawing {:.1} % of the frame",
+                args.samples,
+                if stride == 1 {
+                    "every triangle".to_string()
+                } else {
+                    format!("grids at stride {stride} (every {stride}-th row and column)")
+                },
+                t * 1e3,
+                1.0 / t,
+                median * 1e3,
+                1.0 / median,
+                100.0 * (1.0 - median / t)
+            ),
+            _ => String::new(),
+        };
         let jacobi_text = match jacobi {
             Some((w, rho)) if rho > 0.0 => format!(" [Jacobi ω = {w:.3}, Chebyshev ρ = {rho:.4}]"),
             Some((w, _)) => format!(" [Jacobi ω = {w:.3}, no Chebyshev]"),
             None => String::new(),
         };
         println!(
-            "{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}",
+            "{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}{}",
             scene.name,
             solver.info().name,
             jacobi_text,
@@ -279,7 +362,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             if residual.is_nan() { "not measured".to_string() } else { format!("{:.2} %", 100.0 * residual) },
             100.0 * overlap_fraction,
             d.max_penetration,
-            timestamps
+            timestamps,
+            drawn_text
         );
     }
     Ok(())

@@ -42,6 +42,21 @@ pub fn default_scene() -> Result<Scene> {
     Ok(scene::parse(scene::DEFAULT_SCENE, "<built-in default scene>", "cloth_on_sphere", None, crate::memory_limit())?)
 }
 
+/// `demo:N`: the built-in default scene (the article's cloth over a sphere, §5.5) with its
+/// cloth made N×N particles over the same 1.46 m × 1.46 m — the viewer's `cloth` demo at any
+/// resolution, for measuring it with drawing (`hooke bench demo:512 --backend gpu --draw`).
+pub fn demo(n: usize) -> Result<Scene> {
+    if !(2..=8192).contains(&n) {
+        bail!("demo:{n}: N must be 2 to 8192 particles a side");
+    }
+    let text = scene::DEFAULT_SCENE
+        .replace("rows = 40", &format!("rows = {n}"))
+        .replace("columns = 40", &format!("columns = {n}"))
+        .replace("spacing = 0.0375", &format!("spacing = {}", 1.4625 / (n - 1) as f64))
+        .replace("name = \"cloth_on_sphere\"", &format!("name = \"demo{n}\""));
+    Ok(scene::parse(&text, &format!("<preset demo:{n}>"), &format!("demo{n}"), None, crate::memory_limit())?)
+}
+
 /// `grid:N`: an N×N cloth of 1 m × 1 m, default material, lying in the x–z plane at y = 1 m and
 /// pinned along its first row (z = −0.5 m), so it falls and hangs from that edge. No colliders,
 /// no aerodynamics.
@@ -241,11 +256,15 @@ pub fn capsules(n: usize) -> Result<Scene> {
     Ok(preset(format!("capsules{n}"), model, SolverChoice::Position(XpbdSettings::default()), []))
 }
 
-/// A scene file, `default`, or a preset `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
+/// A scene file, `default`, or a preset `demo:N`, `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
 /// `pile:N`, `stack:N`, `capsules:N`.
 pub fn resolve(spec: &str) -> Result<Scene> {
     if spec == "default" {
         return default_scene();
+    }
+    if let Some(n) = spec.strip_prefix("demo:") {
+        let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
+        return demo(n);
     }
     if let Some(n) = spec.strip_prefix("grid:") {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
@@ -279,7 +298,7 @@ pub fn resolve(spec: &str) -> Result<Scene> {
     }
     if spec.contains(':') && !Path::new(spec).exists() {
         bail!(
-            "unknown preset {spec:?} (presets: default, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N)"
+            "unknown preset {spec:?} (presets: default, demo:N, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N)"
         );
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)

@@ -26,6 +26,7 @@
 
 mod camera;
 mod image;
+pub mod lod;
 mod meshes;
 mod renderer;
 

@@ -8,10 +8,12 @@
 //! GPU run is drawn with no copy (article §5.4); a CPU run uploads its positions and normals
 //! into buffers of the same layout ([`HostCloth`]). Ropes are lines over the same position
 //! buffer. Colliders and the ground are small meshes built on the host for each picture
-//! (`meshes.rs`).
+//! (`meshes.rs`). Cloth grids finer than the picture are drawn through a coarser index buffer
+//! over the same vertex buffers ([`crate::lod`]).
 
 use crate::RenderError;
 use crate::camera::{Camera, scene_bounds};
+use crate::lod;
 use crate::meshes::{self, HostMesh};
 use glam::{Mat4, Vec3, Vec4};
 use hooke::collision::Pose;
@@ -74,12 +76,17 @@ pub struct RenderSettings {
     pub colliders: bool,
     /// Draw the planes as a ground with a grid.
     pub ground: bool,
+    /// Draw cloth grids finer than the picture at a coarser level of detail (every s-th row
+    /// and column of particles, from the same buffers; see [`crate::lod`]) when their
+    /// triangles exceed a quarter of the picture's pixels. Off: always every triangle.
+    pub level_of_detail: bool,
     /// Colours.
     pub palette: Palette,
 }
 
 impl Default for RenderSettings {
-    /// 960 × 540, 4× antialiasing, colliders and ground drawn, the default palette.
+    /// 960 × 540, 4× antialiasing, colliders and ground drawn, level of detail on, the
+    /// default palette.
     fn default() -> Self {
         RenderSettings {
             width: 960,
@@ -87,6 +94,7 @@ impl Default for RenderSettings {
             samples: 4,
             colliders: true,
             ground: true,
+            level_of_detail: true,
             palette: Palette::default(),
         }
     }
@@ -210,6 +218,9 @@ pub struct Renderer {
     targets: Targets,
     /// Rope segments (pairs of particle indices) and how many indices.
     rope: Option<(wgpu::Buffer, u32)>,
+    /// The level of detail of cloth grids: the stride s (1: every triangle) and, when s > 1,
+    /// the coarse triangles' index buffer and index count ([`crate::lod`]).
+    detail: (u32, Option<(wgpu::Buffer, u32)>),
     /// Where the ground is centred and how wide it is (m), and its grid spacing (m).
     ground: (Vec3, f32, f32),
 }
@@ -355,6 +366,7 @@ impl Renderer {
         let size = (hi - lo).length().max(1e-3);
         // Grid lines every power of ten that gives 5–50 lines across the scene.
         let spacing = 10f32.powf((size / 5.0).log10().floor());
+        let detail = level_of_detail(device, &model, &settings);
         Ok(Renderer {
             ctx,
             model,
@@ -367,8 +379,15 @@ impl Renderer {
             view_group,
             targets,
             rope,
+            detail,
             ground: ((lo + hi) * 0.5, 4.0 * size, spacing),
         })
+    }
+
+    /// The stride at which cloth grids are drawn: 1 for every triangle, s for every s-th row
+    /// and column of particles ([`RenderSettings::level_of_detail`], [`crate::lod`]).
+    pub fn cloth_stride(&self) -> u32 {
+        self.detail.0
     }
 
     /// Lines drawn over everything from the next [`Renderer::draw`] on, one per segment
@@ -411,6 +430,7 @@ impl Renderer {
             self.targets = Targets::new(self.ctx.device(), w, h, self.settings.samples);
             self.settings.width = w;
             self.settings.height = h;
+            self.detail = level_of_detail(self.ctx.device(), &self.model, &self.settings);
         }
     }
 
@@ -477,11 +497,14 @@ impl Renderer {
             });
             pass.set_bind_group(0, &self.view_group, &[]);
             pass.set_pipeline(&self.triangles);
-            let cloth_indices = 3 * self.model.triangles().len() as u32;
+            let (triangles, cloth_indices) = match &self.detail.1 {
+                Some((coarse, count)) => (coarse, *count),
+                None => (cloth.triangles, 3 * self.model.triangles().len() as u32),
+            };
             if cloth_indices > 0 {
                 pass.set_vertex_buffer(0, cloth.positions.slice(..));
                 pass.set_vertex_buffer(1, cloth.normals.slice(..));
-                pass.set_index_buffer(cloth.triangles.slice(..), wgpu::IndexFormat::Uint32);
+                pass.set_index_buffer(triangles.slice(..), wgpu::IndexFormat::Uint32);
                 pass.draw_indexed(0..cloth_indices, 0, 0..1);
             }
             if let Some((positions, normals, indices, count)) = &scenery {
@@ -596,6 +619,29 @@ impl Targets {
         let ui_view = image.create_view(&wgpu::TextureViewDescriptor { format: Some(UI_FORMAT), ..Default::default() });
         Targets { msaa, image, image_view, ui_view, depth }
     }
+}
+
+/// The stride and coarse index buffer of `settings`' picture ([`Renderer::cloth_stride`]).
+fn level_of_detail(
+    device: &wgpu::Device,
+    model: &Model,
+    settings: &RenderSettings,
+) -> (u32, Option<(wgpu::Buffer, u32)>) {
+    if !settings.level_of_detail {
+        return (1, None);
+    }
+    let budget = lod::triangle_budget(settings.width as u64 * settings.height as u64);
+    let s = lod::stride(model, budget);
+    if s == 1 {
+        return (1, None);
+    }
+    let triangles = lod::triangles(model, s);
+    let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("hooke-render coarse cloth"),
+        contents: bytemuck::cast_slice(&triangles),
+        usage: wgpu::BufferUsages::INDEX,
+    });
+    (s, Some((buffer, 3 * triangles.len() as u32)))
 }
 
 /// Drops the collider or ground triangles not asked for (by their material).
