@@ -81,16 +81,31 @@ impl GpuContext {
         Self::open(wgpu::Features::empty()).await
     }
 
-    /// As [`GpuContext::new`], but with wgpu's `TIMESTAMP_QUERY` feature when the adapter
-    /// offers it, for benchmarks that time frames on the GPU
-    /// ([`GpuXpbdSolver::time_frames`](crate::GpuXpbdSolver::time_frames)); without it the
+    /// As [`GpuContext::new`], but with wgpu's `TIMESTAMP_QUERY` and
+    /// `TIMESTAMP_QUERY_INSIDE_PASSES` features where the adapter offers them, for benchmarks
+    /// that time frames or stages on the GPU
+    /// ([`GpuXpbdSolver::time_frames`](crate::GpuXpbdSolver::time_frames),
+    /// [`Solver::measure_stages`](hooke::Solver::measure_stages)); without them the
     /// device is the same feature-free one as [`GpuContext::new`]'s. The solver's kernels use
     /// no feature either way; [`GpuContext::has_timestamps`] says which one was made.
     ///
     /// # Errors
     /// As [`GpuContext::new`].
     pub fn with_timestamps() -> Result<Arc<GpuContext>, GpuError> {
-        pollster::block_on(Self::open(wgpu::Features::TIMESTAMP_QUERY)).map(Arc::new)
+        pollster::block_on(Self::open(Self::TIMESTAMPS)).map(Arc::new)
+    }
+
+    /// The optional features hooke can use, all for timing: `TIMESTAMP_QUERY` (frame times)
+    /// and `TIMESTAMP_QUERY_INSIDE_PASSES` (stage times). A device made elsewhere — a
+    /// viewer's — may ask for those of them its adapter offers.
+    pub const TIMESTAMPS: wgpu::Features =
+        wgpu::Features::TIMESTAMP_QUERY.union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
+
+    /// Whether the device can write GPU timestamps between the stages of a frame
+    /// (`TIMESTAMP_QUERY` and `TIMESTAMP_QUERY_INSIDE_PASSES`), for
+    /// [`Solver::measure_stages`](hooke::Solver::measure_stages).
+    pub fn has_stage_timestamps(&self) -> bool {
+        self.device.features().contains(Self::TIMESTAMPS)
     }
 
     /// Whether the device can write GPU timestamps (`TIMESTAMP_QUERY`; see
@@ -117,8 +132,9 @@ impl GpuContext {
         Ok(GpuContext::from_parts(instance, adapter, device, queue))
     }
 
-    /// Wraps a device made elsewhere (e.g. by a viewer that also renders with it). It should have
-    /// been created without optional features; the solver uses none.
+    /// Wraps a device made elsewhere (e.g. by a viewer that also renders with it). The solver's
+    /// kernels use no optional feature; the timing ones ([`GpuContext::TIMESTAMPS`]) are used
+    /// where the device has them.
     pub fn from_parts(
         instance: wgpu::Instance,
         adapter: wgpu::Adapter,

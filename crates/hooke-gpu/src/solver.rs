@@ -18,13 +18,15 @@ use crate::self_collision::SelfCollision;
 use crate::set_sweep::SetSweep;
 use crate::tangents::{self, Tangents};
 use crate::tethers::Tethers;
-use crate::timing::FrameTimer;
+use crate::timing::{FrameTimer, StageTimer};
 use crate::triangle_contact::TriangleContact;
 use glam::Vec3;
 use hooke::collision::Pose;
 use hooke::diagnostics::ConstraintResiduals;
 use hooke::solver::{SubstepPlan, check_same_topology, check_state};
-use hooke::{Control, Method, Model, Solver, SolverError, SolverInfo, State, StepReport, XpbdSettings};
+use hooke::{
+    Control, Method, Model, Solver, SolverError, SolverInfo, Stage, StageTimes, State, StepReport, XpbdSettings,
+};
 use std::sync::Arc;
 use wgpu::util::DeviceExt;
 
@@ -264,6 +266,8 @@ pub struct GpuXpbdSolver {
     unchecked: u32,
     /// GPU timestamps of frames, while [`GpuXpbdSolver::time_frames`] is collecting them.
     timer: Option<FrameTimer>,
+    /// GPU timestamps between stages, while measuring them ([`Solver::measure_stages`]).
+    stage_timer: Option<StageTimer>,
     /// Buffers this solver mapped for reading (see [`GpuXpbdSolver::read_backs`]).
     read_backs: std::cell::Cell<u64>,
     /// 1/h² (1/s²) of the last substep of the last frame recorded, while the λ buffer holds
@@ -308,6 +312,7 @@ impl GpuXpbdSolver {
             pending: None,
             unchecked: 0,
             timer: None,
+            stage_timer: None,
             read_backs: std::cell::Cell::new(0),
             residual_inv_h2: None,
             residual_staging: None,
@@ -590,7 +595,13 @@ impl GpuXpbdSolver {
         // The contact counters (third and fifth words of the health record) count this frame only.
         encoder.clear_buffer(&self.b.health, 8, Some(4));
         encoder.clear_buffer(&self.b.health, 16, Some(4));
-        self.record_frame(encoder, pins.len() as u32);
+        let mut stage_timer = self.stage_timer.take();
+        let mut armed = stage_timer.as_mut().filter(|t| t.armed());
+        self.record_frame(encoder, pins.len() as u32, armed.as_deref_mut());
+        if let Some(t) = armed {
+            t.resolve(encoder, self.settings.xpbd.substeps);
+        }
+        self.stage_timer = stage_timer;
         if let Some(timer) = &mut self.timer {
             timer.resolve(encoder);
         }
@@ -652,8 +663,9 @@ impl GpuXpbdSolver {
     }
 
     /// Records one frame — every substep, iteration and colour — into one compute pass
-    /// (the stages of `hooke::solver::stages`, in their order).
-    fn record_frame(&self, enc: &mut wgpu::CommandEncoder, pins: u32) {
+    /// (the stages of `hooke::solver::stages`, in their order), with a timestamp between the
+    /// stages when `stages` is given.
+    fn record_frame(&self, enc: &mut wgpu::CommandEncoder, pins: u32, mut stages: Option<&mut StageTimer>) {
         let s = self.settings.xpbd;
         let model = &*self.model;
         let n = model.particle_count() as u32;
@@ -665,14 +677,23 @@ impl GpuXpbdSolver {
             timestamp_writes: self.timer.as_ref().and_then(FrameTimer::writes),
         });
         let slot = |sub: u32| (&k.params_group, sub * UNIFORM_SLOT as u32);
+        let mut stamp = |pass: &mut wgpu::ComputePass<'_>, stage: Option<Stage>| {
+            if let Some(t) = stages.as_deref_mut() {
+                t.stamp(pass, stage);
+            }
+        };
+        stamp(&mut pass, None);
         k.predict.begin_frame(&mut pass, slot(0), n, pins);
+        stamp(&mut pass, None);
         for sub in 0..s.substeps {
             // Aerodynamics.
             if aero {
                 k.aerodynamics.record(&mut pass, slot(sub), n, triangles);
             }
+            stamp(&mut pass, Some(Stage::Aerodynamics));
             // Predict.
             k.predict.substep(&mut pass, slot(sub), n, pins);
+            stamp(&mut pass, Some(Stage::Predict));
             // Constraint sets: the distance set (colour by colour, or Jacobi), then the angle
             // sets colour by colour, every iteration.
             for it in 0..s.iterations {
@@ -703,10 +724,12 @@ impl GpuXpbdSolver {
             if let Some(jacobi) = &k.jacobi {
                 jacobi.finish(&mut pass, slot(sub), n, s.iterations);
             }
+            stamp(&mut pass, Some(Stage::Constraints));
             // Particle contacts.
             if let Some(contacts) = &k.self_collision {
                 contacts.record(&mut pass, slot(sub));
             }
+            stamp(&mut pass, Some(Stage::Contacts));
             // Colliders.
             if !model.colliders().is_empty() {
                 k.collide.record(&mut pass, slot(sub), n);
@@ -714,8 +737,10 @@ impl GpuXpbdSolver {
                     t.record(&mut pass, slot(sub), n);
                 }
             }
+            stamp(&mut pass, Some(Stage::Colliders));
             // Finish.
             k.finish.record(&mut pass, slot(sub), n);
+            stamp(&mut pass, Some(Stage::Finish));
         }
         if self.settings.normals && triangles > 0 {
             k.normals.record(&mut pass, slot(0), n, triangles);
@@ -724,6 +749,9 @@ impl GpuXpbdSolver {
             }
         }
         k.health.record(&mut pass, slot(0), n, self.structural);
+        if let Some(t) = stages {
+            t.stamp_end(&mut pass);
+        }
     }
 
     /// Recomputes normals (and tangents) of the current state on the device.
@@ -825,6 +853,25 @@ impl Solver for GpuXpbdSolver {
 
     fn model(&self) -> &Arc<Model> {
         &self.model
+    }
+
+    /// Needs wgpu's `TIMESTAMP_QUERY` and `TIMESTAMP_QUERY_INSIDE_PASSES` on the device
+    /// ([`GpuContext::has_stage_timestamps`]); `false` without them.
+    fn measure_stages(&mut self, on: bool) -> bool {
+        if !self.ctx.has_stage_timestamps() {
+            return false;
+        }
+        self.stage_timer = on.then(|| StageTimer::new(self.ctx.device(), self.settings.xpbd.substeps));
+        true
+    }
+
+    /// The times of the one frame stamped since the last call (a read-back), or `None` when
+    /// none was.
+    fn take_stage_times(&mut self) -> Option<StageTimes> {
+        let timer = self.stage_timer.as_mut()?;
+        let times = timer.read(&self.ctx)?;
+        self.read_backs.set(self.read_backs.get() + 1);
+        Some(times)
     }
 
     fn time(&self) -> f64 {

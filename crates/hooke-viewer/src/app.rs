@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use eframe::egui;
 use eframe::egui_wgpu;
 use glam::Vec3;
+use hooke::Stage;
 use hooke_gpu::GpuContext;
 use hooke_io::scene::Scene;
 use hooke_render::{Camera, RenderSettings, Renderer};
@@ -43,6 +44,8 @@ pub struct ViewerApp {
     orbit: Orbit,
     playing: bool,
     show_help: bool,
+    /// The time per stage shown (and measured).
+    show_stages: bool,
     /// Wall-clock duration of the last UI frames (s).
     frame_times: VecDeque<f64>,
     last_frame: Option<std::time::Instant>,
@@ -105,6 +108,7 @@ impl ViewerApp {
             orbit,
             playing: true,
             show_help: false,
+            show_stages: false,
             frame_times: VecDeque::new(),
             last_frame: None,
             draw_ms: 0.0,
@@ -583,6 +587,12 @@ impl ViewerApp {
             ui.label(format!("frame {} (t = {:.2} s)", self.sim.frame, self.sim.frame as f32 / self.sim.scene.fps));
         }
         ui.label(format!("{fps:.0} FPS; step {:.2} ms, draw {:.2} ms (CPU side)", self.sim.step_ms, self.draw_ms));
+        if ui.checkbox(&mut self.show_stages, "Time per stage").changed() {
+            self.sim.measure_stages(self.show_stages);
+        }
+        if self.show_stages {
+            self.stage_table(ui);
+        }
         if let Some(e) = &self.sim.error {
             ui.colored_label(egui::Color32::RED, format!("stopped: {e}"));
         }
@@ -600,6 +610,38 @@ impl ViewerApp {
                 }
             });
         }
+    }
+
+    /// The last reading of the time per stage: ms per frame and share of each stage.
+    fn stage_table(&mut self, ui: &mut egui::Ui) {
+        let gpu = self.sim.backend() == Backend::Gpu;
+        if !self.sim.measuring_stages() {
+            ui.label(if gpu {
+                "not measured: the device has no timestamps inside passes"
+            } else {
+                "not measured: the explicit integrators run their stages as one fused pass"
+            });
+            return;
+        }
+        let Some(t) = self.sim.stage_times().copied() else {
+            ui.label("measuring…");
+            return;
+        };
+        let frames = t.frames.max(1) as f64;
+        let total = t.total().max(f64::MIN_POSITIVE);
+        ui.label(if gpu { "GPU time per frame (timestamps)" } else { "wall time per frame" });
+        egui::Grid::new("stages").striped(true).show(ui, |ui| {
+            let rows = Stage::ORDER.iter().map(|s| (s.name(), t.of(*s))).chain([("other", t.other)]);
+            for (name, seconds) in rows {
+                ui.label(name);
+                ui.monospace(format!("{:8.3} ms", seconds / frames * 1e3));
+                ui.monospace(format!("{:5.1} %", 100.0 * seconds / total));
+                ui.end_row();
+            }
+            ui.strong("total");
+            ui.monospace(format!("{:8.3} ms", total / frames * 1e3));
+            ui.end_row();
+        });
     }
 
     fn view(&mut self, ui: &mut egui::Ui) {

@@ -8,14 +8,15 @@
 //! health record is read once per 10 s of simulated time). Controls: play, pause, single
 //! step, reset, snapshot and restore, the CPU or GPU backend, substeps and iterations, the
 //! cloth's stretch stiffness, bending modulus and damping (live, through
-//! [`hooke::Solver::notify_model_changed`]), the wind, frame time and FPS, a screenshot, and
+//! [`hooke::Solver::notify_model_changed`]), the wind, frame time and FPS, the time per
+//! solver stage ([`hooke::Solver::measure_stages`]: wall time on the CPU, GPU timestamps on the
+//! GPU, read twice a second while shown), a screenshot, and
 //! an orbit camera; a drag on the cloth pulls the particle under the pointer
 //! ([`Simulation::pick`]: the GPU's ray-cast kernel or [`hooke::picking`], the same
 //! operations; the particle is pinned to the pointer through a `Control` target); the keyboard
 //! shortcuts are in [`app::SHORTCUTS`].
 //!
-//! Not built yet (issue #11): dragging colliders, the article's five demos, the time per
-//! solver stage.
+//! Not built yet (issue #11): dragging colliders.
 #![warn(missing_docs)]
 
 pub mod app;
@@ -47,11 +48,13 @@ pub fn native_options(title: &str) -> eframe::NativeOptions {
 
 /// Makes `setup` ask for the adapter's own limits, as hooke-gpu does (egui's default asks for
 /// wgpu's defaults, with which the solver's kernels — more storage buffers per stage — or
-/// large models do not fit).
+/// large models do not fit), and for the timestamp features the adapter offers
+/// ([`hooke_gpu::GpuContext::TIMESTAMPS`]), with which the panel shows the GPU time per stage.
 pub fn ask_adapter_limits(setup: &mut egui_wgpu::WgpuSetup) {
     if let egui_wgpu::WgpuSetup::CreateNew(setup) = setup {
         setup.device_descriptor = Arc::new(|adapter| wgpu::DeviceDescriptor {
             label: Some("hooke viewer"),
+            required_features: adapter.features() & hooke_gpu::GpuContext::TIMESTAMPS,
             required_limits: adapter.limits(),
             ..Default::default()
         });

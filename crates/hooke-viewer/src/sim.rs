@@ -3,11 +3,12 @@
 
 use anyhow::{Context, Result};
 use glam::Vec3;
-use hooke::{ClothMaterial, Solver, State};
+use hooke::{ClothMaterial, Solver, StageTimes, State};
 use hooke_gpu::{GpuContext, GpuXpbdSolver};
 use hooke_io::scene::Scene;
 use hooke_render::{ClothBuffers, HostCloth};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Where the scene is simulated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +53,18 @@ pub struct Simulation {
     pub drag: Option<(u32, Vec3)>,
     /// Every pin released (the article's "cut / free fall"), until a reset.
     pub released: bool,
+    /// Whether the time per stage is being measured ([`Simulation::measure_stages`]).
+    measuring: bool,
+    /// Whether the solver measures them (see [`Simulation::measure_stages`]).
+    able: bool,
+    /// The last reading of the time per stage, and when it was taken.
+    stage_times: Option<StageTimes>,
+    last_reading: Option<Instant>,
 }
+
+/// How often the time per stage is read (s of wall time): on the GPU each reading maps a
+/// buffer, so not every frame.
+pub const STAGE_READING_INTERVAL: f64 = 0.5;
 
 impl Simulation {
     /// The scene's solver on `backend`, on the device of `ctx`.
@@ -74,7 +86,35 @@ impl Simulation {
             error: None,
             drag: None,
             released: false,
+            measuring: false,
+            able: false,
+            stage_times: None,
+            last_reading: None,
         })
+    }
+
+    /// Starts or stops measuring the time spent in each stage of the substeps
+    /// ([`hooke::Solver::measure_stages`]), read every [`STAGE_READING_INTERVAL`] seconds
+    /// into [`Simulation::stage_times`]; kept across resets and solver changes. Returns
+    /// whether the solver measures them (not the explicit integrators, whose stages are
+    /// fused; not a GPU device without timestamps inside passes).
+    pub fn measure_stages(&mut self, on: bool) -> bool {
+        self.measuring = on;
+        self.stage_times = None;
+        self.last_reading = None;
+        self.able = self.solver().measure_stages(on);
+        self.able
+    }
+
+    /// Whether the time per stage is being measured: asked for and measurable by the solver.
+    pub fn measuring_stages(&self) -> bool {
+        self.measuring && self.able
+    }
+
+    /// The last reading of the time per stage: the seconds of the frames since the reading
+    /// before (on the GPU, of one frame), or `None` while not measuring or before the first.
+    pub fn stage_times(&self) -> Option<&StageTimes> {
+        self.stage_times.as_ref()
     }
 
     /// How many buffers the solver's device has mapped for reading so far (state reads,
@@ -121,6 +161,13 @@ impl Simulation {
         match result {
             Ok(_) => {
                 self.frame += 1;
+                let due = self.last_reading.is_none_or(|t| t.elapsed().as_secs_f64() >= STAGE_READING_INTERVAL);
+                if self.measuring && due {
+                    self.last_reading = Some(Instant::now());
+                    if let Some(t) = self.solver().take_stage_times() {
+                        self.stage_times = Some(t);
+                    }
+                }
                 Ok(())
             }
             Err(e) => {
@@ -158,6 +205,8 @@ impl Simulation {
     /// When the solver cannot be made again.
     pub fn reset(&mut self) -> Result<()> {
         self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
+        let measuring = self.measuring;
+        self.measure_stages(measuring);
         self.frame = 0;
         self.error = None;
         self.released = false;
@@ -260,6 +309,8 @@ impl Simulation {
         self.runner = runner;
         self.scene = scene;
         self.backend = backend;
+        let measuring = self.measuring;
+        self.measure_stages(measuring);
         Ok(())
     }
 

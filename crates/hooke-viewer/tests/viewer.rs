@@ -398,3 +398,45 @@ fn the_coloring_demo_lights_independent_sets_in_turn() {
         .collect();
     assert_eq!(rope_colours.len(), 2, "the rope's colours: {rope_colours:?}");
 }
+
+/// "Time per stage" in the panel measures the solver's stages and lists them: on the CPU
+/// (wall time) the constraint stage and the colliders are charged and the rows are shown; after
+/// G the GPU (timestamps, one frame per reading) goes on measuring; unticked, it stops.
+#[test]
+fn the_panel_shows_the_time_per_stage() {
+    let Some(mut h) = viewer(Backend::Cpu) else { return };
+    h.run_steps(2);
+    assert!(h.state_mut().simulation().stage_times().is_none());
+    h.get_by_label("Time per stage").click();
+    // Readings come every 0.5 s of wall time: run until one has come.
+    let started = std::time::Instant::now();
+    while h.state_mut().simulation().stage_times().is_none() && started.elapsed().as_secs() < 60 {
+        h.run_steps(5);
+    }
+    let t = *h.state_mut().simulation().stage_times().expect("a reading on the CPU");
+    println!("CPU: {t:?}");
+    assert!(t.frames >= 1 && t.of(hooke::Stage::Constraints) > 0.0 && t.of(hooke::Stage::Colliders) > 0.0);
+    h.run_steps(1);
+    h.get_by_label("constraints");
+    h.get_by_label("wall time per frame");
+    h.key_press(egui::Key::G);
+    h.run_steps(1);
+    assert_eq!(h.state_mut().simulation().backend(), Backend::Gpu);
+    if !h.state_mut().simulation().measuring_stages() {
+        eprintln!("the adapter offers no timestamps inside passes: GPU part skipped");
+        return;
+    }
+    let started = std::time::Instant::now();
+    while h.state_mut().simulation().stage_times().is_none() && started.elapsed().as_secs() < 60 {
+        h.run_steps(5);
+    }
+    let t = *h.state_mut().simulation().stage_times().expect("a reading on the GPU");
+    println!("GPU: {t:?}");
+    assert!(t.frames == 1 && t.substeps == 20 && t.of(hooke::Stage::Constraints) > 0.0);
+    h.run_steps(1);
+    h.get_by_label("GPU time per frame (timestamps)");
+    h.get_by_label("Time per stage").click();
+    h.run_steps(1);
+    assert!(!h.state_mut().simulation().measuring_stages());
+    assert!(h.state_mut().simulation().stage_times().is_none());
+}

@@ -70,7 +70,7 @@ pub use model::{
     RopeMaterial,
 };
 pub use solver::{
-    AutoIterations, ForceSettings, ForceSolver, Integrator, Method, RopeSolver, Solver, SolverError, SolverInfo,
-    StepReport, SubstepPlan, XpbdSettings, XpbdSolver,
+    AutoIterations, ForceSettings, ForceSolver, Integrator, Method, RopeSolver, Solver, SolverError, SolverInfo, Stage,
+    StageTimes, StepReport, SubstepPlan, XpbdSettings, XpbdSolver,
 };
 pub use state::State;

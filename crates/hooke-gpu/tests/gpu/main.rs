@@ -11,7 +11,7 @@ use glam::{Quat, Vec3};
 use hooke::collision::{Collider, Keyframe, Motion, Shape};
 use hooke::{
     Air, ClothGrid, ClothMaterial, ConstraintFamily, Control, Diagnostics, Method, Model, ModelBuilder, Rope, Solver,
-    SolverError, State, XpbdSettings, XpbdSolver,
+    SolverError, Stage, State, XpbdSettings, XpbdSolver,
 };
 use hooke_gpu::{GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver, shaders};
 use std::sync::Arc;

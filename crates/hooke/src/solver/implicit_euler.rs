@@ -54,6 +54,7 @@ use super::force_based::explicit_pass::{Forces, particle_chunk};
 use super::implicit_angles::AngleBlocks;
 use super::pcg::{self, BlockCsr, PcgReport, PcgSettings, PcgWorkspace};
 use super::plan::SubstepPlan;
+use super::stage_times::{StageTimes, Stopwatch};
 use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
 use super::state::Particle;
 use super::{SolverError, StepReport};
@@ -237,6 +238,14 @@ impl ImplicitScratch {
     }
 }
 
+/// What the substeps of a frame add up: the frame's report and, while measuring, the time
+/// per stage.
+pub(in crate::solver) struct Tally {
+    pub report: StepReport,
+    pub times: StageTimes,
+    pub watch: Stopwatch,
+}
+
 /// The implicit Euler substep of a [`ForceSolver`], stage by stage.
 impl ForceSolver {
     /// Fills `force` with the spring and aerodynamic forces (N, without gravity) of the
@@ -272,8 +281,9 @@ impl ForceSolver {
         pins: &[PinMove],
         parallel: bool,
         trace: bool,
-        report: &mut StepReport,
+        tally: &mut Tally,
     ) -> Result<(), SolverError> {
+        let Tally { report, times, watch } = tally;
         let slot = plan.slots[sub as usize];
         let (h, inv_h, t0) = (plan.h, plan.inv_h, slot.t0);
         if plan.decay != 1.0 {
@@ -327,6 +337,7 @@ impl ForceSolver {
         if trace {
             self.check_finite(t0, Stage::Predict)?;
         }
+        watch.lap(times, Some(Stage::Predict));
         for pin in pins {
             let q = &mut self.state.particles[pin.particle as usize];
             let d = pin.start.lerp(pin.target, slot.frac) - q.x.truncate();
@@ -341,6 +352,7 @@ impl ForceSolver {
         if trace {
             self.check_finite(t0, Stage::Contacts)?;
         }
+        watch.lap(times, Some(Stage::Contacts));
         let placements = plan.placements(sub);
         report.contacts = stages::colliders::resolve(
             &model,
@@ -354,7 +366,9 @@ impl ForceSolver {
         if trace {
             self.check_finite(t0, Stage::Colliders)?;
         }
+        watch.lap(times, Some(Stage::Colliders));
         stages::finish::advance(&mut self.state);
+        watch.lap(times, Some(Stage::Finish));
         Ok(())
     }
 }

@@ -41,6 +41,7 @@ pub mod integrate;
 pub mod pcg;
 pub mod plan;
 mod spring_gather;
+pub mod stage_times;
 pub mod stages;
 pub(crate) mod state;
 pub mod symplectic_euler;
@@ -49,6 +50,7 @@ pub mod xpbd;
 
 pub use force_based::{ForceSettings, ForceSolver, Integrator};
 pub use plan::{PinPath, SubstepPlan, SubstepSlot};
+pub use stage_times::StageTimes;
 pub use stages::Stage;
 pub use xpbd::{AutoIterations, Method, RopeSolver, XpbdSettings, XpbdSolver, swept_colours};
 
@@ -199,6 +201,20 @@ pub trait Solver: Send {
     fn constraint_residuals(&mut self, out: &mut crate::diagnostics::ConstraintResiduals) -> bool {
         out.clear();
         false
+    }
+    /// Starts (`on`) or stops measuring the time spent in each stage of the substeps
+    /// ([`stage_times`]); returns whether this solver measures them (`false`, the default, for
+    /// solvers that cannot: the explicit integrators, whose stages are fused). Starting
+    /// discards what was collected.
+    fn measure_stages(&mut self, on: bool) -> bool {
+        let _ = on;
+        false
+    }
+    /// The time spent in each stage since measuring started or since the last call, which
+    /// starts a new collection; `None` when not measuring or nothing was measured yet. A GPU
+    /// solver reads its timestamps back for it (one read-back per call that returns some).
+    fn take_stage_times(&mut self) -> Option<StageTimes> {
+        None
     }
 }
 

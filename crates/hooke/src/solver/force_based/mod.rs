@@ -81,9 +81,10 @@ mod stability;
 
 use super::constraint_forces;
 use super::health;
-use super::implicit_euler::ImplicitScratch;
+use super::implicit_euler::{ImplicitScratch, Tally};
 use super::plan::SubstepPlan;
 use super::spring_gather::{Phase, SpringGather};
+use super::stage_times::{StageTimes, Stopwatch};
 use super::stages::{self, Stage, predict::PinMove};
 use super::state::SolverState;
 use super::{SolverError, SolverInfo, StepReport, check_state};
@@ -298,6 +299,9 @@ pub struct ForceSolver {
     snapshot: Option<Snapshot>,
     /// 2/ω_max (s): see [`ForceSolver::stable_step`].
     stable_step: f64,
+    /// The stage times collected while measuring (implicit Euler only; see
+    /// [`Solver::measure_stages`]).
+    stage_times: Option<StageTimes>,
 }
 
 impl ForceSolver {
@@ -335,6 +339,7 @@ impl ForceSolver {
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
             snapshot: None,
             stable_step: limit,
+            stage_times: None,
             settings,
             model,
         })
@@ -464,8 +469,16 @@ impl ForceSolver {
         let pins = self.begin_pins(plan);
         let mut report = StepReport { substeps: s.substeps, iterations: 1, ..StepReport::default() };
         if s.integrator == Integrator::ImplicitEuler {
+            let times = StageTimes { frames: 1, substeps: s.substeps, ..StageTimes::default() };
+            let watch = Stopwatch::new(self.stage_times.is_some() && !trace);
+            let mut tally = Tally { report, times, watch };
+            tally.watch.lap(&mut tally.times, None);
             for sub in 0..plan.substeps() {
-                self.implicit_substep(plan, sub, &pins, parallel, trace, &mut report)?;
+                self.implicit_substep(plan, sub, &pins, parallel, trace, &mut tally)?;
+            }
+            report = tally.report;
+            if let (Some(total), false) = (&mut self.stage_times, trace) {
+                total.merge(&tally.times);
             }
         } else {
             self.explicit_frame(plan, &pins, parallel, trace, &mut report)?;
@@ -804,8 +817,21 @@ impl Solver for ForceSolver {
         if fresh.collider_pose.len() == self.collider_pose.len() {
             fresh.collider_pose.clone_from(&self.collider_pose);
         }
+        fresh.stage_times = self.stage_times.take();
         *self = fresh;
         Ok(())
+    }
+
+    /// Implicit Euler only: the explicit integrators fuse their stages into one pass.
+    fn measure_stages(&mut self, on: bool) -> bool {
+        let able = self.settings.integrator == Integrator::ImplicitEuler;
+        self.stage_times = (on && able).then(StageTimes::default);
+        able
+    }
+
+    fn take_stage_times(&mut self) -> Option<StageTimes> {
+        let times = self.stage_times.as_mut()?;
+        (times.frames > 0).then(|| std::mem::take(times))
     }
 }
 

@@ -55,6 +55,11 @@ impl Stage {
     pub const ORDER: [Stage; 6] =
         [Stage::Aerodynamics, Stage::Predict, Stage::Constraints, Stage::Contacts, Stage::Colliders, Stage::Finish];
 
+    /// The stage's place in [`Stage::ORDER`] (0 to 5).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// Short name: `aerodynamics`, `predict`, `constraints`, `contacts`, `colliders`, `finish`.
     pub fn name(self) -> &'static str {
         match self {

@@ -33,6 +33,7 @@ mod projection;
 
 use super::health;
 use super::plan::SubstepPlan;
+use super::stage_times::{StageTimes, Stopwatch};
 use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
 use super::state::SolverState;
 use super::{SolverError, SolverInfo, StepReport, check_state};
@@ -260,6 +261,8 @@ pub struct XpbdSolver {
     /// 1/h² (1/s²) of the last substep of the last good frame, while `lambda` holds its
     /// multipliers (for [`Solver::constraint_residuals`]).
     residual_inv_h2: Option<f32>,
+    /// The stage times collected while measuring ([`Solver::measure_stages`]).
+    stage_times: Option<StageTimes>,
 }
 
 impl XpbdSolver {
@@ -290,6 +293,7 @@ impl XpbdSolver {
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
             snapshot: None,
             residual_inv_h2: None,
+            stage_times: None,
             settings,
             model,
         })
@@ -325,10 +329,13 @@ impl XpbdSolver {
         let model = Arc::clone(&self.model);
         let aero = model.air().is_active() && !model.triangles().is_empty();
         self.state.reset_inverse_masses(&model);
+        let mut times = StageTimes { frames: 1, substeps: s.substeps, ..StageTimes::default() };
+        let mut watch = Stopwatch::new(self.stage_times.is_some() && !trace);
         let pins: Vec<PinMove> = stages::predict::begin_pins(&mut self.state, &plan.pins);
         if s.tethers {
             self.update_tethers(plan);
         }
+        watch.lap(&mut times, None);
         let (mut contacts, mut particle_contacts) = (0u32, 0u32);
         let (mut most_iterations, mut total_iterations) = (0u32, 0u32);
         for (sub, slot) in plan.slots.iter().enumerate() {
@@ -354,12 +361,14 @@ impl XpbdSolver {
                     let what = format!("in {}", Stage::Aerodynamics.describe());
                     return Err(self.blow_up(t0, k as u32, None, what));
                 }
+                watch.lap(&mut times, Some(Stage::Aerodynamics));
             }
             // 2. Predict.
             let force = aero.then_some(&self.force[..]);
             stages::predict::predict(&mut self.state, force, model.gravity(), plan.h, plan.decay, parallel);
             stages::predict::move_pins(&mut self.state, &pins, slot.frac);
             check(self, Stage::Predict)?;
+            watch.lap(&mut times, Some(Stage::Predict));
             // 3. Constraint sets.
             self.lambda.iter_mut().for_each(|l| *l = 0.0);
             self.lambda_dihedral.iter_mut().for_each(|l| *l = 0.0);
@@ -391,11 +400,13 @@ impl XpbdSolver {
             }
             most_iterations = most_iterations.max(done);
             total_iterations += done;
+            watch.lap(&mut times, Some(Stage::Constraints));
             // 4. Contacts.
             let velocity = Velocity::FromDisplacement;
             particle_contacts =
                 stages::contacts::solve(&model, &mut self.self_collision, &mut self.state, plan.h, velocity, parallel);
             check(self, Stage::Contacts)?;
+            watch.lap(&mut times, Some(Stage::Contacts));
             // 5. Colliders.
             let placements = plan.placements(sub as u32);
             let velocity = Velocity::FromDisplacement;
@@ -404,8 +415,13 @@ impl XpbdSolver {
             contacts =
                 stages::colliders::resolve(&model, &mut self.state, placements, broad, triangles, velocity, parallel);
             check(self, Stage::Colliders)?;
+            watch.lap(&mut times, Some(Stage::Colliders));
             // 6. Finish.
             stages::finish::velocity_from_displacement(&mut self.state, plan.inv_h, parallel);
+            watch.lap(&mut times, Some(Stage::Finish));
+        }
+        if let (Some(total), false) = (&mut self.stage_times, trace) {
+            total.merge(&times);
         }
         self.state.time += plan.frame_dt as f64;
         self.collider_pose.clone_from(&plan.collider_end);
@@ -693,6 +709,16 @@ impl Solver for XpbdSolver {
         self.state.time
     }
 
+    fn measure_stages(&mut self, on: bool) -> bool {
+        self.stage_times = on.then(StageTimes::default);
+        true
+    }
+
+    fn take_stage_times(&mut self) -> Option<StageTimes> {
+        let times = self.stage_times.as_mut()?;
+        (times.frames > 0).then(|| std::mem::take(times))
+    }
+
     fn step(&mut self, control: &Control, frame_dt: f32) -> Result<StepReport, SolverError> {
         let s = &self.settings;
         let plan = SubstepPlan::new(
@@ -709,7 +735,12 @@ impl Solver for XpbdSolver {
         snap.collider_pose.clone_from(&self.collider_pose);
         self.residual_inv_h2 = None;
         let report = self.frame(&plan, false)?;
-        let Some((particle, constraint, what)) = self.health() else {
+        let mut watch = Stopwatch::new(self.stage_times.is_some());
+        let health = self.health();
+        if let Some(times) = &mut self.stage_times {
+            watch.lap(times, None);
+        }
+        let Some((particle, constraint, what)) = health else {
             self.snapshot = Some(snap);
             self.residual_inv_h2 = Some(plan.inv_h2);
             return Ok(report);
@@ -768,6 +799,7 @@ impl Solver for XpbdSolver {
         if fresh.collider_pose.len() == self.collider_pose.len() {
             fresh.collider_pose.clone_from(&self.collider_pose);
         }
+        fresh.stage_times = self.stage_times.take();
         *self = fresh;
         Ok(())
     }
