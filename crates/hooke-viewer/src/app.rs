@@ -28,6 +28,7 @@ pub const SHORTCUTS: &[(&str, &str)] = &[
     ("P", "screenshot (PNG in screenshots/)"),
     ("H or F1", "this help"),
     ("drag on the cloth", "pull a particle"),
+    ("drag on a collider", "move it (it stays; R puts it back)"),
     ("drag elsewhere", "turn the camera"),
     ("right or middle drag", "pan"),
     ("scroll", "zoom"),
@@ -61,8 +62,11 @@ pub struct ViewerApp {
     quit_after: Option<u64>,
     /// Where the 3D view was last laid out (points).
     view_rect: egui::Rect,
-    /// While dragging a particle: the plane it moves in (a point and the camera's forward).
+    /// While dragging a particle or a collider: the plane it moves in (a point and the
+    /// camera's forward).
     drag_plane: Option<(Vec3, Vec3)>,
+    /// While dragging a collider: which, and its pose when grabbed.
+    collider_drag: Option<(usize, hooke::collision::Pose)>,
     /// The demo shown, if any (its own controls appear in the panel).
     demo: Option<Demo>,
     /// The `integrators` demo's runs, while it is shown (in place of the 3D view).
@@ -122,6 +126,7 @@ impl ViewerApp {
             quit_after: None,
             view_rect: egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1.0, 1.0)),
             drag_plane: None,
+            collider_drag: None,
             demo: None,
             integrators: None,
             families: [true; 3],
@@ -612,6 +617,36 @@ impl ViewerApp {
         }
     }
 
+    /// Starts a drag at `pointer` (points): of the particle under it ([`Simulation::pick`]) or
+    /// of the collider under it ([`Simulation::pick_collider`]), whichever is nearer; with
+    /// neither, the drag turns the camera.
+    pub fn grab(&mut self, pointer: egui::Pos2) {
+        let (o, d) = self.ray_at(pointer);
+        self.message = format!("nothing under the pointer at {pointer:?}");
+        let particle = self.sim.pick(o, d);
+        let collider = self.sim.pick_collider(o, d);
+        match (particle, collider) {
+            (Some(hit), c) if c.is_none_or(|(_, t)| hit.distance <= t) => {
+                let point = o + d * hit.distance;
+                self.drag_plane = Some((point, d));
+                self.sim.drag = Some((hit.particle, point));
+                self.message = format!("dragging particle {}", hit.particle);
+            }
+            (_, Some((k, t))) => {
+                let pose = self.sim.collider_poses()[k];
+                self.drag_plane = Some((o + d * t, d));
+                self.collider_drag = Some((k, pose));
+                self.message = format!("dragging collider {:?}", self.sim.scene.model.colliders()[k].name);
+            }
+            _ => {}
+        }
+    }
+
+    /// The collider being dragged, if any (its index into the model's colliders).
+    pub fn dragged_collider(&self) -> Option<usize> {
+        self.collider_drag.map(|(k, _)| k)
+    }
+
     /// The last reading of the time per stage: ms per frame and share of each stage.
     fn stage_table(&mut self, ui: &mut egui::Ui) {
         let gpu = self.sim.backend() == Backend::Gpu;
@@ -649,19 +684,12 @@ impl ViewerApp {
         self.view_rect = rect;
         let response = ui.allocate_rect(rect, egui::Sense::click_and_drag());
         // A primary drag that starts on the cloth pulls the particle under the pointer (the
-        // nearest corner of the triangle hit) in the plane facing the camera; elsewhere it
-        // turns the camera.
+        // nearest corner of the triangle hit), one that starts on a collider moves it, either
+        // in the plane facing the camera; elsewhere it turns the camera.
         if response.drag_started_by(egui::PointerButton::Primary)
             && let Some(origin) = ui.input(|i| i.pointer.press_origin())
         {
-            let (o, d) = self.ray_at(origin);
-            self.message = format!("nothing under the pointer at {origin:?}");
-            if let Some(hit) = self.sim.pick(o, d) {
-                let point = o + d * hit.distance;
-                self.drag_plane = Some((point, d));
-                self.sim.drag = Some((hit.particle, point));
-                self.message = format!("dragging particle {}", hit.particle);
-            }
+            self.grab(origin);
         }
         if response.dragged_by(egui::PointerButton::Primary) {
             match (self.drag_plane, response.interact_pointer_pos()) {
@@ -669,9 +697,14 @@ impl ViewerApp {
                     let (o, d) = self.ray_at(pos);
                     let along = d.dot(normal);
                     if along.abs() > 1e-6 {
-                        let t = (point - o).dot(normal) / along;
+                        let to = o + d * ((point - o).dot(normal) / along);
                         if let Some(drag) = &mut self.sim.drag {
-                            drag.1 = o + d * t;
+                            drag.1 = to;
+                        }
+                        if let Some((k, grabbed)) = self.collider_drag {
+                            let pose =
+                                hooke::collision::Pose { translation: grabbed.translation + (to - point), ..grabbed };
+                            self.sim.place_collider(k, pose);
                         }
                     }
                 }
@@ -684,6 +717,7 @@ impl ViewerApp {
         if response.drag_stopped() {
             self.drag_plane = None;
             self.sim.drag = None;
+            self.collider_drag = None;
         }
         if response.dragged_by(egui::PointerButton::Secondary) || response.dragged_by(egui::PointerButton::Middle) {
             let d = response.drag_delta();
@@ -701,8 +735,7 @@ impl ViewerApp {
         self.renderer.resize(w, h);
         self.update_overlay();
         let started = std::time::Instant::now();
-        let t = self.sim.solver().time();
-        let poses = self.sim.scene.collider_poses_at(t);
+        let poses = self.sim.collider_poses();
         match self.sim.cloth_buffers() {
             Ok(buffers) => self.renderer.draw(buffers, &poses, &self.orbit.camera()),
             Err(e) => self.message = format!("drawing: {e:#}"),

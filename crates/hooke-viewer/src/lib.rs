@@ -13,10 +13,10 @@
 //! GPU, read twice a second while shown), a screenshot, and
 //! an orbit camera; a drag on the cloth pulls the particle under the pointer
 //! ([`Simulation::pick`]: the GPU's ray-cast kernel or [`hooke::picking`], the same
-//! operations; the particle is pinned to the pointer through a `Control` target); the keyboard
-//! shortcuts are in [`app::SHORTCUTS`].
-//!
-//! Not built yet (issue #11): dragging colliders.
+//! operations; the particle is pinned to the pointer through a `Control` target); a drag on a
+//! collider moves it ([`Simulation::pick_collider`], sphere tracing its signed distance on the
+//! host; [`Simulation::place_collider`] moves it through `Control::move_collider`, so the
+//! solver sweeps it and pushes the cloth); the keyboard shortcuts are in [`app::SHORTCUTS`].
 #![warn(missing_docs)]
 
 pub mod app;

@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use glam::Vec3;
+use hooke::collision::Pose;
 use hooke::{ClothMaterial, Solver, StageTimes, State};
 use hooke_gpu::{GpuContext, GpuXpbdSolver};
 use hooke_io::scene::Scene;
@@ -53,6 +54,9 @@ pub struct Simulation {
     pub drag: Option<(u32, Vec3)>,
     /// Every pin released (the article's "cut / free fall"), until a reset.
     pub released: bool,
+    /// Where the user has put each collider ([`Simulation::place_collider`]), overriding the
+    /// scene's keyframes from then on, until a reset; indexed like the model's colliders.
+    placed: Vec<Option<Pose>>,
     /// Whether the time per stage is being measured ([`Simulation::measure_stages`]).
     measuring: bool,
     /// Whether the solver measures them (see [`Simulation::measure_stages`]).
@@ -86,6 +90,7 @@ impl Simulation {
             error: None,
             drag: None,
             released: false,
+            placed: Vec::new(),
             measuring: false,
             able: false,
             stage_times: None,
@@ -156,6 +161,11 @@ impl Simulation {
         if let Some((particle, target)) = self.drag {
             control.pin_to(particle, target);
         }
+        for (k, pose) in self.placed.iter().enumerate() {
+            if let Some(pose) = pose {
+                control.move_collider(k, *pose);
+            }
+        }
         let result = self.solver().step(&control, dt);
         self.step_ms = started.elapsed().as_secs_f64() * 1e3;
         match result {
@@ -199,6 +209,41 @@ impl Simulation {
         }
     }
 
+    /// The nearest collider (not a plane) the ray `origin + t·direction` (unit direction)
+    /// meets where the colliders are now ([`Simulation::collider_poses`]): its index and the
+    /// distance t (m) — [`hooke::picking::pick_collider`], on the host, with no read-back.
+    pub fn pick_collider(&mut self, origin: Vec3, direction: Vec3) -> Option<(usize, f32)> {
+        let poses = self.collider_poses();
+        hooke::picking::pick_collider(&self.scene.model, &poses, origin, direction)
+    }
+
+    /// Each collider's pose now: where the user put it ([`Simulation::place_collider`]), else
+    /// where the scene's keyframes have it at the solver's time.
+    pub fn collider_poses(&mut self) -> Vec<Pose> {
+        let t = self.solver().time();
+        let mut poses = self.scene.collider_poses_at(t);
+        poses.resize(self.scene.model.colliders().len(), Pose::IDENTITY);
+        for (pose, placed) in poses.iter_mut().zip(&self.placed) {
+            if let Some(p) = placed {
+                *pose = *p;
+            }
+        }
+        poses
+    }
+
+    /// Moves collider `collider` to `pose` (relative to its rest placement) by the end of the
+    /// next frame, and keeps it there until another placement or a reset. The solver sweeps
+    /// it there over the frame's substeps, so the cloth is pushed, not passed through.
+    pub fn place_collider(&mut self, collider: usize, pose: Pose) {
+        if collider >= self.scene.model.colliders().len() || !pose.is_valid() {
+            return;
+        }
+        if self.placed.len() <= collider {
+            self.placed.resize(collider + 1, None);
+        }
+        self.placed[collider] = Some(pose);
+    }
+
     /// Back to the scene's initial state, time 0.
     ///
     /// # Errors
@@ -207,6 +252,7 @@ impl Simulation {
         self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
         let measuring = self.measuring;
         self.measure_stages(measuring);
+        self.placed.clear();
         self.frame = 0;
         self.error = None;
         self.released = false;

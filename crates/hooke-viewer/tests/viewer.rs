@@ -440,3 +440,108 @@ fn the_panel_shows_the_time_per_stage() {
     assert!(!h.state_mut().simulation().measuring_stages());
     assert!(h.state_mut().simulation().stage_times().is_none());
 }
+
+/// A cloth hung by two corners and, beside it, a sphere the test drags into it.
+const SPHERE_BESIDE_CLOTH: &str = r#"
+name = "sphere_beside_cloth"
+[solver]
+substeps = 20
+iterations = 4
+frames = 600
+[materials.cotton]
+density = 0.2
+stretch_stiffness = 5000.0
+bending_modulus = 1e-5
+thickness = 0.01
+[[cloth]]
+name = "cloth"
+material = "cotton"
+rows = 12
+columns = 12
+spacing = 0.05
+center = [0.0, 1.5, 0.0]
+pin_cells = [[0, 0], [0, -1]]
+[[collider]]
+name = "ground"
+shape = "plane"
+point = [0.0, 0.0, 0.0]
+normal = [0.0, 1.0, 0.0]
+[[collider]]
+name = "ball"
+shape = "sphere"
+center = [0.75, 1.15, -0.55]
+radius = 0.2
+"#;
+
+/// A drag that starts on a collider moves it in the plane facing the camera through the point
+/// grabbed — by exactly the pointer's travel on that plane, within 1 mm — and it stays where it
+/// is let go; dragged into the hanging cloth, the sphere pushes it: particles touch the sphere
+/// and none is inside it by more than 1 mm. A reset puts the sphere back. On the CPU and the
+/// GPU.
+#[test]
+fn a_dragged_collider_moves_and_pushes_the_cloth() {
+    if hooke_gpu::GpuContext::new().is_err() {
+        return;
+    }
+    for backend in [Backend::Cpu, Backend::Gpu] {
+        let scene =
+            hooke_io::scene::parse(SPHERE_BESIDE_CLOTH, "<test>", "sphere_beside_cloth", None, 1 << 30).unwrap();
+        let mut setup = egui_kittest::wgpu::default_wgpu_setup();
+        hooke_viewer::ask_adapter_limits(&mut setup);
+        let mut h = Harness::builder()
+            .with_size(egui::vec2(900.0, 600.0))
+            .with_step_dt(1.0 / 60.0)
+            .wgpu_setup(setup)
+            .build_eframe(move |cc| ViewerApp::new(cc, scene.clone(), backend).unwrap());
+        h.run_steps(90);
+        let centre = glam::Vec3::new(0.75, 1.15, -0.55);
+        let press = h.state().screen_position(centre).expect("the sphere is in view");
+        let to = h.state().screen_position(centre - glam::Vec3::new(1.0, 0.0, 0.0)).unwrap();
+        // Where the drag should take it: the pointer's travel on the plane facing the camera
+        // through the point grabbed.
+        let (o0, d0) = h.state().ray_at(press);
+        let model = h.state_mut().simulation().scene.model.clone();
+        let (k, t) = hooke::picking::pick_collider(&model, &[], o0, d0).expect("the ray meets the sphere");
+        assert_eq!(k, 1);
+        let grabbed = o0 + d0 * t;
+        let (o1, d1) = h.state().ray_at(to);
+        let expected = o1 + d1 * ((grabbed - o1).dot(d0) / d1.dot(d0)) - grabbed;
+        h.event(egui::Event::PointerMoved(press));
+        h.event(egui::Event::PointerButton {
+            pos: press,
+            button: egui::PointerButton::Primary,
+            pressed: true,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.run_steps(1);
+        for k in 1..=30 {
+            h.event(egui::Event::PointerMoved(press + (to - press) * (k as f32 / 30.0)));
+            h.run_steps(1);
+        }
+        println!("{backend:?}: {:?}", h.state().message());
+        assert_eq!(h.state().dragged_collider(), Some(1), "the sphere is not being dragged");
+        assert!(h.state().dragged().is_none(), "a particle was grabbed");
+        h.event(egui::Event::PointerButton {
+            pos: to,
+            button: egui::PointerButton::Primary,
+            pressed: false,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.run_steps(60);
+        assert!(h.state().dragged_collider().is_none());
+        let pose = h.state_mut().simulation().collider_poses()[1];
+        println!("the sphere moved by {} (expected {expected})", pose.translation);
+        assert!((pose.translation - expected).length() < 1e-3, "{} against {expected}", pose.translation);
+        let c = centre + pose.translation;
+        let x = h.state_mut().simulation().state().particle_position;
+        let gaps: Vec<f32> = x.iter().map(|p| (*p - c).length() - 0.2).collect();
+        let deepest = gaps.iter().copied().fold(f32::MAX, f32::min);
+        let touching = gaps.iter().filter(|g| **g < 0.01).count();
+        println!("{touching} particles within 1 cm of the sphere; the nearest at {deepest:.4} m");
+        assert!(touching >= 3, "the sphere does not touch the cloth");
+        assert!(deepest > -1e-3, "a particle is {deepest} m inside the sphere");
+        h.key_press(egui::Key::R);
+        h.run_steps(1);
+        assert_eq!(h.state_mut().simulation().collider_poses()[1], hooke::collision::Pose::IDENTITY);
+    }
+}
