@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// A preset scene: 300 frames at 60 fps, no wind, output settings left to the command line.
-fn preset(
+pub fn preset(
     name: String,
     model: Arc<hooke::Model>,
     solver: SolverChoice,

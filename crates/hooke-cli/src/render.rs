@@ -1,10 +1,13 @@
 //! `hooke render [SCENE]`: simulate a scene and draw it off-screen (`hooke-render`) — the last
 //! frame as a PNG and, with `--every K`, every K-th frame as an animated PNG — on the CPU or
-//! the GPU backend; on the GPU the cloth is drawn from the solver's own buffers.
+//! the GPU backend; on the GPU the cloth is drawn from the solver's own buffers. Given a baked
+//! `.usda` cache instead of a scene, it draws the cache's frames (its cloths and ropes; the
+//! colliders are not in a cache).
 
 use anyhow::{Context, Result, bail};
 use hooke::{Solver, State};
 use hooke_gpu::GpuContext;
+use hooke_io::cache::UsdaCache;
 use hooke_io::scene::SolverChoice;
 use hooke_render::{AnimationWriter, Camera, HostCloth, RenderSettings, Renderer};
 use std::path::{Path, PathBuf};
@@ -14,9 +17,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Arguments of `hooke render`.
 #[derive(clap::Args)]
 pub struct RenderArgs {
-    /// Scene file (TOML). Omitted: the built-in default scene.
+    /// Scene file (TOML), or a `.usda` cache that `hooke run` baked. Omitted: the built-in
+    /// default scene.
     scene: Option<PathBuf>,
-    /// Number of frames to simulate (overrides the scene; 0 draws the initial state).
+    /// Number of frames to simulate (overrides the scene; 0 draws the initial state); of a
+    /// cache, the frames to draw after its first (at most the cache's).
     #[arg(long)]
     frames: Option<usize>,
     /// Output folder (default: `out/<scene name>`): writes `<name>.png` (the last frame) and,
@@ -55,12 +60,26 @@ pub struct RenderArgs {
 
 pub fn render(args: RenderArgs) -> Result<()> {
     let threads = crate::set_threads(args.threads)?;
-    let mut scene = match &args.scene {
-        Some(path) => hooke_io::scene::load(path, crate::memory_limit())?,
-        None => crate::presets::default_scene()?,
+    let cache = args.scene.as_deref().filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("usda")));
+    let (mut scene, cache) = match (&args.scene, cache) {
+        (_, Some(path)) => {
+            let cache = hooke_io::cache::read_usda(path)?;
+            (cache_scene(path, &cache)?, Some(cache))
+        }
+        (Some(path), None) => (hooke_io::scene::load(path, crate::memory_limit())?, None),
+        (None, None) => (crate::presets::default_scene()?, None),
     };
     if let Some(f) = args.frames {
         scene.frames = f;
+    }
+    if let Some(c) = &cache {
+        let available = c.frame_count() - 1;
+        anyhow::ensure!(
+            scene.frames <= available,
+            "--frames {}: the cache {} has {available} frames after its first",
+            scene.frames,
+            c.path.display()
+        );
     }
     if args.every == Some(0) {
         bail!("--every must be ≥ 1");
@@ -96,7 +115,7 @@ pub fn render(args: RenderArgs) -> Result<()> {
     let settings =
         RenderSettings { width: args.width, height: args.height, samples: args.samples, ..Default::default() };
     let auto = matches!(scene.solver, SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }));
-    if auto && matches!(args.backend, crate::Backend::Gpu) {
+    if auto && cache.is_none() && matches!(args.backend, crate::Backend::Gpu) {
         eprintln!(
             "note: iterations = \"auto\" is for the CPU; the GPU runs a fixed {} per substep, so its picture \
              differs from --backend cpu",
@@ -106,9 +125,12 @@ pub fn render(args: RenderArgs) -> Result<()> {
     let ctx = GpuContext::new().context("the renderer needs a GPU adapter (lavapipe will do)")?;
     let model = scene.model.clone();
     let renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
-    let mut cloth = match args.backend {
-        crate::Backend::Cpu => Cloth::Host(hooke_sim::make_cpu_solver(&scene)?, HostCloth::new(&ctx, model.clone())),
-        crate::Backend::Gpu => {
+    let mut cloth = match (&cache, args.backend) {
+        (Some(c), _) => Cloth::Cache(c, HostCloth::new(&ctx, model.clone())),
+        (None, crate::Backend::Cpu) => {
+            Cloth::Host(hooke_sim::make_cpu_solver(&scene)?, HostCloth::new(&ctx, model.clone()))
+        }
+        (None, crate::Backend::Gpu) => {
             let mut options = crate::solver_options(args.backend, hooke_gpu::GpuSolve::GaussSeidel);
             options.context = Some(ctx.clone());
             Cloth::Device(Box::new(hooke_sim::make_gpu_solver(&scene, &options)?))
@@ -139,18 +161,23 @@ pub fn render(args: RenderArgs) -> Result<()> {
         if interrupted.load(Ordering::SeqCst) {
             bail!("interrupted at frame {frame}: nothing written");
         }
-        if frame > 0 {
-            let control = scene.control_at(cloth.solver().time());
-            cloth.solver().step(&control, dt).with_context(|| format!("frame {frame}"))?;
+        if let (true, Some(solver)) = (frame > 0, cloth.solver()) {
+            let control = scene.control_at(solver.time());
+            solver.step(&control, dt).with_context(|| format!("frame {frame}"))?;
         }
         let last = frame == scene.frames;
         let sampled = args.every.is_some_and(|k| frame % k == 0 || last);
         if !(last || sampled) {
             continue;
         }
-        let poses = scene.collider_poses_at(cloth.solver().time());
+        let time = cloth.solver().map_or(frame as f64 / scene.fps as f64, |s| s.time());
+        let poses = scene.collider_poses_at(time);
         let camera = camera.orbited(args.orbit.to_radians() * frame as f32 / total);
         match &mut cloth {
+            Cloth::Cache(c, buffers) => {
+                buffers.upload(&ctx, &c.positions(frame))?;
+                renderer.draw(buffers.buffers(), &poses, &camera);
+            }
             Cloth::Host(solver, buffers) => {
                 solver.read_state(&mut state);
                 buffers.upload(&ctx, &state.particle_position)?;
@@ -200,21 +227,49 @@ pub fn preview(
     Ok(())
 }
 
-/// The solver and where the renderer finds its particles.
-enum Cloth {
+/// Where the particles come from and where the renderer finds them.
+enum Cloth<'c> {
     /// A CPU solver, its positions uploaded for each picture.
     Host(Box<dyn Solver>, HostCloth),
     /// The GPU solver, drawn from its own buffers.
     Device(Box<hooke_gpu::GpuXpbdSolver>),
+    /// A baked cache, each frame's positions uploaded.
+    Cache(&'c UsdaCache, HostCloth),
 }
 
-impl Cloth {
-    fn solver(&mut self) -> &mut dyn Solver {
+impl Cloth<'_> {
+    fn solver(&mut self) -> Option<&mut dyn Solver> {
         match self {
-            Cloth::Host(s, _) => s.as_mut(),
-            Cloth::Device(s) => s.as_mut(),
+            Cloth::Host(s, _) => Some(s.as_mut()),
+            Cloth::Device(s) => Some(s.as_mut()),
+            Cloth::Cache(..) => None,
         }
     }
+}
+
+/// A scene to draw `cache` with: a model of its prims at their first frame — each mesh a
+/// cloth, each curve a rope, in file order, so the particles are the cache's points in order
+/// — no colliders, the cache's frame rate and all its frames; named after the file.
+fn cache_scene(path: &Path, cache: &UsdaCache) -> Result<hooke_io::scene::Scene> {
+    let mut b = hooke::ModelBuilder::new();
+    b.set_memory_limit(crate::memory_limit());
+    for prim in &cache.prims {
+        let first = prim.frames[0].clone();
+        let added = match &prim.triangles {
+            Some(t) => b.add_cloth_mesh(&hooke::ClothMesh::new(prim.name.clone(), first, t.clone())),
+            None => {
+                let n = first.len();
+                b.add_rope(&hooke::Rope::polyline(prim.name.clone(), first, n))
+            }
+        };
+        added.with_context(|| format!("{}: prim {:?}", path.display(), prim.name))?;
+    }
+    let model = Arc::new(b.finalize().with_context(|| format!("{}", path.display()))?);
+    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("cache").to_string();
+    let mut scene = crate::presets::preset(name, model, SolverChoice::Position(hooke::XpbdSettings::default()), []);
+    scene.fps = cache.fps;
+    scene.frames = cache.frame_count() - 1;
+    Ok(scene)
 }
 
 /// The display time of one animation frame, `k` simulated frames at `fps`, as the fraction

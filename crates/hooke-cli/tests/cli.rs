@@ -552,6 +552,46 @@ fn render_writes_pictures_and_refuses_bad_options() {
     }
 }
 
+/// `hooke render CACHE.usda` draws a baked cache: the cache of a run, drawn, gives the same
+/// picture and animation, byte for byte, as `hooke render` of the scene itself (a scene without
+/// colliders, which a cache does not hold): the positions read back are the solver's bits and
+/// the model made from the cache draws as the scene's. More frames than the cache holds, and a
+/// file that is not a cache, are refused by name, with nothing written.
+#[test]
+fn render_draws_a_baked_cache_as_the_scene_draws_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = "name = \"hang\"\n[solver]\nsubsteps = 10\niterations = 4\nframes = 30\n[[cloth]]\nname = \"cloth\"\n\
+                 rows = 10\ncolumns = 10\nspacing = 0.05\ncenter = [0.0, 1.0, 0.0]\npin_cells = [[0, 0], [0, -1]]\n";
+    std::fs::write(tmp.path().join("hang.toml"), scene).unwrap();
+    let size = ["--width", "160", "--height", "120", "--every", "10"];
+    let o = hooke(&[&["render", "hang.toml", "--out", "a"][..], &size[..]].concat(), tmp.path());
+    let t = text(&o);
+    if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
+        println!("skipped: no GPU adapter");
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    let o = hooke(&["run", "hang.toml", "--out", "baked"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let o = hooke(&[&["render", "baked/hang.usda", "--out", "b"][..], &size[..]].concat(), tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    for name in ["hang.png", "hang.anim.png"] {
+        let (a, b) = (
+            std::fs::read(tmp.path().join("a").join(name)).unwrap(),
+            std::fs::read(tmp.path().join("b").join(name)).unwrap(),
+        );
+        assert!(a == b, "{name}: the cache draws another picture than the scene");
+    }
+    let o = hooke(&["render", "baked/hang.usda", "--frames", "31", "--out", "c"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("baked/hang.usda has 30 frames after its first"), "{t}");
+    std::fs::write(tmp.path().join("bad.usda"), "#usda 1.0\n(\n)\n").unwrap();
+    let o = hooke(&["render", "bad.usda", "--out", "d"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("bad.usda: no animated Mesh or BasisCurves prim"), "{t}");
+    assert!(!tmp.path().join("c").exists() && !tmp.path().join("d").exists(), "a refused render left a folder");
+}
+
 /// `hooke view` opens a real window (under Xvfb, on lavapipe), plays 30 frames on the CPU and
 /// on the GPU and of each demo, and closes with exit status 0; without a display it fails with
 /// winit's reason, and an unknown demo is refused by name.

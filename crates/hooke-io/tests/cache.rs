@@ -2,7 +2,7 @@
 
 use glam::Vec3;
 use hooke::{ClothGrid, Model, ModelBuilder, Rope};
-use hooke_io::cache::{self, CacheError, CacheSpec, Format, read_pc2};
+use hooke_io::cache::{self, CacheError, CacheSpec, Format, read_pc2, read_usda};
 use std::path::{Path, PathBuf};
 use support::read_usda_summary;
 
@@ -60,6 +60,69 @@ fn names(paths: &[PathBuf]) -> Vec<String> {
     let mut v: Vec<String> = paths.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     v.sort();
     v
+}
+
+/// `read_usda` gives back what the writer was given, bit for bit: every frame's positions, the
+/// mesh's triangles (local to the body), no triangles for the rope, the time codes and the
+/// frame rate.
+#[test]
+fn usda_reads_back_bit_for_bit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = model();
+    let paths = write(Format::Usda, tmp.path(), &m, FRAMES);
+    let cache = read_usda(&paths[0]).unwrap();
+    assert_eq!(cache.fps, 30.0);
+    assert_eq!(cache.times, (0..FRAMES).map(|f| f as f64).collect::<Vec<_>>());
+    assert_eq!(cache.prims.len(), 2);
+    assert_eq!(cache.prims[0].triangles.as_deref(), Some(m.triangles()));
+    assert_eq!((cache.prims[1].name.as_str(), cache.prims[1].triangles.is_none()), ("rope_1", true));
+    for f in 0..FRAMES {
+        let want = positions(&m, f);
+        let got = cache.positions(f);
+        assert!(
+            want.iter().zip(&got).all(|(a, b)| a.to_array().map(f32::to_bits) == b.to_array().map(f32::to_bits))
+                && want.len() == got.len(),
+            "frame {f} differs"
+        );
+    }
+}
+
+/// `read_usda` refuses what is not its own cache, naming the file and line: no header, quads,
+/// an index past the points, a point count that changes, a point that is not finite or not three
+/// numbers, prims
+/// with different time codes, no prim at all.
+#[test]
+fn usda_reader_refuses_bad_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = model();
+    let paths = write(Format::Usda, tmp.path(), &m, FRAMES);
+    let good = std::fs::read_to_string(&paths[0]).unwrap();
+    let case = |name: &str, text: String, expect: &str| {
+        let path = tmp.path().join(format!("{name}.usda"));
+        std::fs::write(&path, text).unwrap();
+        let e = read_usda(&path).unwrap_err().to_string();
+        println!("{name}: {e}");
+        assert!(e.contains(&format!("{name}.usda")) && e.contains(expect), "{name}: {e}");
+    };
+    case("header", good.replacen("#usda 1.0", "#sdf 1.0", 1), "no `#usda 1.0` header");
+    case("quads", good.replacen("faceVertexCounts = [3, ", "faceVertexCounts = [4, ", 1), "other than triangles");
+    case("index", good.replacen("faceVertexIndices = [0", "faceVertexIndices = [20", 1), "index 20 with 20 points");
+    // Frame 1 of the cloth's points (not of its extent, which comes first).
+    let points = &good[good.find("points.timeSamples").unwrap()..];
+    let line = points.lines().find(|l| l.trim_start().starts_with("1: [(")).unwrap().to_string();
+    let shorter =
+        line.replacen("[(", "[", 1).split_once("), ").map(|(_, rest)| format!("            1: [{rest}")).unwrap();
+    case("count", good.replacen(&line, &shorter, 1), "points at time 1");
+    let (head, tail) = line.split_once("[(").unwrap();
+    let nan = format!("{head}[(NaN,{}", tail.split_once(',').unwrap().1);
+    case("nan", good.replacen(&line, &nan, 1), "is not finite");
+    let extra = format!("{head}[(1.0, {tail}");
+    case("coordinates", good.replacen(&line, &extra, 1), "does not have three coordinates");
+    let rope_first = good.rfind("            0: [(").unwrap();
+    let mut retimed = good.clone();
+    retimed.replace_range(rope_first..rope_first + "            0".len(), "            0.5");
+    case("times", retimed, "other time codes");
+    case("empty", "#usda 1.0\n(\n)\n".replace("\\n", "\n"), "no animated");
 }
 
 #[test]

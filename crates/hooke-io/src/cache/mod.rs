@@ -75,8 +75,10 @@ pub(crate) mod atomic;
 mod obj;
 mod pc2;
 mod usda;
+mod usda_read;
 
 pub use pc2::read_pc2;
+pub use usda_read::{UsdaCache, UsdaPrim, read_usda};
 
 use crate::mesh::VertexMap;
 use glam::{Vec2, Vec3};

@@ -1,4 +1,4 @@
-//! USD text (`.usda`) cache writer and a summary reader for its own output.
+//! USD text (`.usda`) cache writer (read back by [`read_usda`](super::read_usda)).
 //!
 //! Layout of `<dir>/<scene_name>.usda` (see the [parent module](super) for the reference):
 //!
