@@ -1,6 +1,6 @@
 //! The off-screen renderer: a colour (+ MSAA) and depth target, one lit triangle pipeline for
-//! cloth, colliders and ground, one line pipeline for ropes and one for overlay lines drawn over
-//! everything ([`Renderer::set_overlay`]; `scene.wgsl`).
+//! cloth, colliders and ground, one line pipeline for ropes and one for overlay lines between
+//! particles drawn over everything ([`Renderer::set_overlay`]; `scene.wgsl`).
 //!
 //! The cloth is drawn from vertex buffers in the GPU solver's layout — one `vec4<f32>` per
 //! particle for positions and for normals, and the model's triangles as a `u32` index buffer
@@ -211,8 +211,12 @@ pub struct Renderer {
     triangles: wgpu::RenderPipeline,
     lines: wgpu::RenderPipeline,
     overlay: wgpu::RenderPipeline,
-    /// Overlay segments (positions, colours, vertex count), drawn over everything.
-    overlay_lines: Option<(wgpu::Buffer, wgpu::Buffer, u32)>,
+    /// The layout of the overlay's colour (a uniform with a dynamic offset).
+    colour_layout: wgpu::BindGroupLayout,
+    /// Overlay lines between particles, drawn over everything: their index buffer (pairs of
+    /// particles), the colours' uniform buffer and bind group, and the runs of one colour
+    /// (index range, dynamic offset).
+    overlay_lines: Option<OverlayLines>,
     view: wgpu::Buffer,
     view_group: wgpu::BindGroup,
     targets: Targets,
@@ -281,6 +285,24 @@ impl Renderer {
         let multisample =
             wgpu::MultisampleState { count: settings.samples, mask: !0, alpha_to_coverage_enabled: false };
         let target = [Some(wgpu::ColorTargetState { format: FORMAT, blend: None, write_mask: wgpu::ColorWrites::ALL })];
+        let colour_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("hooke-render overlay colour"),
+            entries: &[wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::FRAGMENT,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: true,
+                    min_binding_size: wgpu::BufferSize::new(16),
+                },
+                count: None,
+            }],
+        });
+        let overlay_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("hooke-render overlay"),
+            bind_group_layouts: &[Some(&layout), Some(&colour_layout)],
+            immediate_size: 0,
+        });
         let pipeline = |label, vs, fs, buffers: &[Option<wgpu::VertexBufferLayout>], topology, over: bool| {
             let mut depth_stencil = depth_state.clone();
             if over {
@@ -289,7 +311,7 @@ impl Renderer {
             }
             device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some(label),
-                layout: Some(&pipeline_layout),
+                layout: Some(if over { &overlay_layout } else { &pipeline_layout }),
                 vertex: wgpu::VertexState {
                     module: &shader,
                     entry_point: Some(vs),
@@ -321,7 +343,7 @@ impl Renderer {
             "hooke-render overlay",
             "vs_overlay",
             "fs_overlay",
-            &[Some(vec4(0)), Some(vec4(1))],
+            &[Some(vec4(0))],
             wgpu::PrimitiveTopology::LineList,
             true,
         );
@@ -374,6 +396,7 @@ impl Renderer {
             triangles,
             lines,
             overlay,
+            colour_layout,
             overlay_lines: None,
             view,
             view_group,
@@ -391,30 +414,57 @@ impl Renderer {
     }
 
     /// Lines drawn over everything from the next [`Renderer::draw`] on, one per segment
-    /// (end a, end b in m, linear RGB colour) — a viewer's constraints, say; an empty slice
-    /// removes them.
-    pub fn set_overlay(&mut self, segments: &[(Vec3, Vec3, Vec3)]) {
+    /// (particle a, particle b, linear RGB colour) — a viewer's constraints, say — between the
+    /// particles' positions in the buffers each draw is given, so they follow the cloth with
+    /// no read-back; an empty slice removes them. Drawn in the order given (later over
+    /// earlier), one draw per run of equal colours. Segments naming a particle the model does
+    /// not have are left out.
+    pub fn set_overlay(&mut self, segments: &[(u32, u32, Vec3)]) {
+        let n = self.model.particle_count() as u32;
+        let segments: Vec<&(u32, u32, Vec3)> = segments.iter().filter(|s| s.0 < n && s.1 < n).collect();
         if segments.is_empty() {
             self.overlay_lines = None;
             return;
         }
-        let positions: Vec<[f32; 4]> =
-            segments.iter().flat_map(|(a, b, _)| [a.extend(1.0).to_array(), b.extend(1.0).to_array()]).collect();
-        let colours: Vec<[f32; 4]> =
-            segments.iter().flat_map(|(_, _, c)| [c.extend(1.0).to_array(), c.extend(1.0).to_array()]).collect();
+        let indices: Vec<u32> = segments.iter().flat_map(|s| [s.0, s.1]).collect();
+        // Runs of one colour: (first index, index count, colour).
+        let mut runs: Vec<(u32, u32, Vec3)> = Vec::new();
+        for (k, s) in segments.iter().enumerate() {
+            match runs.last_mut() {
+                Some(run) if run.2 == s.2 => run.1 += 2,
+                _ => runs.push((2 * k as u32, 2, s.2)),
+            }
+        }
         let device = self.ctx.device();
-        let buffer = |label, data: &[[f32; 4]]| {
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: bytemuck::cast_slice(data),
-                usage: wgpu::BufferUsages::VERTEX,
-            })
-        };
-        self.overlay_lines = Some((
-            buffer("hooke-render overlay positions", &positions),
-            buffer("hooke-render overlay colours", &colours),
-            positions.len() as u32,
-        ));
+        let stride = device.limits().min_uniform_buffer_offset_alignment.max(16) as usize;
+        let mut colours = vec![0u8; stride * runs.len()];
+        for (k, run) in runs.iter().enumerate() {
+            colours[k * stride..k * stride + 16].copy_from_slice(bytemuck::cast_slice(&run.2.extend(1.0).to_array()));
+        }
+        let index = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("hooke-render overlay segments"),
+            contents: bytemuck::cast_slice(&indices),
+            usage: wgpu::BufferUsages::INDEX,
+        });
+        let colour = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("hooke-render overlay colours"),
+            contents: &colours,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("hooke-render overlay colour"),
+            layout: &self.colour_layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &colour,
+                    offset: 0,
+                    size: wgpu::BufferSize::new(16),
+                }),
+            }],
+        });
+        let runs = runs.iter().enumerate().map(|(k, r)| (r.0..r.0 + r.1, (k * stride) as u32)).collect();
+        self.overlay_lines = Some(OverlayLines { index, _colour: colour, group, runs });
     }
 
     /// The settings it was made with (and the size of the last [`Renderer::resize`]).
@@ -519,11 +569,14 @@ impl Renderer {
                 pass.set_index_buffer(segments.slice(..), wgpu::IndexFormat::Uint32);
                 pass.draw_indexed(0..*count, 0, 0..1);
             }
-            if let Some((positions, colours, count)) = &self.overlay_lines {
+            if let Some(o) = &self.overlay_lines {
                 pass.set_pipeline(&self.overlay);
-                pass.set_vertex_buffer(0, positions.slice(..));
-                pass.set_vertex_buffer(1, colours.slice(..));
-                pass.draw(0..*count, 0..1);
+                pass.set_vertex_buffer(0, cloth.positions.slice(..));
+                pass.set_index_buffer(o.index.slice(..), wgpu::IndexFormat::Uint32);
+                for (range, offset) in &o.runs {
+                    pass.set_bind_group(1, &o.group, &[*offset]);
+                    pass.draw_indexed(range.clone(), 0, 0..1);
+                }
             }
         }
         queue.submit([encoder.finish()]);
@@ -580,6 +633,18 @@ impl Renderer {
     pub fn view_projection(&self, camera: &Camera) -> Mat4 {
         camera.view_projection(self.settings.width as f32 / self.settings.height as f32)
     }
+}
+
+/// The overlay's buffers ([`Renderer::set_overlay`]).
+struct OverlayLines {
+    /// Pairs of particle indices.
+    index: wgpu::Buffer,
+    /// The colours, one per run, `min_uniform_buffer_offset_alignment` apart (kept alive for
+    /// the bind group).
+    _colour: wgpu::Buffer,
+    group: wgpu::BindGroup,
+    /// Each run of one colour: its index range and its colour's offset.
+    runs: Vec<(std::ops::Range<u32>, u32)>,
 }
 
 /// The render targets of one image size.

@@ -81,24 +81,18 @@ fn fs(v: Varying, @builtin(front_facing) front: bool) -> @location(0) vec4<f32> 
     return vec4<f32>(base * (0.25 + 0.75 * diffuse) + vec3<f32>(specular), 1.0);
 }
 
-struct Overlay {
-    @builtin(position) clip: vec4<f32>,
-    @location(0) colour: vec3<f32>,
-}
+// Overlay lines (constraints shown by a viewer), drawn over everything: the particles' own
+// positions, in pairs picked by the index buffer; one linear colour per draw.
+@group(1) @binding(0) var<uniform> overlay_colour: vec4<f32>;
 
-// Overlay lines (constraints shown by a viewer): position and linear colour per vertex, drawn
-// over everything.
 @vertex
-fn vs_overlay(@location(0) position: vec4<f32>, @location(1) colour: vec4<f32>) -> Overlay {
-    var out: Overlay;
-    out.clip = view.view_projection * vec4<f32>(position.xyz, 1.0);
-    out.colour = colour.rgb;
-    return out;
+fn vs_overlay(@location(0) position: vec4<f32>) -> @builtin(position) vec4<f32> {
+    return view.view_projection * vec4<f32>(position.xyz, 1.0);
 }
 
 @fragment
-fn fs_overlay(v: Overlay) -> @location(0) vec4<f32> {
-    return vec4<f32>(v.colour, 1.0);
+fn fs_overlay() -> @location(0) vec4<f32> {
+    return vec4<f32>(overlay_colour.rgb, 1.0);
 }
 
 @vertex

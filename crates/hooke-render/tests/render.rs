@@ -297,6 +297,59 @@ fn a_fine_grid_drawn_at_a_coarser_detail_looks_the_same() {
     assert!((la - lb).abs() < 0.03 * lb, "mean brightness {la:.1} against {lb:.1}");
 }
 
+/// Overlay lines join particles in the buffers each draw is given: set once, they follow the
+/// cloth as it moves (drawn from the new positions with no new overlay), in their colour, over
+/// the cloth; a segment naming a particle the model lacks is left out.
+#[test]
+fn overlay_lines_follow_the_particles() {
+    let ctx = gpu_or_skip!();
+    let (model, x0, _) = simulate(0);
+    let (_, x1, _) = simulate(60);
+    let mut renderer = Renderer::new(ctx.clone(), model.clone(), cloth_only()).unwrap();
+    let magenta = Vec3::new(1.0, 0.0, 1.0);
+    // Every structural constraint, and one to a particle that does not exist.
+    let set = model.distance();
+    let mut segments: Vec<(u32, u32, Vec3)> = set
+        .constraints()
+        .iter()
+        .zip(set.families())
+        .filter(|(_, f)| **f == hooke::ConstraintFamily::Structural)
+        .map(|(c, _)| (c.i, c.j, magenta))
+        .collect();
+    segments.push((0, model.particle_count() as u32 + 5, magenta));
+    renderer.set_overlay(&segments);
+    let cloth = HostCloth::new(&ctx, model.clone());
+    let camera = Camera::framing(&model, 0.6, 0.4, W as f32 / H as f32);
+    let vp = renderer.view_projection(&camera);
+    let pixel = |p: Vec3| {
+        let c = vp * p.extend(1.0);
+        let ndc = c.truncate() / c.w;
+        (((ndc.x + 1.0) * 0.5 * W as f32) as i32, ((1.0 - ndc.y) * 0.5 * H as f32) as i32)
+    };
+    let is_magenta = |px: &[u8]| px[0] > 200 && px[1] < 60 && px[2] > 200;
+    for (name, x) in [("start", &x0), ("after 60 frames", &x1)] {
+        cloth.upload(&ctx, x).unwrap();
+        renderer.draw(cloth.buffers(), &[], &camera);
+        let rgba = renderer.read_rgba().unwrap();
+        // The midpoint of each segment is on a magenta pixel (or beside one: lines are a pixel
+        // wide and the midpoint may fall on the pixel's edge).
+        let mut missed = 0;
+        for &(i, j, _) in segments.iter().filter(|s| s.1 < model.particle_count() as u32) {
+            let (px, py) = pixel((x[i as usize] + x[j as usize]) * 0.5);
+            let near = (-1..=1).flat_map(|dy| (-1..=1).map(move |dx| (px + dx, py + dy))).any(|(u, v)| {
+                (0..W as i32).contains(&u) && (0..H as i32).contains(&v) && {
+                    let k = 4 * (v as usize * W as usize + u as usize);
+                    is_magenta(&rgba[k..k + 4])
+                }
+            });
+            missed += usize::from(!near);
+        }
+        let count = segments.len() - 1;
+        println!("{name}: {missed} of {count} segment midpoints off the magenta lines");
+        assert!(missed * 100 <= count, "{name}: {missed} of {count} midpoints off the lines");
+    }
+}
+
 /// PNG and animated PNG round-trip: the decoded pixels are the ones written, the animation
 /// holds its frames, and a file that cannot be written leaves nothing behind.
 #[test]

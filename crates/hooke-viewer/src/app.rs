@@ -77,6 +77,8 @@ pub struct ViewerApp {
     pass: (usize, u32),
     /// The constraints drawn over the view, as (particle, particle, linear RGB).
     overlay: Vec<(u32, u32, Vec3)>,
+    /// The overlay the renderer holds.
+    overlay_drawn: Vec<(u32, u32, Vec3)>,
 }
 
 impl ViewerApp {
@@ -132,6 +134,7 @@ impl ViewerApp {
             families: [true; 3],
             pass: (0, 0),
             overlay: Vec::new(),
+            overlay_drawn: Vec::new(),
         })
     }
 
@@ -158,6 +161,7 @@ impl ViewerApp {
         }
         self.sim = sim;
         self.renderer = renderer;
+        self.overlay_drawn.clear();
         // The texture is registered again for the new renderer's image.
         if let Some(id) = self.texture.take() {
             self.render_state.renderer.write().free_texture(&id);
@@ -260,14 +264,12 @@ impl ViewerApp {
             }
             _ => {}
         }
-        if self.overlay.is_empty() {
-            self.renderer.set_overlay(&[]);
-            return;
+        // The lines follow the particles in the buffers the view is drawn from (no read-back);
+        // the buffers are remade only when the lines or their colours change.
+        if self.overlay != self.overlay_drawn {
+            self.renderer.set_overlay(&self.overlay);
+            self.overlay_drawn.clone_from(&self.overlay);
         }
-        let x = self.sim.state().particle_position;
-        let segments: Vec<(Vec3, Vec3, Vec3)> =
-            self.overlay.iter().map(|&(i, j, c)| (x[i as usize], x[j as usize], c)).collect();
-        self.renderer.set_overlay(&segments);
     }
 
     /// Back to the start: the simulation, or the `integrators` demo's runs while it is shown.

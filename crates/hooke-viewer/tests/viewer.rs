@@ -282,6 +282,27 @@ fn the_gpu_cloth_demo_maps_no_buffer_but_the_pick() {
     assert_eq!(h.state_mut().simulation().read_backs(), start + 1, "a pick maps one buffer");
 }
 
+/// The topology and coloring demos draw their constraints from the solver's position buffer:
+/// 100 frames of each on the GPU map no buffer, while the coloring demo lights its colours in
+/// turn (its overlay changes, yet nothing is read back).
+#[test]
+fn the_gpu_overlay_demos_map_no_buffer() {
+    let Some(mut h) = viewer(Backend::Gpu) else { return };
+    for demo in [hooke_viewer::Demo::Topology, hooke_viewer::Demo::Coloring] {
+        h.state_mut().load(demo.scene().unwrap(), Some(demo)).unwrap();
+        h.run_steps(2);
+        assert_eq!(h.state_mut().simulation().backend(), Backend::Gpu);
+        let start = h.state_mut().simulation().read_backs();
+        let lit = h.state().lit_colour();
+        h.run_steps(100);
+        assert!(!h.state().overlay().is_empty(), "{demo:?} draws no constraints");
+        assert_eq!(h.state_mut().simulation().read_backs(), start, "{demo:?}: buffers were mapped while playing");
+        if demo == hooke_viewer::Demo::Coloring {
+            assert_ne!(h.state().lit_colour(), lit, "the lit colour did not change in 100 frames");
+        }
+    }
+}
+
 /// The `integrators` demo shows §2.3's result after 120 steps of ωΔt = 0.1 (k = 100 N/m,
 /// m = 1 kg, Δt = 10 ms): forward Euler's energy has grown by (1 + ω²Δt²)^120 = 3.30 and
 /// implicit Euler's shrunk by its inverse, 0.30 (each within 3 %), while symplectic Euler's
