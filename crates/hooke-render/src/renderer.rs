@@ -227,7 +227,12 @@ pub struct Renderer {
     detail: (u32, Option<(wgpu::Buffer, u32)>),
     /// Where the ground is centred and how wide it is (m), and its grid spacing (m).
     ground: (Vec3, f32, f32),
+    /// The colliders' poses of the last picture and their meshes' buffers (see `draw`).
+    scenery: std::cell::RefCell<Option<(Vec<Pose>, Option<Scenery>)>>,
 }
+
+/// Vertex positions, normals and indices of the colliders and ground, and the index count.
+type Scenery = (wgpu::Buffer, wgpu::Buffer, wgpu::Buffer, u32);
 
 impl Renderer {
     /// A renderer of `model` on `ctx`'s device.
@@ -404,6 +409,7 @@ impl Renderer {
             rope,
             detail,
             ground: ((lo + hi) * 0.5, 4.0 * size, spacing),
+            scenery: std::cell::RefCell::new(None),
         })
     }
 
@@ -515,9 +521,14 @@ impl Renderer {
             grid: Vec4::new(self.ground.2, 0.0, 0.0, 0.0).to_array(),
         };
         queue.write_buffer(&self.view, 0, bytemuck::bytes_of(&uniform));
-        let mut scenery = meshes::colliders(&self.model, poses, self.ground.0, self.ground.1);
-        keep(&mut scenery, s.colliders, s.ground);
-        let scenery = upload(device, &scenery);
+        // The colliders' and ground's meshes, made again only when a collider has moved.
+        let mut cache = self.scenery.borrow_mut();
+        if cache.as_ref().is_none_or(|(p, _)| p.as_slice() != poses) {
+            let mut mesh = meshes::colliders(&self.model, poses, self.ground.0, self.ground.1);
+            keep(&mut mesh, s.colliders, s.ground);
+            *cache = Some((poses.to_vec(), upload(device, &mesh)));
+        }
+        let scenery = cache.as_ref().and_then(|(_, buffers)| buffers.as_ref());
         let mut encoder =
             device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke-render") });
         {
@@ -557,7 +568,7 @@ impl Renderer {
                 pass.set_index_buffer(triangles.slice(..), wgpu::IndexFormat::Uint32);
                 pass.draw_indexed(0..cloth_indices, 0, 0..1);
             }
-            if let Some((positions, normals, indices, count)) = &scenery {
+            if let Some((positions, normals, indices, count)) = scenery {
                 pass.set_vertex_buffer(0, positions.slice(..));
                 pass.set_vertex_buffer(1, normals.slice(..));
                 pass.set_index_buffer(indices.slice(..), wgpu::IndexFormat::Uint32);
@@ -723,7 +734,7 @@ fn keep(mesh: &mut HostMesh, colliders: bool, ground: bool) {
 }
 
 /// The mesh in vertex and index buffers, or `None` when it has no triangles.
-fn upload(device: &wgpu::Device, mesh: &HostMesh) -> Option<(wgpu::Buffer, wgpu::Buffer, wgpu::Buffer, u32)> {
+fn upload(device: &wgpu::Device, mesh: &HostMesh) -> Option<Scenery> {
     if mesh.indices.is_empty() {
         return None;
     }
