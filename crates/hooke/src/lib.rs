@@ -58,6 +58,7 @@ pub mod picking;
 pub mod solver;
 pub mod state;
 pub mod surface;
+pub mod tearing;
 pub mod tethers;
 
 pub use control::{ColliderMotion, Control, Gust, Pin};

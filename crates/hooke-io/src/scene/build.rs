@@ -197,6 +197,7 @@ fn cloth_material(m: &MaterialSection, c: &ClothSection, key: &str) -> Result<Cl
         self_friction: self_friction(m, d.self_friction),
         self_collision_speed_clamp: c.self_collision_speed_clamp.unwrap_or(false),
         triangle_contact: c.triangle_contact.unwrap_or(d.triangle_contact),
+        tear_strain: m.tear_strain.unwrap_or(d.tear_strain),
     })
 }
 
@@ -410,9 +411,9 @@ fn add_rope(
     let name = r.name.clone().unwrap_or(format!("rope{k}"));
     let key = format!("rope[{k}] {name:?}");
     let m = material(f, &r.material, &key)?;
-    if m.shear_stiffness.is_some() || m.thickness.is_some() {
+    if m.shear_stiffness.is_some() || m.thickness.is_some() || m.tear_strain.is_some() {
         return Err(format!(
-            "{key}: material {:?} sets shear_stiffness or thickness, which are for cloth",
+            "{key}: material {:?} sets shear_stiffness, thickness or tear_strain, which are for cloth",
             r.material.as_deref().unwrap_or("")
         ));
     }

@@ -175,6 +175,9 @@ pub struct OutputSection {
 pub struct MaterialSection {
     /// Density: kg/m² for cloth, kg/m for rope.
     pub density: Option<f32>,
+    /// Cloth only: the stretch strain |xᵢ − xⱼ|/L₀ − 1 at which a structural or shear
+    /// constraint breaks and the cloth tears (default: never).
+    pub tear_strain: Option<f32>,
     /// Stretch stiffness: membrane modulus in N/m for cloth, axial EA in N for rope. `inf` is rigid.
     pub stretch_stiffness: Option<f32>,
     /// Compression stiffness, same units (default: the stretch stiffness).

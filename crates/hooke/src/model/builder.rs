@@ -409,7 +409,37 @@ impl ModelBuilder {
         let distance = self.distance.build::<2>(n)?;
         let dihedral = self.dihedral.build::<4>(n)?;
         let rope_bending = self.rope_bending.build::<3>(n)?;
-        // Particle → triangle adjacency (CSR).
+        let inv_mass = self.masses.iter().map(|&m| 1.0 / m).collect();
+        let model = Model {
+            particle_position: self.positions,
+            particle_velocity: self.velocities,
+            particle_mass: self.masses,
+            particle_inv_mass: inv_mass,
+            particle_mass_source: self.mass_sources,
+            particle_radius: self.radii,
+            distance,
+            dihedral,
+            rope_bending,
+            triangles: self.triangles,
+            particle_uv: if self.any_uv { self.uvs } else { Vec::new() },
+            particle_triangles_offsets: Vec::new(),
+            particle_triangles: Vec::new(),
+            bodies: self.bodies,
+            colliders: self.colliders,
+            gravity: self.gravity,
+            air: self.air,
+            cracks: Vec::new(),
+        }
+        .with_triangle_adjacency();
+        model.check_arithmetic()?;
+        Ok(model)
+    }
+}
+
+impl Model {
+    /// The model with its particle → triangle adjacency (CSR) made from its triangles.
+    pub(crate) fn with_triangle_adjacency(mut self) -> Model {
+        let n = self.particle_position.len();
         let mut offsets = vec![0u32; n + 1];
         for t in &self.triangles {
             for &v in t {
@@ -427,32 +457,11 @@ impl ModelBuilder {
                 fill[v as usize] += 1;
             }
         }
-        let inv_mass = self.masses.iter().map(|&m| 1.0 / m).collect();
-        let model = Model {
-            particle_position: self.positions,
-            particle_velocity: self.velocities,
-            particle_mass: self.masses,
-            particle_inv_mass: inv_mass,
-            particle_mass_source: self.mass_sources,
-            particle_radius: self.radii,
-            distance,
-            dihedral,
-            rope_bending,
-            triangles: self.triangles,
-            particle_uv: if self.any_uv { self.uvs } else { Vec::new() },
-            particle_triangles_offsets: offsets,
-            particle_triangles: adjacency,
-            bodies: self.bodies,
-            colliders: self.colliders,
-            gravity: self.gravity,
-            air: self.air,
-        };
-        model.check_arithmetic()?;
-        Ok(model)
+        self.particle_triangles_offsets = offsets;
+        self.particle_triangles = adjacency;
+        self
     }
-}
 
-impl Model {
     /// Rejects sizes that are valid one by one but overflow or underflow in f32 together (a
     /// spacing of 10³⁰ m, a mass of 10⁻⁴⁰ kg, a stiffness beyond 8.5·10³⁷ N/m per element),
     /// naming the body, the element and the material key.

@@ -254,6 +254,12 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
     error::modulus(ctx, "bending modulus", m.bending_modulus, "N·m")?;
     error::non_negative(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "thickness (m)", m.thickness)?;
+    if m.tear_strain.is_nan() || m.tear_strain <= 0.0 {
+        return Err(ModelError::invalid(
+            format!("{ctx}: tear strain"),
+            format!("must be > 0 (inf: never tears), got {}", m.tear_strain),
+        ));
+    }
     if let Some(t) = m.self_collision_thickness {
         error::positive(ctx, "self-collision thickness (m)", t)?;
     }

@@ -63,6 +63,9 @@ pub struct ClothMaterial {
     /// and their corrections handed to the vertices, so that a collider's edges and corners do
     /// not poke between the particles (see `collision::triangle_contact`). On by default.
     pub triangle_contact: bool,
+    /// Stretch strain |xᵢ − xⱼ|/L₀ − 1 at which a structural or shear constraint breaks
+    /// ([`tearing`](crate::tearing)), > 0; `INFINITY` (the default): the cloth never tears.
+    pub tear_strain: f32,
 }
 
 impl Default for ClothMaterial {
@@ -83,6 +86,7 @@ impl Default for ClothMaterial {
             self_friction: SELF_FRICTION,
             self_collision_speed_clamp: false,
             triangle_contact: true,
+            tear_strain: f32::INFINITY,
         }
     }
 }

@@ -169,6 +169,9 @@ pub struct Model {
     pub(crate) colliders: Vec<Collider>,
     pub(crate) gravity: Vec3,
     pub(crate) air: Air,
+    /// Triangle edges whose constraint has broken but which still join two triangles (a crack
+    /// not yet opened; see [`tearing`](crate::tearing)), each pair sorted.
+    pub(crate) cracks: Vec<[u32; 2]>,
 }
 
 impl Model {

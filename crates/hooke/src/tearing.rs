@@ -1,0 +1,496 @@
+//! Tearing and cutting: cloth that fails where it is stretched too far, or where a blade
+//! passes (article §1.1: "a failing structural spring is what tearing is, physically").
+//!
+//! # The method
+//!
+//! Between two frames, [`strained`] lists the structural and shear constraints of each cloth
+//! whose material has a finite [`tear_strain`](crate::ClothMaterial::tear_strain) and whose
+//! stretch strain |xᵢ − xⱼ|/L₀ − 1 exceeds it — at most one per particle, the most strained
+//! first, so a crack advances edge by edge along the stress instead of shattering where a
+//! frame overshot. [`cut`] lists the constraints whose edge crosses a blade. [`tear`] then
+//! rebuilds the model without them:
+//!
+//! 1. **Cracks.** A triangle edge whose constraint broke is a crack; the model remembers its
+//!    cracks, so a crack that has not opened yet is still there at the next tear.
+//! 2. **Splitting.** Around each particle, its triangles are grouped by the edges between them
+//!    that are not cracks. A particle whose triangles fall into more than one group — a crack
+//!    runs through it, or reaches the border through it — is split into one particle per
+//!    group, in the manner of ARCSim's and Vellum's vertex splitting; each copy takes the
+//!    share of the mass that its triangles' rest area holds, so the body's mass is unchanged,
+//!    and the position, velocity, radius and texture coordinates of the original. The
+//!    triangles take the copy of their group.
+//! 3. **Constraints.** Each remaining distance constraint is drawn in the body's texture
+//!    space (its (u, v), which for a grid are its columns and rows): one whose segment crosses
+//!    a crack, or passes through a split particle from one of its groups into another, spans
+//!    the crack and is removed too (a shear diagonal across a torn diagonal, a bend spring
+//!    across a torn row). The others join the copies whose triangles lie toward each other. A
+//!    hinge of angle bending survives if its edge is not a crack, on its two triangles' copies.
+//!
+//! Constraints keep their colour (a constraint between copies shares a particle with no other
+//! constraint of its colour that it did not share one with before), so nothing is recoloured;
+//! the solvers continue through [`Solver::rebuild`](crate::Solver::rebuild) with the state
+//! mapped by [`Torn::state`]. Tearing needs the body's texture coordinates; every grid has
+//! them, a mesh needs `vt` in its file.
+
+use crate::model::{BodyMaterial, ConstraintFamily, MassSource, ParticleConstraint};
+use crate::{Model, ModelError, State};
+use glam::{Vec2, Vec3};
+use std::collections::{HashMap, HashSet};
+
+/// What [`tear`] made of a model.
+#[derive(Clone, Debug)]
+pub struct Torn {
+    /// The model without the broken constraints, its particles split where cracks run.
+    pub model: Model,
+    /// For each particle of the new model, the particle of the old model it comes from
+    /// (length: the new particle count).
+    pub parent: Vec<u32>,
+    /// Constraints removed: those broken, and those that spanned a crack (distance and hinge).
+    pub broken: u32,
+    /// Particles added by splitting (new particle count − old).
+    pub split: u32,
+}
+
+impl Torn {
+    /// The state of the new model from `old`, the state of the old one: each particle at its
+    /// parent's position and velocity, at the same time.
+    pub fn state(&self, old: &State) -> State {
+        let pick = |v: &[Vec3]| self.parent.iter().map(|&p| v[p as usize]).collect();
+        State {
+            particle_position: pick(&old.particle_position),
+            particle_velocity: pick(&old.particle_velocity),
+            time: old.time,
+        }
+    }
+}
+
+/// A blade for [`cut`]: the surface swept by the polyline `points` (m, at least two) moved
+/// along `direction` both ways — a knife drawn along the points, its edge along `direction`
+/// (a viewer's view direction, say). A constraint whose two particles lie on the two sides of
+/// that surface, crossing it within a segment of the polyline, is cut.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cut {
+    /// The blade's polyline (m).
+    pub points: Vec<Vec3>,
+    /// The direction the blade extends in (any length > 0).
+    pub direction: Vec3,
+}
+
+/// The distance constraints (indices into [`Model::distance`]) that break at `positions` (m,
+/// one per particle): structural and shear constraints of cloths with a finite
+/// [`tear_strain`](crate::ClothMaterial::tear_strain) stretched beyond it, at most one per
+/// particle, the most strained first (and in that order). Empty when nothing tears.
+pub fn strained(model: &Model, positions: &[Vec3]) -> Vec<u32> {
+    let set = model.distance();
+    let limit: Vec<f32> = model
+        .bodies()
+        .iter()
+        .map(|b| match b.material {
+            BodyMaterial::Cloth(m) => m.tear_strain,
+            BodyMaterial::Rope(_) => f32::INFINITY,
+        })
+        .collect();
+    if limit.iter().all(|l| !l.is_finite()) || positions.len() != model.particle_count() {
+        return Vec::new();
+    }
+    let mut candidates: Vec<(f32, u32)> = Vec::new();
+    for (k, (c, family)) in set.constraints().iter().zip(set.families()).enumerate() {
+        if !matches!(family, ConstraintFamily::Structural | ConstraintFamily::Shear) {
+            continue;
+        }
+        let Some(body) = set.body_of(k) else { continue };
+        let strain = (positions[c.i as usize] - positions[c.j as usize]).length() / c.rest_length - 1.0;
+        if strain > limit[body] {
+            candidates.push((strain, k as u32));
+        }
+    }
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut taken = HashSet::new();
+    let mut out = Vec::new();
+    for (_, k) in candidates {
+        let c = set.constraints()[k as usize];
+        if taken.contains(&c.i) || taken.contains(&c.j) {
+            continue;
+        }
+        taken.insert(c.i);
+        taken.insert(c.j);
+        out.push(k);
+    }
+    out
+}
+
+/// The distance constraints (indices into [`Model::distance`]) of cloth bodies that `blade`
+/// cuts at `positions` (m, one per particle); empty for a blade of fewer than two points or
+/// no direction.
+pub fn cut(model: &Model, positions: &[Vec3], blade: &Cut) -> Vec<u32> {
+    let d = blade.direction.normalize_or_zero();
+    if blade.points.len() < 2 || d == Vec3::ZERO || positions.len() != model.particle_count() {
+        return Vec::new();
+    }
+    let set = model.distance();
+    let mut out = Vec::new();
+    for (k, c) in set.constraints().iter().enumerate() {
+        let cloth = set.body_of(k).is_some_and(|b| model.bodies()[b].is_cloth());
+        if !cloth {
+            continue;
+        }
+        let (p, q) = (positions[c.i as usize], positions[c.j as usize]);
+        let crosses = blade.points.windows(2).any(|w| {
+            let (a, b) = (w[0], w[1]);
+            // The blade's plane through a, b along d; p and q on its two sides, and the crossing
+            // point within the segment ab (measured along ab, across d).
+            let n = (b - a).cross(d);
+            let (sp, sq) = ((p - a).dot(n), (q - a).dot(n));
+            if n.length_squared() == 0.0 || sp * sq >= 0.0 {
+                return false;
+            }
+            let x = p + (q - p) * (sp / (sp - sq));
+            let along = b - a - d * (b - a).dot(d);
+            let s = (x - a - d * (x - a).dot(d)).dot(along) / along.length_squared();
+            (0.0..=1.0).contains(&s)
+        });
+        if crosses {
+            out.push(k as u32);
+        }
+    }
+    out
+}
+
+/// The model without the distance constraints `broken` (indices into [`Model::distance`]),
+/// its particles split where cracks run (see the [module documentation](self)); `Ok(None)` if
+/// `broken` is empty.
+///
+/// # Errors
+/// [`ModelError::Invalid`] naming the body when a body to split has no texture coordinates,
+/// or a broken index is out of range.
+pub fn tear(model: &Model, broken: &[u32]) -> Result<Option<Torn>, ModelError> {
+    if broken.is_empty() {
+        return Ok(None);
+    }
+    let set = model.distance();
+    let mut removed = vec![false; set.len()];
+    for &k in broken {
+        let slot = removed
+            .get_mut(k as usize)
+            .ok_or_else(|| ModelError::invalid("tearing", format!("constraint {k} of {}", set.len())))?;
+        *slot = true;
+    }
+    // Cracks: the model's, and the triangle edges whose constraint broke now.
+    let edge = |a: u32, b: u32| if a < b { (a, b) } else { (b, a) };
+    let mut cracks: HashSet<(u32, u32)> = model.cracks.iter().map(|c| edge(c[0], c[1])).collect();
+    let triangle_edges: HashSet<(u32, u32)> =
+        model.triangles().iter().flat_map(|t| [edge(t[0], t[1]), edge(t[1], t[2]), edge(t[2], t[0])]).collect();
+    for (k, c) in set.constraints().iter().enumerate() {
+        if removed[k] && triangle_edges.contains(&edge(c.i, c.j)) {
+            cracks.insert(edge(c.i, c.j));
+        }
+    }
+    let uv = model.particle_uv();
+    let rest = model.particle_position();
+    // Bodies with a crack are split; they need texture coordinates.
+    let mut body_cracked = vec![false; model.bodies().len()];
+    for &(a, _) in &cracks {
+        if let Some(b) = model.bodies().iter().position(|b| b.particles.contains(&a)) {
+            body_cracked[b] = true;
+        }
+    }
+    for (b, body) in model.bodies().iter().enumerate() {
+        if !body_cracked[b] {
+            continue;
+        }
+        let flat = uv.is_none_or(|uv| {
+            model.triangles()[body.triangles.start as usize..body.triangles.end as usize].iter().all(|t| {
+                let [a, b, c] = t.map(|k| uv[k as usize]);
+                (b - a).perp_dot(c - a) == 0.0
+            })
+        });
+        if flat {
+            return Err(ModelError::invalid(
+                format!("body {:?}", body.name),
+                "cannot tear: it has no texture coordinates (grids have them; give a mesh `vt` lines)",
+            ));
+        }
+    }
+    let uv = uv.unwrap_or(&[]);
+    // Group each cracked body's particle's triangles by the non-crack edges between them.
+    let n = model.particle_count();
+    // For each particle, the group of each of its incident triangles (parallel to
+    // particle_triangles), and the number of groups.
+    let mut group_of: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut groups = vec![1u32; n];
+    for (b, body) in model.bodies().iter().enumerate() {
+        if !body_cracked[b] {
+            continue;
+        }
+        for p in body.particles.clone() {
+            let tris = model.particle_triangles(p as usize);
+            let mut parent: Vec<usize> = (0..tris.len()).collect();
+            fn find(parent: &mut [usize], mut k: usize) -> usize {
+                while parent[k] != k {
+                    parent[k] = parent[parent[k]];
+                    k = parent[k];
+                }
+                k
+            }
+            // Triangles around p that share the edge (p, q), by q.
+            let mut by_other: HashMap<u32, usize> = HashMap::new();
+            for (slot, &t) in tris.iter().enumerate() {
+                for q in model.triangles()[t as usize] {
+                    if q == p || cracks.contains(&edge(p, q)) {
+                        continue;
+                    }
+                    match by_other.get(&q) {
+                        Some(&other) => {
+                            let (x, y) = (find(&mut parent, slot), find(&mut parent, other));
+                            parent[x] = y;
+                        }
+                        None => {
+                            by_other.insert(q, slot);
+                        }
+                    }
+                }
+            }
+            let mut label: HashMap<usize, u32> = HashMap::new();
+            let mut g = Vec::with_capacity(tris.len());
+            for slot in 0..tris.len() {
+                let root = find(&mut parent, slot);
+                let next = label.len() as u32;
+                g.push(*label.entry(root).or_insert(next));
+            }
+            groups[p as usize] = label.len().max(1) as u32;
+            group_of[p as usize] = g;
+        }
+    }
+    // New numbering: body by body, the originals in order, then the copies.
+    let mut first_copy = vec![0u32; n];
+    let mut new_of = vec![0u32; n];
+    let mut parent: Vec<u32> = Vec::with_capacity(n);
+    let mut bodies = model.bodies().to_vec();
+    for body in &mut bodies {
+        let start = parent.len() as u32;
+        for p in body.particles.clone() {
+            new_of[p as usize] = parent.len() as u32;
+            parent.push(p);
+        }
+        for p in body.particles.clone() {
+            first_copy[p as usize] = parent.len() as u32;
+            for _ in 1..groups[p as usize] {
+                parent.push(p);
+            }
+        }
+        body.particles = start..parent.len() as u32;
+    }
+    let split = (parent.len() - n) as u32;
+    // The new id of particle p in its group g.
+    let id = |p: u32, g: u32| if g == 0 { new_of[p as usize] } else { first_copy[p as usize] + g - 1 };
+    // The group at p of incident triangle t.
+    let group_at = |p: u32, t: u32| -> u32 {
+        let tris = model.particle_triangles(p as usize);
+        match (group_of[p as usize].is_empty(), tris.iter().position(|&x| x == t)) {
+            (false, Some(slot)) => group_of[p as usize][slot],
+            _ => 0,
+        }
+    };
+    // The group at p of the direction `dir` in texture space: the triangle whose corner at p
+    // holds it (the nearest by angle when none does exactly).
+    let sector = |p: u32, dir: Vec2| -> u32 {
+        if groups[p as usize] <= 1 {
+            return 0;
+        }
+        let tris = model.particle_triangles(p as usize);
+        let mut best = (f32::NEG_INFINITY, 0u32);
+        for (slot, &t) in tris.iter().enumerate() {
+            let tri = model.triangles()[t as usize];
+            let others: Vec<u32> = tri.iter().copied().filter(|&q| q != p).collect();
+            let (e1, e2) = (uv[others[0] as usize] - uv[p as usize], uv[others[1] as usize] - uv[p as usize]);
+            let (e1, e2, d) = (e1.normalize_or_zero(), e2.normalize_or_zero(), dir.normalize_or_zero());
+            let orient = e1.perp_dot(e2).signum();
+            // How far inside the corner's angle d is (≥ 0 inside).
+            let inside = (orient * e1.perp_dot(d)).min(orient * d.perp_dot(e2)).min(d.dot(e1 + e2).signum());
+            if inside > best.0 {
+                best = (inside, group_of[p as usize][slot]);
+            }
+        }
+        best.1
+    };
+    // Crack edges in texture space, for the crossing test, and the split particles on them.
+    let crack_segments: Vec<(Vec2, Vec2)> =
+        cracks.iter().map(|&(a, b)| (uv[a as usize], uv[b as usize])).filter(|(a, b)| a != b).collect();
+    let split_points: Vec<u32> = (0..n as u32).filter(|&p| groups[p as usize] > 1).collect();
+    let spans_crack = |i: u32, j: u32| -> bool {
+        let (a, b) = (uv[i as usize], uv[j as usize]);
+        if crack_segments.iter().any(|&(c, d)| crosses(a, b, c, d)) {
+            return true;
+        }
+        // Through a split particle, from one of its groups into another.
+        let ab = b - a;
+        let len2 = ab.length_squared();
+        split_points.iter().any(|&v| {
+            if v == i || v == j || len2 == 0.0 {
+                return false;
+            }
+            let x = uv[v as usize];
+            let s = (x - a).dot(ab) / len2;
+            let off = (a + ab * s - x).length_squared();
+            s > 0.0 && s < 1.0 && off <= 1e-10 * len2 && sector(v, a - x) != sector(v, b - x)
+        })
+    };
+    let mut count_broken = broken.len() as u32;
+    // Triangles, each corner on its group's copy.
+    let triangles: Vec<[u32; 3]> =
+        model.triangles().iter().enumerate().map(|(t, tri)| tri.map(|p| id(p, group_at(p, t as u32)))).collect();
+    let mut cracked_particle = vec![false; n];
+    for (b, body) in model.bodies().iter().enumerate() {
+        if body_cracked[b] {
+            cracked_particle[body.particles.start as usize..body.particles.end as usize].fill(true);
+        }
+    }
+    let body_cracked_particle = |p: u32| cracked_particle[p as usize];
+    // Distance constraints, with their colours (the index of their colour range).
+    let colour_of = |ranges: &[std::ops::Range<u32>], k: usize| {
+        ranges.iter().position(|r| r.contains(&(k as u32))).unwrap_or(0) as u32
+    };
+    let (mut items, mut families, mut elements, mut colours) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (k, c) in set.constraints().iter().enumerate() {
+        if removed[k] {
+            continue;
+        }
+        let (mut i, mut j) = (new_of[c.i as usize], new_of[c.j as usize]);
+        if body_cracked_particle(c.i) {
+            if spans_crack(c.i, c.j) {
+                count_broken += 1;
+                continue;
+            }
+            let (ui, uj) = (uv[c.i as usize], uv[c.j as usize]);
+            i = id(c.i, sector(c.i, uj - ui));
+            j = id(c.j, sector(c.j, ui - uj));
+        }
+        items.push(crate::model::DistanceConstraint { i, j, ..*c });
+        families.push(set.family[k]);
+        elements.push(set.element[k]);
+        colours.push(colour_of(set.colour_ranges(), k));
+    }
+    let n_new = parent.len();
+    let distance = crate::model::ConstraintSet::build::<2>(n_new, items, families, elements, colours)?;
+    // Hinges of angle bending.
+    let dihedral = {
+        let set = model.dihedral();
+        let (mut items, mut families, mut elements, mut colours) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (k, h) in set.constraints().iter().enumerate() {
+            let [a, b, c, d] = h.particles;
+            let mapped = if body_cracked_particle(a) {
+                if cracks.contains(&edge(a, b)) {
+                    None
+                } else {
+                    // The hinge's two triangles, and their corners' copies.
+                    let find = |x: u32, y: u32, z: u32| {
+                        model.particle_triangles(x as usize).iter().copied().find(|&t| {
+                            let tri = model.triangles()[t as usize];
+                            tri.contains(&y) && tri.contains(&z)
+                        })
+                    };
+                    match (find(a, b, c), find(a, b, d)) {
+                        (Some(t1), Some(t2)) => {
+                            let (a1, b1) = (id(a, group_at(a, t1)), id(b, group_at(b, t1)));
+                            let (a2, b2) = (id(a, group_at(a, t2)), id(b, group_at(b, t2)));
+                            ((a1, b1) == (a2, b2)).then(|| [a1, b1, id(c, group_at(c, t1)), id(d, group_at(d, t2))])
+                        }
+                        _ => None,
+                    }
+                }
+            } else {
+                Some(h.particles.map(|p| new_of[p as usize]))
+            };
+            let Some(particles) = mapped else {
+                count_broken += 1;
+                continue;
+            };
+            items.push(crate::model::DihedralBending { particles, ..*h });
+            families.push(set.family[k]);
+            elements.push(set.element[k]);
+            colours.push(colour_of(set.colour_ranges(), k));
+        }
+        crate::model::ConstraintSet::build::<4>(n_new, items, families, elements, colours)?
+    };
+    // Rope bending: ropes do not tear; renumbered only.
+    let rope_bending = {
+        let set = model.rope_bending();
+        let items =
+            set.constraints().iter().map(|r| r.with_particles(r.particles().map(|p| new_of[p as usize]))).collect();
+        let colours = (0..set.len()).map(|k| colour_of(set.colour_ranges(), k)).collect();
+        crate::model::ConstraintSet::build::<3>(n_new, items, set.family.clone(), set.element.clone(), colours)?
+    };
+    // Particles: copies take their triangles' share of the mass.
+    let area = |t: u32| {
+        let [a, b, c] = model.triangles()[t as usize].map(|k| rest[k as usize]);
+        0.5 * (b - a).cross(c - a).length()
+    };
+    let mut share = vec![1.0f32; n_new];
+    for p in split_points.iter().copied() {
+        let tris = model.particle_triangles(p as usize);
+        let mut by_group = vec![0.0f32; groups[p as usize] as usize];
+        for (slot, &t) in tris.iter().enumerate() {
+            by_group[group_of[p as usize][slot] as usize] += area(t);
+        }
+        let total: f32 = by_group.iter().sum();
+        for (g, a) in by_group.iter().enumerate() {
+            let s = if total > 0.0 { a / total } else { 1.0 / by_group.len() as f32 };
+            share[id(p, g as u32) as usize] = s;
+        }
+    }
+    let pick = |v: &[Vec3]| parent.iter().map(|&p| v[p as usize]).collect::<Vec<_>>();
+    let mass: Vec<f32> = parent.iter().zip(&share).map(|(&p, &s)| model.particle_mass()[p as usize] * s).collect();
+    let mass_source: Vec<MassSource> = parent
+        .iter()
+        .zip(&share)
+        .map(|(&p, &s)| match model.particle_mass_source[p as usize] {
+            MassSource::Share(m) => MassSource::Share(m * s),
+            MassSource::Fixed => MassSource::Fixed,
+        })
+        .collect();
+    // Cracks that remain between two triangles (not yet opened), renumbered.
+    let mut new_cracks: Vec<[u32; 2]> = Vec::new();
+    for (t, tri) in model.triangles().iter().enumerate() {
+        for e in 0..3 {
+            let (a, b) = (tri[e], tri[(e + 1) % 3]);
+            if cracks.contains(&edge(a, b)) {
+                let (na, nb) = (triangles[t][e], triangles[t][(e + 1) % 3]);
+                new_cracks.push([na.min(nb), na.max(nb)]);
+            }
+        }
+    }
+    new_cracks.sort_unstable();
+    new_cracks.dedup();
+    let torn = Model {
+        particle_position: pick(rest),
+        particle_velocity: pick(model.particle_velocity()),
+        particle_inv_mass: mass.iter().map(|&m| 1.0 / m).collect(),
+        particle_mass: mass,
+        particle_mass_source: mass_source,
+        particle_radius: parent.iter().map(|&p| model.particle_radius()[p as usize]).collect(),
+        distance,
+        dihedral,
+        rope_bending,
+        particle_uv: if uv.is_empty() { Vec::new() } else { parent.iter().map(|&p| uv[p as usize]).collect() },
+        particle_triangles_offsets: Vec::new(),
+        particle_triangles: Vec::new(),
+        triangles,
+        bodies,
+        colliders: model.colliders().to_vec(),
+        gravity: model.gravity(),
+        air: model.air(),
+        cracks: new_cracks,
+    }
+    .with_triangle_adjacency();
+    torn.check_arithmetic()?;
+    Ok(Some(Torn { model: torn, parent, broken: count_broken, split }))
+}
+
+/// Whether the segments ab and cd cross: each one's ends strictly on the two sides of the
+/// other's line (a touch at an end is not a crossing).
+fn crosses(a: Vec2, b: Vec2, c: Vec2, d: Vec2) -> bool {
+    let side = |p: Vec2, q: Vec2, r: Vec2| (q - p).perp_dot(r - p);
+    let (d1, d2) = (side(c, d, a), side(c, d, b));
+    let (d3, d4) = (side(a, b, c), side(a, b, d));
+    d1 * d2 < 0.0 && d3 * d4 < 0.0
+}

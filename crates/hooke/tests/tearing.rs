@@ -1,0 +1,272 @@
+//! Tearing and cutting (`hooke::tearing`): a sheet pulled apart tears where it is most
+//! strained and ends in two pieces; every split leaves a valid mesh with the mass it had; a
+//! blade separates a hanging cloth and the lower piece falls freely; a cloth without a tear
+//! strain never tears.
+
+use glam::{Quat, Vec3};
+use hooke::tearing::{self, Cut};
+use hooke::{ClothGrid, ClothMaterial, Control, Model, ModelBuilder, Solver, State, XpbdSettings, XpbdSolver};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Pieces of the model's cloth: sets of particles joined by triangles.
+fn pieces(model: &Model) -> Vec<HashSet<u32>> {
+    let n = model.particle_count();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(p: &mut [usize], mut k: usize) -> usize {
+        while p[k] != k {
+            p[k] = p[p[k]];
+            k = p[k];
+        }
+        k
+    }
+    for t in model.triangles() {
+        for e in [(t[0], t[1]), (t[1], t[2])] {
+            let (a, b) = (find(&mut parent, e.0 as usize), find(&mut parent, e.1 as usize));
+            parent[a] = b;
+        }
+    }
+    let mut by_root: std::collections::HashMap<usize, HashSet<u32>> = Default::default();
+    for p in 0..n {
+        let r = find(&mut parent, p);
+        by_root.entry(r).or_default().insert(p as u32);
+    }
+    by_root.into_values().collect()
+}
+
+/// Every triangle names existing, distinct particles and has a rest area above zero; the
+/// masses add up to `total` (kg) within 1e-6 of it.
+fn assert_valid(model: &Model, total: f64) {
+    let n = model.particle_count() as u32;
+    let x = model.particle_position();
+    for (k, t) in model.triangles().iter().enumerate() {
+        assert!(t.iter().all(|&p| p < n) && t[0] != t[1] && t[1] != t[2] && t[0] != t[2], "triangle {k}: {t:?}");
+        let [a, b, c] = t.map(|p| x[p as usize]);
+        assert!((b - a).cross(c - a).length() > 1e-12, "triangle {k} has no area");
+    }
+    let mass: f64 = model.particle_mass().iter().map(|&m| m as f64).sum();
+    assert!((mass - total).abs() <= 1e-6 * total, "mass {mass} kg against {total} kg");
+}
+
+/// Steps one frame; then tears what is over strained, moving the solver onto the torn model
+/// and the pins onto their particles' copies. Returns the tear's (broken, split), if any.
+fn frame_with_tearing(
+    solver: &mut XpbdSolver,
+    pins: &mut Vec<(u32, Vec3)>,
+    total: f64,
+    first: &mut Option<(u32, u32)>,
+) -> Option<(u32, u32)> {
+    let mut control = Control::new();
+    for &(p, target) in pins.iter() {
+        control.pin_to(p, target);
+    }
+    solver.step(&control, 1.0 / 60.0).unwrap();
+    let mut state = State::from_model(solver.model());
+    solver.read_state(&mut state);
+    let model = solver.model().clone();
+    let broken = tearing::strained(&model, &state.particle_position);
+    if broken.is_empty() {
+        return None;
+    }
+    if first.is_none() {
+        // The constraint that broke first, and the most strained one at that moment.
+        let set = model.distance();
+        let strain = |k: usize| {
+            let c = set.constraints()[k];
+            (state.particle_position[c.i as usize] - state.particle_position[c.j as usize]).length() / c.rest_length
+        };
+        let most = (0..set.len())
+            .filter(|&k| {
+                matches!(set.families()[k], hooke::ConstraintFamily::Structural | hooke::ConstraintFamily::Shear)
+            })
+            .max_by(|&a, &b| strain(a).total_cmp(&strain(b)))
+            .unwrap();
+        // `strained` takes the most strained first (ties: the lowest index).
+        assert!(strain(broken[0] as usize) >= strain(most), "the first break is not the most strained");
+        *first = Some((broken[0], most as u32));
+    }
+    let torn = tearing::tear(&model, &broken).unwrap().expect("something broke");
+    assert_valid(&torn.model, total);
+    let next = torn.state(&state);
+    // Pins follow their particles into every copy.
+    let old: Vec<(u32, Vec3)> = std::mem::take(pins);
+    for (new, &parent) in torn.parent.iter().enumerate() {
+        if let Some(&(_, target)) = old.iter().find(|(p, _)| *p == parent) {
+            pins.push((new as u32, target));
+        }
+    }
+    solver.rebuild(Arc::new(torn.model.clone()), &next).unwrap();
+    Some((torn.broken, torn.split))
+}
+
+/// A 16 × 16 sheet of 0.3 m (K = 1e4 N/m, tear strain 0.25), no gravity, its left and right
+/// columns pinned and pulled apart at 3 cm/s each for 10 s: it tears, the first constraint to
+/// break is one of the most strained at that moment (by symmetry, four corner edges of the
+/// pinned columns share the largest strain), every tear leaves a valid mesh of the original
+/// mass, particles are split, and the sheet ends in two pieces (and at most scraps of under
+/// 5 % of its particles), one with the left pins and one with the right, more than 5 cm apart.
+#[test]
+fn a_sheet_pulled_apart_tears_into_two() {
+    let n = 16;
+    let mut b = ModelBuilder::new();
+    b.set_gravity(Vec3::ZERO).unwrap();
+    let mut g = ClothGrid::new("sheet", n, n, 0.3 / (n - 1) as f32);
+    g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    g.material =
+        ClothMaterial { stretch_stiffness: 1e4, shear_stiffness: 1e4, tear_strain: 0.25, ..ClothMaterial::default() };
+    let sheet = b.add_cloth_grid(&g).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let total: f64 = model.particle_mass().iter().map(|&m| m as f64).sum();
+    let body = &model.bodies()[sheet.0];
+    let x0 = model.particle_position();
+    let mut pins: Vec<(u32, Vec3)> = Vec::new();
+    for r in 0..n {
+        for c in [0, n - 1] {
+            let p = body.grid_index(r, c).unwrap();
+            pins.push((p, x0[p as usize]));
+        }
+    }
+    let s = XpbdSettings { substeps: 20, iterations: 4, tethers: false, parallel: false, ..XpbdSettings::default() };
+    let mut solver = XpbdSolver::new(model.clone(), s).unwrap();
+    let (mut broken, mut split, mut first) = (0u32, 0u32, None);
+    let speed = 0.03 / 60.0;
+    for _ in 0..600 {
+        for (_, target) in pins.iter_mut() {
+            target.x += target.x.signum() * speed;
+        }
+        if let Some((b, s)) = frame_with_tearing(&mut solver, &mut pins, total, &mut first) {
+            broken += b;
+            split += s;
+        }
+    }
+    let (first, most) = first.expect("the sheet never tore");
+    let model = solver.model().clone();
+    println!("{broken} constraints broken, {split} particles split; first broke {first}, most strained {most}");
+    assert!(split > 0, "no particle was split");
+    let pieces = pieces(&model);
+    let mut state = State::from_model(&model);
+    solver.read_state(&mut state);
+    // The pieces that hold the left pins and those that hold the right pins (pins were moved
+    // onto every copy of a pinned particle).
+    let holding = |left: bool| -> HashSet<usize> {
+        let side: Vec<u32> = pins.iter().filter(|(_, t)| (t.x < 0.0) == left).map(|(p, _)| *p).collect();
+        pieces.iter().enumerate().filter(|(_, s)| side.iter().any(|p| s.contains(p))).map(|(k, _)| k).collect()
+    };
+    let (left_piece, right_piece) = (holding(true), holding(false));
+    println!("{} pieces; left pins in {left_piece:?}, right pins in {right_piece:?}", pieces.len());
+    assert!(left_piece.is_disjoint(&right_piece), "the two pinned sides are still joined");
+    let (l, r) = (left_piece.iter().next().unwrap(), right_piece.iter().next().unwrap());
+    let gap = pieces[*l]
+        .iter()
+        .flat_map(|&a| pieces[*r].iter().map(move |&b| (a, b)))
+        .map(|(a, b)| (state.particle_position[a as usize] - state.particle_position[b as usize]).length())
+        .fold(f32::MAX, f32::min);
+    println!("the halves are {gap:.3} m apart");
+    assert!(gap > 0.05, "the halves are only {gap} m apart");
+    // Two pieces hold nearly all of it (a corner may come off as a scrap).
+    let mut sizes: Vec<usize> = pieces.iter().map(|p| p.len()).collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    println!("piece sizes {sizes:?}; first break {first}, most strained {most} (equal strain)");
+    assert!((sizes[0] + sizes[1]) as f64 >= 0.95 * model.particle_count() as f64, "{sizes:?}");
+}
+
+/// A 12 × 12 cloth of 0.44 m hanging from its top row, at rest, cut straight across its middle
+/// by a blade along x (seen along z): it comes apart into two pieces — the upper one holding the
+/// pins — and the lower piece's centre of mass then falls with the acceleration of gravity,
+/// within 1 %, for half a second (no air, no air damping: only internal forces act on it).
+#[test]
+fn a_cut_hanging_cloth_drops_its_lower_piece_at_g() {
+    let n = 12;
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("cloth", n, n, 0.04);
+    g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    g.center = Vec3::new(0.0, 1.0, 0.0);
+    let cloth = b.add_cloth_grid(&g).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let total: f64 = model.particle_mass().iter().map(|&m| m as f64).sum();
+    assert_eq!(model.bodies()[cloth.0].particles.len(), n * n);
+    let top_row = |model: &Model| {
+        let top = model.particle_position().iter().map(|p| p.y).fold(f32::MIN, f32::max);
+        (0..model.particle_count() as u32)
+            .filter(|&p| model.particle_position()[p as usize].y > top - 1e-4)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(top_row(&model).len(), n);
+    let s = XpbdSettings { substeps: 20, iterations: 8, air_damping: 0.0, ..XpbdSettings::default() };
+    let mut solver = XpbdSolver::new(model.clone(), s).unwrap();
+    let pin_all = |model: &Model| {
+        let mut c = Control::new();
+        for p in top_row(model) {
+            c.pin(p);
+        }
+        c
+    };
+    for _ in 0..120 {
+        solver.step(&pin_all(&model), 1.0 / 60.0).unwrap();
+    }
+    let mut state = State::from_model(&model);
+    solver.read_state(&mut state);
+    let middle = state.particle_position.iter().map(|p| p.y).sum::<f32>() / state.particle_position.len() as f32;
+    let blade = Cut { points: vec![Vec3::new(-1.0, middle, 0.0), Vec3::new(1.0, middle, 0.0)], direction: Vec3::Z };
+    let cut = tearing::cut(&model, &state.particle_position, &blade);
+    assert!(!cut.is_empty(), "the blade cut nothing");
+    let torn = tearing::tear(&model, &cut).unwrap().unwrap();
+    assert_valid(&torn.model, total);
+    let pieces = pieces(&torn.model);
+    let next = torn.state(&state);
+    println!(
+        "cut {} constraints ({} removed in all), {} particles split, {} pieces",
+        cut.len(),
+        torn.broken,
+        torn.split,
+        pieces.len()
+    );
+    assert_eq!(pieces.len(), 2, "the cut made {} pieces", pieces.len());
+    let torn_model = Arc::new(torn.model.clone());
+    solver.rebuild(torn_model.clone(), &next).unwrap();
+    // The pins: the top row's particles (rest positions are kept, so the top row is the same).
+    let control = pin_all(&torn_model);
+    let lower: Vec<u32> = pieces
+        .iter()
+        .find(|s| !s.iter().any(|p| control.is_pinned(*p)))
+        .expect("a piece without pins")
+        .iter()
+        .copied()
+        .collect();
+    let mass = torn_model.particle_mass();
+    let centre_velocity = |solver: &mut XpbdSolver| {
+        let mut st = State::from_model(&torn_model);
+        solver.read_state(&mut st);
+        let m: f32 = lower.iter().map(|&p| mass[p as usize]).sum();
+        lower.iter().map(|&p| st.particle_velocity[p as usize] * mass[p as usize]).sum::<Vec3>() / m
+    };
+    solver.step(&control, 1.0 / 60.0).unwrap();
+    let v0 = centre_velocity(&mut solver);
+    let frames = 30;
+    for _ in 0..frames {
+        solver.step(&control, 1.0 / 60.0).unwrap();
+    }
+    let v1 = centre_velocity(&mut solver);
+    let a = (v1 - v0) / (frames as f32 / 60.0);
+    println!("the lower piece ({} particles) accelerates at {a}", lower.len());
+    assert!((a.y + 9.81).abs() < 0.01 * 9.81 && a.x.abs() < 0.1 && a.z.abs() < 0.1, "{a}");
+}
+
+/// Without a tear strain (the default material) nothing tears, however far the cloth is
+/// stretched; and `tear` of nothing changes nothing.
+#[test]
+fn a_cloth_without_a_tear_strain_never_tears() {
+    let mut b = ModelBuilder::new();
+    b.add_cloth_grid(&ClothGrid::new("cloth", 6, 6, 0.1)).unwrap();
+    let model = b.finalize().unwrap();
+    let stretched: Vec<Vec3> = model.particle_position().iter().map(|p| *p * 4.0).collect();
+    assert!(tearing::strained(&model, &stretched).is_empty());
+    assert!(tearing::tear(&model, &[]).unwrap().is_none());
+    // With a tear strain, the same stretch (300 %) breaks constraints.
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("cloth", 6, 6, 0.1);
+    g.material.tear_strain = 1.0;
+    b.add_cloth_grid(&g).unwrap();
+    let model = b.finalize().unwrap();
+    assert!(!tearing::strained(&model, &stretched).is_empty());
+}
