@@ -124,7 +124,9 @@ pub fn render(args: RenderArgs) -> Result<()> {
     }
     let ctx = GpuContext::new().context("the renderer needs a GPU adapter (lavapipe will do)")?;
     let model = scene.model.clone();
-    let renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
+    let mut renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
+    // A scene that tears is read back every frame, torn between frames, and drawn torn.
+    let mut tearing = hooke_sim::Tearing::new(&model);
     let mut cloth = match (&cache, args.backend) {
         (Some(c), _) => Cloth::Cache(c, HostCloth::new(&ctx, model.clone())),
         (None, crate::Backend::Cpu) => {
@@ -162,8 +164,19 @@ pub fn render(args: RenderArgs) -> Result<()> {
             bail!("interrupted at frame {frame}: nothing written");
         }
         if let (true, Some(solver)) = (frame > 0, cloth.solver()) {
-            let control = scene.control_at(solver.time());
+            let control = tearing.control(scene.control_at(solver.time()));
             solver.step(&control, dt).with_context(|| format!("frame {frame}"))?;
+            if tearing.active() {
+                solver.read_state(&mut state);
+                let tore = tearing.after_frame(solver, &mut state).with_context(|| format!("frame {frame}"))?;
+                if tore.is_some() {
+                    let model = solver.model().clone();
+                    renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
+                    if let Cloth::Host(_, buffers) = &mut cloth {
+                        *buffers = HostCloth::new(&ctx, model);
+                    }
+                }
+            }
         }
         let last = frame == scene.frames;
         let sampled = args.every.is_some_and(|k| frame % k == 0 || last);
@@ -208,20 +221,22 @@ pub fn render(args: RenderArgs) -> Result<()> {
     Ok(())
 }
 
-/// Draws `positions` (m, one per particle) of `scene` at time `t` (s) from the default camera
-/// into the PNG `path` (960 × 540): `hooke run --preview`.
+/// Draws `positions` (m, one per particle of `model`: the scene's, or what tearing made of
+/// it) of `scene` at time `t` (s) from the default camera into the PNG `path` (960 × 540):
+/// `hooke run --preview`.
 pub fn preview(
     ctx: &Arc<GpuContext>,
     scene: &hooke_io::scene::Scene,
+    model: &Arc<hooke::Model>,
     positions: &[hooke::glam::Vec3],
     t: f64,
     path: &Path,
 ) -> Result<()> {
     let settings = RenderSettings::default();
-    let renderer = Renderer::new(ctx.clone(), scene.model.clone(), settings)?;
-    let cloth = HostCloth::new(ctx, scene.model.clone());
+    let renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
+    let cloth = HostCloth::new(ctx, model.clone());
     cloth.upload(ctx, positions)?;
-    let camera = Camera::framing(&scene.model, 35f32.to_radians(), 25f32.to_radians(), 960.0 / 540.0);
+    let camera = Camera::framing(model, 35f32.to_radians(), 25f32.to_radians(), 960.0 / 540.0);
     renderer.draw(cloth.buffers(), &scene.collider_poses_at(t), &camera);
     hooke_render::write_png(path, settings.width, settings.height, &renderer.read_rgba()?)?;
     Ok(())

@@ -99,7 +99,14 @@ pub fn run(args: RunArgs) -> Result<()> {
         ),
         false => None,
     };
-    let model = scene.model.clone();
+    let mut model = scene.model.clone();
+    // Tearing changes the particles: a format of fixed vertex count cannot follow it.
+    let mut tearing = hooke_sim::Tearing::new(&model);
+    anyhow::ensure!(
+        !(tearing.active() && format == Format::Pc2),
+        "scene {:?} tears (a cloth has a tear_strain) and PC2 holds a fixed vertex count: write --format usda or obj",
+        scene.name
+    );
     let options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
     let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
     let dt = 1.0 / scene.fps;
@@ -163,7 +170,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     BodyConvergence::measure(&model, &state.particle_position, &pinned, None, &mut bodies);
     monitor.record(0, 0.0, &bodies);
     writer.write_frame(0, &state.particle_position)?;
-    csv.row(0, &first, [0, 0], &bodies)?;
+    csv.row(0, &first, [0; 4], &bodies)?;
 
     let progress = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(scene.frames as u64);
@@ -192,13 +199,23 @@ pub fn run(args: RunArgs) -> Result<()> {
             failure = Some((frame, anyhow::anyhow!("interrupted")));
             break;
         }
-        let control = scene.control_at(solver.time());
+        let control = tearing.control(scene.control_at(solver.time()));
         match solver.step(&control, dt) {
             Ok(report) => {
                 iterations += report.total_iterations as u64;
                 substeps += report.substeps as u64;
                 most = most.max(report.iterations);
                 solver.read_state(&mut state);
+                // Tearing: what broke in this frame breaks now; the frame is written torn.
+                let tear =
+                    tearing.after_frame(solver.as_mut(), &mut state).with_context(|| format!("frame {frame}"))?;
+                if tear.is_some() {
+                    model = solver.model().clone();
+                    writer
+                        .set_model(&model)
+                        .with_context(|| format!("frame {frame}: the cache cannot follow the tear"))?;
+                }
+                let tear = tear.unwrap_or_default();
                 let t = solver.time();
                 let poses = scene.collider_poses_at(t);
                 let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, t, &poses);
@@ -230,7 +247,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 worst.nan_count = worst.nan_count.max(d.nan_count);
                 x.clone_from(&state.particle_position);
                 writer.write_frame(frame, &x)?;
-                csv.row(frame, &d, [report.contacts, report.particle_contacts], &bodies)?;
+                csv.row(frame, &d, [report.contacts, report.particle_contacts, tear.broken, tear.split], &bodies)?;
                 written += 1;
                 worst.time = d.time;
                 worst.kinetic_energy = d.kinetic_energy;
@@ -300,7 +317,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if args.preview && failure.is_none() {
         let path = dir.join("preview.png");
         let ctx = preview.as_ref().expect("opened before the run when --preview is given");
-        crate::render::preview(ctx, &scene, &state.particle_position, solver.time(), &path)?;
+        crate::render::preview(ctx, &scene, &model, &state.particle_position, solver.time(), &path)?;
         println!("wrote {}", path.display());
     }
     if let Some((frame, e)) = failure {
@@ -339,7 +356,7 @@ impl CsvWriter {
         let mut out = std::io::BufWriter::new(f);
         write!(
             out,
-            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts,max_residual_strain,particle_contacts,self_penetration_m"
+            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts,max_residual_strain,particle_contacts,self_penetration_m,broken_constraints,split_particles"
         )?;
         for name in names {
             for q in BODY_COLUMNS {
@@ -350,12 +367,14 @@ impl CsvWriter {
         Ok(CsvWriter { tmp, path: path.to_path_buf(), out: Some(out), self_collision: false })
     }
 
-    fn row(&mut self, frame: usize, d: &Diagnostics, contacts: [u32; 2], bodies: &[BodyConvergence]) -> Result<()> {
+    /// One frame's row; `counts` are the contacts with colliders, the particle contacts, and
+    /// the constraints broken and particles split by tearing after the frame.
+    fn row(&mut self, frame: usize, d: &Diagnostics, counts: [u32; 4], bodies: &[BodyConvergence]) -> Result<()> {
         let out = self.out.as_mut().expect("open until finish");
         let worst = bodies.iter().map(BodyConvergence::residual).fold(f32::NAN, f32::max);
-        let [contacts, particle_contacts] = contacts;
+        let [contacts, particle_contacts, broken, split] = counts;
         let penetration = if self.self_collision { d.self_penetration } else { f32::NAN };
-        let mut tail = format!("{},{particle_contacts},{}", cell(worst), cell(penetration));
+        let mut tail = format!("{},{particle_contacts},{},{broken},{split}", cell(worst), cell(penetration));
         for b in bodies {
             for v in
                 [b.strain, b.strain_at_pins, b.residual_stiff, b.residual_compliant, b.residual_at_pins, b.residual_rms]

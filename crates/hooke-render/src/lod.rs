@@ -12,7 +12,8 @@
 //! normals, so the shading keeps the fine mesh's wrinkles to the extent the sampled vertices
 //! see them; the outline is exact at the borders, pinned corners included.
 //!
-//! Cloths from meshes (not grids) are always drawn in full.
+//! Cloths from meshes (not grids), and grids that have torn (their particles split, see
+//! `hooke::tearing`), are always drawn in full.
 
 use hooke::{BodyKind, Model};
 
@@ -42,7 +43,7 @@ fn triangle_count(model: &Model, s: u32) -> (u64, bool) {
     let mut coarsest = true;
     for body in model.bodies() {
         match body.kind {
-            BodyKind::ClothGrid { rows, columns } => {
+            BodyKind::ClothGrid { rows, columns } if body.particles.len() == rows * columns => {
                 let (r, c) = (samples(rows, s).len(), samples(columns, s).len());
                 coarsest &= r <= 2 && c <= 2;
                 count += 2 * (r.saturating_sub(1) * c.saturating_sub(1)) as u64;
@@ -69,7 +70,7 @@ pub fn triangles(model: &Model, s: u32) -> Vec<[u32; 3]> {
     let mut out = Vec::new();
     for body in model.bodies() {
         match body.kind {
-            BodyKind::ClothGrid { rows, columns } => {
+            BodyKind::ClothGrid { rows, columns } if body.particles.len() == rows * columns => {
                 let (rs, cs) = (samples(rows, s), samples(columns, s));
                 let id = |r: usize, c: usize| body.particles.start + (r * columns + c) as u32;
                 for w in rs.windows(2) {

@@ -19,5 +19,7 @@
 #![warn(missing_docs)]
 
 mod factory;
+pub mod tearing;
 
 pub use factory::{Backend, FactoryError, MadeSolver, SolverOptions, make_cpu_solver, make_gpu_solver, make_solver};
+pub use tearing::{TearCounts, TearError, Tearing};

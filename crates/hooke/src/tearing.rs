@@ -158,12 +158,21 @@ pub fn cut(model: &Model, positions: &[Vec3], blade: &Cut) -> Vec<u32> {
 
 /// The model without the distance constraints `broken` (indices into [`Model::distance`]),
 /// its particles split where cracks run (see the [module documentation](self)); `Ok(None)` if
-/// `broken` is empty.
+/// `broken` is empty. `positions` (m, one per particle) are where the particles are now: a
+/// triangle corner that the tear leaves joined by no constraint — a triangle whose two edges at
+/// that corner broke, a flap — is held to the triangle's other corners by new constraints of
+/// the broken edges' material at their present lengths, so the flap keeps its shape.
 ///
 /// # Errors
 /// [`ModelError::Invalid`] naming the body when a body to split has no texture coordinates,
-/// or a broken index is out of range.
-pub fn tear(model: &Model, broken: &[u32]) -> Result<Option<Torn>, ModelError> {
+/// or a broken index is out of range, or `positions` are not one per particle.
+pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<Torn>, ModelError> {
+    if positions.len() != model.particle_count() {
+        return Err(ModelError::invalid(
+            "tearing",
+            format!("{} positions for {} particles", positions.len(), model.particle_count()),
+        ));
+    }
     if broken.is_empty() {
         return Ok(None);
     }
@@ -297,21 +306,7 @@ pub fn tear(model: &Model, broken: &[u32]) -> Result<Option<Torn>, ModelError> {
         if groups[p as usize] <= 1 {
             return 0;
         }
-        let tris = model.particle_triangles(p as usize);
-        let mut best = (f32::NEG_INFINITY, 0u32);
-        for (slot, &t) in tris.iter().enumerate() {
-            let tri = model.triangles()[t as usize];
-            let others: Vec<u32> = tri.iter().copied().filter(|&q| q != p).collect();
-            let (e1, e2) = (uv[others[0] as usize] - uv[p as usize], uv[others[1] as usize] - uv[p as usize]);
-            let (e1, e2, d) = (e1.normalize_or_zero(), e2.normalize_or_zero(), dir.normalize_or_zero());
-            let orient = e1.perp_dot(e2).signum();
-            // How far inside the corner's angle d is (≥ 0 inside).
-            let inside = (orient * e1.perp_dot(d)).min(orient * d.perp_dot(e2)).min(d.dot(e1 + e2).signum());
-            if inside > best.0 {
-                best = (inside, group_of[p as usize][slot]);
-            }
-        }
-        best.1
+        sector_group(model, uv, p, &group_of[p as usize], dir)
     };
     // Crack edges in texture space, for the crossing test, and the split particles on them.
     let crack_segments: Vec<(Vec2, Vec2)> =
@@ -371,6 +366,47 @@ pub fn tear(model: &Model, broken: &[u32]) -> Result<Option<Torn>, ModelError> {
         colours.push(colour_of(set.colour_ranges(), k));
     }
     let n_new = parent.len();
+    // Flaps: a triangle corner held by no constraint is tied to the triangle's other corners.
+    let mut held = vec![false; n_new];
+    let mut colours_at: Vec<Vec<u32>> = vec![Vec::new(); n_new];
+    for (c, &colour) in items.iter().zip(&colours) {
+        for p in [c.i, c.j] {
+            held[p as usize] = true;
+            colours_at[p as usize].push(colour);
+        }
+    }
+    let old_pair: HashMap<(u32, u32), usize> =
+        set.constraints().iter().enumerate().map(|(k, c)| (edge(c.i, c.j), k)).collect();
+    for tri in &triangles {
+        for (e, &p) in tri.iter().enumerate() {
+            if held[p as usize] {
+                continue;
+            }
+            for q in [tri[(e + 1) % 3], tri[(e + 2) % 3]] {
+                let (pp, pq) = (parent[p as usize], parent[q as usize]);
+                let Some(&k) = old_pair.get(&edge(pp, pq)) else { continue };
+                let length = (positions[pp as usize] - positions[pq as usize]).length();
+                if length.is_nan() || length <= 0.0 {
+                    continue;
+                }
+                // The first colour free at both particles.
+                let free = |c: &u32| !colours_at[p as usize].contains(c) && !colours_at[q as usize].contains(c);
+                let colour = (0u32..).find(free).unwrap_or(0);
+                colours_at[p as usize].push(colour);
+                colours_at[q as usize].push(colour);
+                items.push(crate::model::DistanceConstraint {
+                    i: p,
+                    j: q,
+                    rest_length: length,
+                    ..set.constraints()[k]
+                });
+                families.push(set.family[k]);
+                elements.push(set.element[k]);
+                colours.push(colour);
+            }
+            held[p as usize] = true;
+        }
+    }
     let distance = crate::model::ConstraintSet::build::<2>(n_new, items, families, elements, colours)?;
     // Hinges of angle bending.
     let dihedral = {
@@ -484,6 +520,27 @@ pub fn tear(model: &Model, broken: &[u32]) -> Result<Option<Torn>, ModelError> {
     .with_triangle_adjacency();
     torn.check_arithmetic()?;
     Ok(Some(Torn { model: torn, parent, broken: count_broken, split }))
+}
+
+/// The group (of `groups`, one per triangle of `p`) of the triangle whose corner at `p` holds
+/// the direction `dir` in texture space — the nearest by angle when none does exactly.
+fn sector_group(model: &Model, uv: &[Vec2], p: u32, groups: &[u32], dir: Vec2) -> u32 {
+    let tris = model.particle_triangles(p as usize);
+    let mut best = (f32::NEG_INFINITY, 0u32);
+    for (slot, &t) in tris.iter().enumerate() {
+        let tri = model.triangles()[t as usize];
+        let mut others = tri.iter().copied().filter(|&q| q != p);
+        let (Some(a), Some(b)) = (others.next(), others.next()) else { continue };
+        let (e1, e2) = (uv[a as usize] - uv[p as usize], uv[b as usize] - uv[p as usize]);
+        let (e1, e2, d) = (e1.normalize_or_zero(), e2.normalize_or_zero(), dir.normalize_or_zero());
+        let orient = e1.perp_dot(e2).signum();
+        // How far inside the corner's angle d is (≥ 0 inside).
+        let inside = (orient * e1.perp_dot(d)).min(orient * d.perp_dot(e2)).min(d.dot(e1 + e2).signum());
+        if inside > best.0 {
+            best = (inside, groups[slot]);
+        }
+    }
+    best.1
 }
 
 /// Whether the segments ab and cd cross: each one's ends strictly on the two sides of the

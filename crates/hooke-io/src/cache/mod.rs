@@ -204,6 +204,23 @@ pub trait CacheWriter: Send {
     /// non-finite position (nothing is written then); [`CacheError::Io`] if writing fails.
     fn write_frame(&mut self, frame: usize, positions: &[Vec3]) -> Result<(), CacheError>;
 
+    /// Takes a new topology from the next frame on: `model` is the cached model after tearing
+    /// (`hooke::tearing`: particles split, constraints removed) — the same bodies in the same
+    /// order — and each body is written in its particle order from then on (a mesh's vertex
+    /// map no longer applies once it has torn). USD writes the points, face indices and UVs
+    /// time-sampled; an OBJ sequence writes each frame's faces.
+    ///
+    /// # Errors
+    /// [`CacheError::Invalid`] for a format that holds a fixed vertex count (PC2), or a model
+    /// whose bodies are not the cached model's.
+    fn set_model(&mut self, model: &Model) -> Result<(), CacheError> {
+        let _ = model;
+        Err(CacheError::Invalid(
+            "this cache format holds a fixed vertex count and cannot follow a cloth that tears; write usda or obj"
+                .into(),
+        ))
+    }
+
     /// Completes the files with the frames written so far — atomically: each is moved from
     /// its temporary name into place only when complete — and returns their final paths.
     ///
@@ -358,6 +375,21 @@ pub(crate) fn body_outputs(spec: &CacheSpec) -> Result<Vec<BodyOutput>, CacheErr
     Ok(out)
 }
 
+/// The outputs of `model` after a topology change: every body in its particle order, checked
+/// to have the bodies (names, kinds, order) of `old`.
+pub(crate) fn retopologized(model: &Model, old: &[BodyOutput]) -> Result<Vec<BodyOutput>, CacheError> {
+    let spec = CacheSpec { dir: Path::new("."), scene_name: "cache", fps: 1.0, model, vertex_maps: &[] };
+    let outputs = body_outputs(&spec)?;
+    if outputs.len() != old.len() || outputs.iter().zip(old).any(|(a, b)| a.cloth != b.cloth) {
+        return Err(CacheError::Invalid(format!(
+            "the new model has other bodies ({}) than the cached one ({})",
+            outputs.len(),
+            old.len()
+        )));
+    }
+    Ok(outputs)
+}
+
 /// The triangles of `body` with indices local to the body (global − `particles.start`).
 pub(crate) fn local_triangles(model: &Model, body: &Body) -> Result<Vec<[u32; 3]>, CacheError> {
     let tris = model.triangles();
@@ -505,6 +537,11 @@ impl FrameCounter {
     pub(crate) fn end(&mut self) {
         self.spoiled = false;
         self.frames += 1;
+    }
+
+    /// Expects `particles` positions per frame from the next frame on.
+    pub(crate) fn set_particles(&mut self, particles: usize) {
+        self.particles = particles;
     }
 
     /// Checks that the cache can be finished: at least one frame, no failed write.

@@ -105,6 +105,20 @@ impl CacheWriter for ObjWriter {
     /// Also removes frames `<scene>_NNNN.obj` beyond the last one written, left in the
     /// directory by an earlier, longer run of the same scene (they would otherwise be read as
     /// part of this sequence).
+    fn set_model(&mut self, model: &hooke::Model) -> Result<(), CacheError> {
+        let old: Vec<BodyOutput> = self.bodies.iter().map(|b| b.output.clone()).collect();
+        let outputs = super::retopologized(model, &old)?;
+        let (mut base, mut uv_base) = (0u64, 0u64);
+        for (body, output) in self.bodies.iter_mut().zip(outputs) {
+            body.topology = topology(&output, base, uv_base);
+            base += output.vertex_count() as u64;
+            uv_base += output.uvs.as_ref().map_or(0, |uv| uv.len() as u64);
+            body.output = output;
+        }
+        self.counter.set_particles(model.particle_count());
+        Ok(())
+    }
+
     fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
         self.counter.check_finish()?;
         remove_later_frames(&self.dir, &self.scene_name, self.written.len());

@@ -29,6 +29,9 @@
 //!         float3[] extent.timeSamples = { 0: [(min), (max)], … }
 //!         point3f[] points.timeSamples = { 0: [(x, y, z), …], 1: […], … }
 //!     }
+//!     (a cloth that tears — `CacheWriter::set_model` — has its faceVertexCounts,
+//!      faceVertexIndices and primvars:st time-sampled instead, one sample at frame 0 and one
+//!      at each frame its topology changed; its points change in number with it)
 //!     def BasisCurves "rope_1"
 //!     {
 //!         int[] curveVertexCounts = [7]
@@ -52,6 +55,10 @@ use glam::Vec3;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+/// A mesh's topology from a frame on: the frame, and the arrays (`[…]`) of faceVertexCounts,
+/// faceVertexIndices and, if it has UVs, primvars:st.
+type TopologySample = (usize, String, String, Option<String>);
+
 /// One animated prim: a cloth (`Mesh`) or a rope (`BasisCurves`).
 #[derive(Debug)]
 struct Prim {
@@ -59,7 +66,13 @@ struct Prim {
     output: BodyOutput,
     /// Half-width of each rope vertex (m), to pad the extent; empty for cloth.
     radius: Vec<f32>,
-    /// Everything from `def` to before the time samples.
+    /// The `def` line and its `{`.
+    def: String,
+    /// A mesh's topology from each frame it changed on (frame 0 first): the frame and the
+    /// arrays of faceVertexCounts, faceVertexIndices and, if it has UVs, primvars:st. Empty for
+    /// a rope.
+    topology: Vec<TopologySample>,
+    /// The properties that never change (after the mesh topology, before the time samples).
     head: String,
     /// Scratch file of `points` time samples.
     points: AtomicFile,
@@ -91,32 +104,22 @@ impl UsdaWriter {
             let range = output.range.clone();
             let mut head = String::new();
             let mut radius = Vec::new();
+            let mut topology = Vec::new();
+            let def;
             if output.cloth {
-                let tris = &output.triangles;
-                let _ = write!(head, "    def Mesh \"{name}\"\n    {{\n        int[] faceVertexCounts = [");
-                join(&mut head, tris.iter().map(|_| 3u32));
-                head.push_str("]\n        int[] faceVertexIndices = [");
-                join(&mut head, tris.iter().flatten().copied());
+                def = format!("    def Mesh \"{name}\"\n    {{\n");
+                let (counts, indices, uvs) = mesh_arrays(&output);
+                topology.push((0, counts, indices, uvs));
                 head.push_str(
-                    "]\n        uniform bool doubleSided = 1\n        uniform token orientation = \"rightHanded\"\n        \
+                    "        uniform bool doubleSided = 1\n        uniform token orientation = \"rightHanded\"\n        \
                      uniform token subdivisionScheme = \"none\"\n",
                 );
-                if let Some(uvs) = &output.uvs {
-                    // One UV per point, not time-sampled (the texture does not move on the cloth).
-                    head.push_str("        texCoord2f[] primvars:st = [");
-                    for (i, uv) in uvs.iter().enumerate() {
-                        if i > 0 {
-                            head.push_str(", ");
-                        }
-                        let _ = write!(head, "({:?}, {:?})", uv.x, uv.y);
-                    }
-                    head.push_str("] (\n            interpolation = \"vertex\"\n        )\n");
-                }
             } else {
+                def = format!("    def BasisCurves \"{name}\"\n    {{\n");
                 radius = model.particle_radius()[range.clone()].to_vec();
                 let _ = write!(
                     head,
-                    "    def BasisCurves \"{name}\"\n    {{\n        int[] curveVertexCounts = [{}]\n        \
+                    "        int[] curveVertexCounts = [{}]\n        \
                      uniform token type = \"linear\"\n        uniform token wrap = \"nonperiodic\"\n        \
                      float[] widths = [",
                     range.len()
@@ -126,7 +129,7 @@ impl UsdaWriter {
             }
             let points = AtomicFile::scratch(spec.dir, &format!("{file_name}.prim{k}.points"))?;
             let extent = AtomicFile::scratch(spec.dir, &format!("{file_name}.prim{k}.extent"))?;
-            prims.push(Prim { output, radius, head, points, extent });
+            prims.push(Prim { output, radius, def, topology, head, points, extent });
         }
         Ok(UsdaWriter {
             counter: FrameCounter::new(path.clone(), model.particle_count()),
@@ -179,6 +182,26 @@ impl CacheWriter for UsdaWriter {
         Ok(())
     }
 
+    fn set_model(&mut self, model: &hooke::Model) -> Result<(), CacheError> {
+        let old: Vec<BodyOutput> = self.prims.iter().map(|p| p.output.clone()).collect();
+        let outputs = super::retopologized(model, &old)?;
+        let frame = self.counter.frames();
+        for (prim, output) in self.prims.iter_mut().zip(outputs) {
+            if output.cloth {
+                let (counts, indices, uvs) = mesh_arrays(&output);
+                let last = prim.topology.last().map(|(_, c, i, u)| (c, i, u));
+                if last != Some((&counts, &indices, &uvs)) {
+                    // A change at a frame already sampled replaces that sample.
+                    prim.topology.retain(|(f, ..)| *f != frame);
+                    prim.topology.push((frame, counts, indices, uvs));
+                }
+            }
+            prim.output = output;
+        }
+        self.counter.set_particles(model.particle_count());
+        Ok(())
+    }
+
     fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
         let mut this = *self;
         this.counter.check_finish()?;
@@ -195,6 +218,8 @@ impl CacheWriter for UsdaWriter {
         );
         out.write_all(head.as_bytes())?;
         for prim in &mut this.prims {
+            out.write_all(prim.def.as_bytes())?;
+            out.write_all(topology_text(&prim.topology).as_bytes())?;
             out.write_all(prim.head.as_bytes())?;
             out.write_all(b"        float3[] extent.timeSamples = {\n")?;
             prim.extent.copy_to(&mut out)?;
@@ -207,6 +232,65 @@ impl CacheWriter for UsdaWriter {
         Ok(vec![path])
         // `this` drops here, removing the scratch files.
     }
+}
+
+/// A mesh's faceVertexCounts, faceVertexIndices and primvars:st arrays (`[…]`).
+fn mesh_arrays(output: &BodyOutput) -> (String, String, Option<String>) {
+    let tris = &output.triangles;
+    let (mut counts, mut indices) = (String::from("["), String::from("["));
+    join(&mut counts, tris.iter().map(|_| 3u32));
+    join(&mut indices, tris.iter().flatten().copied());
+    counts.push(']');
+    indices.push(']');
+    let uvs = output.uvs.as_ref().map(|uvs| {
+        let mut s = String::from("[");
+        for (i, uv) in uvs.iter().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            let _ = write!(s, "({:?}, {:?})", uv.x, uv.y);
+        }
+        s.push(']');
+        s
+    });
+    (counts, indices, uvs)
+}
+
+/// A mesh's topology properties: plain values when it never changed, time samples when it did.
+fn topology_text(topology: &[TopologySample]) -> String {
+    let mut s = String::new();
+    match topology {
+        [] => {}
+        [(_, counts, indices, uvs)] => {
+            let _ =
+                write!(s, "        int[] faceVertexCounts = {counts}\n        int[] faceVertexIndices = {indices}\n");
+            if let Some(uvs) = uvs {
+                // One UV per point (the texture does not move on the cloth).
+                let _ = write!(
+                    s,
+                    "        texCoord2f[] primvars:st = {uvs} (\n            interpolation = \"vertex\"\n        )\n"
+                );
+            }
+        }
+        samples => {
+            let block = |s: &mut String, declaration: &str, pick: &dyn Fn(&TopologySample) -> Option<String>| {
+                let _ = writeln!(s, "        {declaration}.timeSamples = {{");
+                for sample in samples {
+                    if let Some(v) = pick(sample) {
+                        let _ = writeln!(s, "            {}: {v},", sample.0);
+                    }
+                }
+                s.push_str("        }\n");
+            };
+            block(&mut s, "int[] faceVertexCounts", &|t| Some(t.1.clone()));
+            block(&mut s, "int[] faceVertexIndices", &|t| Some(t.2.clone()));
+            if samples[0].3.is_some() {
+                s.push_str("        texCoord2f[] primvars:st (\n            interpolation = \"vertex\"\n        )\n");
+                block(&mut s, "texCoord2f[] primvars:st", &|t| t.3.clone());
+            }
+        }
+    }
+    s
 }
 
 fn push_vec3(buf: &mut String, p: Vec3) {

@@ -125,6 +125,12 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
                 "BasisCurves" => Some(UsdaPrim { name, triangles: None, frames: Vec::new() }),
                 _ => None,
             };
+        } else if t.starts_with("int[] faceVertexIndices.timeSamples") {
+            return Err(bad(
+                n,
+                "the mesh's topology changes over time (a cloth tore); this reader takes caches of a fixed topology"
+                    .into(),
+            ));
         } else if t.ends_with('{') && t.contains(".timeSamples") {
             block = Some(t.contains(" points.timeSamples"));
         } else if let (Some(_), Some(rest)) = (current.as_ref(), t.strip_prefix("int[] faceVertexCounts =")) {

@@ -1,0 +1,118 @@
+//! Tearing in a run: after each frame, break what the tear strain says is broken
+//! ([`hooke::tearing`]), move the solver onto the torn model and keep the scene's pins on the
+//! particles they were on (and on every copy a pinned particle was split into).
+
+use hooke::tearing::{self, Cut};
+use hooke::{Control, Model, ModelError, Solver, SolverError, State};
+use std::sync::Arc;
+
+/// A run's tearing: which particle of the scene's model each current particle comes from.
+#[derive(Clone, Debug)]
+pub struct Tearing {
+    /// For each particle of the current model, its particle in the scene's model.
+    origin: Vec<u32>,
+    /// Whether some cloth of the scene has a finite tear strain.
+    active: bool,
+}
+
+/// Why a tear could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum TearError {
+    /// The torn model could not be made (a body without texture coordinates, say).
+    #[error("tearing: {0}")]
+    Model(#[from] ModelError),
+    /// The solver did not take the torn model.
+    #[error("tearing: {0}")]
+    Solver(#[from] SolverError),
+}
+
+/// What one tear did, for the diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TearCounts {
+    /// Constraints removed (broken, or spanning a crack).
+    pub broken: u32,
+    /// Particles added by splitting.
+    pub split: u32,
+}
+
+impl Tearing {
+    /// The tearing of a run of `model` (the scene's model, as the solver starts with it).
+    pub fn new(model: &Model) -> Tearing {
+        let active = model.bodies().iter().any(|b| match b.material {
+            hooke::BodyMaterial::Cloth(m) => m.tear_strain.is_finite(),
+            hooke::BodyMaterial::Rope(_) => false,
+        });
+        Tearing { origin: (0..model.particle_count() as u32).collect(), active }
+    }
+
+    /// Whether the scene can tear by strain.
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    /// Whether the model has changed since the start (a tear or a cut).
+    pub fn torn(&self) -> bool {
+        self.origin.iter().enumerate().any(|(k, &o)| k as u32 != o)
+    }
+
+    /// `control` — made for the scene's particles — for the current particles: each pin on
+    /// every particle that comes from the pinned one.
+    pub fn control(&self, control: Control) -> Control {
+        if !self.torn() {
+            return control;
+        }
+        let mut out = Control { pins: Vec::new(), ..control.clone() };
+        for (k, &o) in self.origin.iter().enumerate() {
+            if let Some(pin) = control.pins.iter().find(|p| p.particle == o) {
+                out.pins.push(hooke::Pin { particle: k as u32, ..*pin });
+            }
+        }
+        out
+    }
+
+    /// After a frame: tears what the tear strain breaks at `state` (the solver's state after
+    /// the frame) and, on a tear, moves `solver` onto the torn model with `state` mapped onto
+    /// it (written back into `state`). Returns what the tear did, if anything tore.
+    ///
+    /// # Errors
+    /// The model's or the solver's error if the torn model cannot be made or taken.
+    pub fn after_frame(&mut self, solver: &mut dyn Solver, state: &mut State) -> Result<Option<TearCounts>, TearError> {
+        if !self.active {
+            return Ok(None);
+        }
+        let model = solver.model().clone();
+        let broken = tearing::strained(&model, &state.particle_position);
+        self.apply(solver, state, &model, &broken)
+    }
+
+    /// Cuts with `blade` now (a scripted or interactive cut), as [`Tearing::after_frame`] does
+    /// for a tear.
+    ///
+    /// # Errors
+    /// As [`Tearing::after_frame`].
+    pub fn cut(
+        &mut self,
+        solver: &mut dyn Solver,
+        state: &mut State,
+        blade: &Cut,
+    ) -> Result<Option<TearCounts>, TearError> {
+        let model = solver.model().clone();
+        let broken = tearing::cut(&model, &state.particle_position, blade);
+        self.apply(solver, state, &model, &broken)
+    }
+
+    fn apply(
+        &mut self,
+        solver: &mut dyn Solver,
+        state: &mut State,
+        model: &Model,
+        broken: &[u32],
+    ) -> Result<Option<TearCounts>, TearError> {
+        let Some(torn) = tearing::tear(model, &state.particle_position, broken)? else { return Ok(None) };
+        let next = torn.state(state);
+        solver.rebuild(Arc::new(torn.model), &next)?;
+        self.origin = torn.parent.iter().map(|&p| self.origin[p as usize]).collect();
+        *state = next;
+        Ok(Some(TearCounts { broken: torn.broken, split: torn.split }))
+    }
+}
