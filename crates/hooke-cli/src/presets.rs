@@ -29,6 +29,7 @@ pub fn preset(
         wind: Vec3::ZERO,
         gust: None,
         pins,
+        cuts: Vec::new(),
         collider_motion: Vec::new(),
         output: Default::default(),
         vertex_maps: Vec::new(),

@@ -126,7 +126,7 @@ pub fn render(args: RenderArgs) -> Result<()> {
     let model = scene.model.clone();
     let mut renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
     // A scene that tears is read back every frame, torn between frames, and drawn torn.
-    let mut tearing = hooke_sim::Tearing::new(&model);
+    let mut tearing = hooke_sim::Tearing::for_scene(&scene);
     let mut cloth = match (&cache, args.backend) {
         (Some(c), _) => Cloth::Cache(c, HostCloth::new(&ctx, model.clone())),
         (None, crate::Backend::Cpu) => {

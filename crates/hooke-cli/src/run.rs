@@ -101,10 +101,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     let mut model = scene.model.clone();
     // Tearing changes the particles: a format of fixed vertex count cannot follow it.
-    let mut tearing = hooke_sim::Tearing::new(&model);
+    let mut tearing = hooke_sim::Tearing::for_scene(&scene);
     anyhow::ensure!(
         !(tearing.active() && format == Format::Pc2),
-        "scene {:?} tears (a cloth has a tear_strain) and PC2 holds a fixed vertex count: write --format usda or obj",
+        "scene {:?} tears (a cloth has a tear_strain, or the scene a [[cut]]) and PC2 holds a fixed vertex count: write --format usda or obj",
         scene.name
     );
     let options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);

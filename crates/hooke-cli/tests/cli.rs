@@ -592,6 +592,86 @@ fn render_draws_a_baked_cache_as_the_scene_draws_it() {
     assert!(!tmp.path().join("c").exists() && !tmp.path().join("d").exists(), "a refused render left a folder");
 }
 
+/// A scene that tears (`scenes/tear_sheet.toml`: a ball pushed through a sheet held by two
+/// edges), 70 frames: it tears (broken constraints and split particles counted in
+/// diagnostics.csv, the first at frame 48); the USD opens in pxr with time-sampled topology —
+/// the point count changes, and at every frame the face indices name existing points and the
+/// UVs are one per point; the GPU run's cache is byte for byte the CPU's (lavapipe); an OBJ
+/// sequence's frames hold as many vertices as their faces need; PC2 is refused up front with
+/// nothing written.
+#[test]
+fn a_tearing_run_writes_a_cache_whose_topology_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenes/tear_sheet.toml");
+    let o = hooke(&["run", scene, "--frames", "70", "--out", "cpu"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = std::fs::read_to_string(tmp.path().join("cpu/diagnostics.csv")).unwrap();
+    let broken = column(&csv, "broken_constraints");
+    let split = column(&csv, "split_particles");
+    let first = broken.iter().position(|&b| b > 0.0).expect("nothing tore");
+    println!("first tear at frame {first}; {} broken, {} split", broken.iter().sum::<f64>(), split.iter().sum::<f64>());
+    assert!(broken.iter().sum::<f64>() >= 10.0 && split.iter().sum::<f64>() >= 5.0);
+    let usd = tmp.path().join("cpu/tear_sheet.usda");
+    let py = "import sys\nfrom pxr import Usd, UsdGeom\ns = Usd.Stage.Open(sys.argv[1])\nm = UsdGeom.Mesh(s.GetPrimAtPath('/World/sheet'))\nst = UsdGeom.PrimvarsAPI(m).GetPrimvar('st')\ncounts = set()\nfor t in range(int(s.GetEndTimeCode()) + 1):\n    p = m.GetPointsAttr().Get(t)\n    i = m.GetFaceVertexIndicesAttr().Get(t)\n    assert max(i) < len(p) and len(st.Get(t)) == len(p), t\n    counts.add(len(p))\nprint(len(m.GetFaceVertexIndicesAttr().GetTimeSamples()) > 1, len(counts) > 1, min(counts))\n";
+    if let Some(out) = support::pxr(py, &[usd.to_str().unwrap()]) {
+        assert_eq!(out.trim(), "True True 1024", "pxr: {out}");
+    }
+    let o = hooke(&["run", scene, "--frames", "70", "--backend", "gpu", "--out", "gpu"], tmp.path());
+    let t = text(&o);
+    if o.status.success() {
+        let (a, b) = (std::fs::read(&usd).unwrap(), std::fs::read(tmp.path().join("gpu/tear_sheet.usda")).unwrap());
+        assert!(a == b, "the GPU's torn cache differs from the CPU's");
+    } else {
+        assert!(std::env::var_os("HOOKE_REQUIRE_GPU").is_none() && t.contains("adapter"), "{t}");
+    }
+    let o = hooke(&["run", scene, "--frames", "60", "--format", "obj", "--out", "obj"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let last = std::fs::read_to_string(tmp.path().join("obj/tear_sheet_0060.obj")).unwrap();
+    let vertices = last.lines().filter(|l| l.starts_with("v ")).count();
+    let most = last
+        .lines()
+        .filter(|l| l.starts_with("f "))
+        .flat_map(|l| l.split_whitespace().skip(1).map(|v| v.split('/').next().unwrap().parse::<usize>().unwrap()))
+        .max()
+        .unwrap();
+    assert!(vertices > 1024 && most == vertices, "{vertices} vertices, faces up to {most}");
+    let o = hooke(&["run", scene, "--frames", "5", "--format", "pc2", "--out", "pc2"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("tears") && t.contains("PC2"), "{t}");
+    assert!(!tmp.path().join("pc2").exists(), "a refused run left a folder");
+}
+
+/// A scripted cut (`scenes/cut_cloth.toml`: `[[cut]]` at 1 s across a hanging cloth) cuts at
+/// the first frame that reaches its time, and the lower half falls: 30 frames later its lowest
+/// point is more than 1 m lower than before the cut while the top edge stays where it was. A
+/// `[[cut]]` of one point, or whose points run along its direction, is refused by key.
+#[test]
+fn a_scripted_cut_drops_the_lower_half() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenes/cut_cloth.toml");
+    let o = hooke(&["run", scene, "--frames", "90", "--out", "cut"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = std::fs::read_to_string(tmp.path().join("cut/diagnostics.csv")).unwrap();
+    let broken = column(&csv, "broken_constraints");
+    let cuts: Vec<usize> = (0..broken.len()).filter(|&f| broken[f] > 0.0).collect();
+    assert_eq!(cuts, [60], "cut at frames {cuts:?}");
+    let py = "import sys\nfrom pxr import Usd, UsdGeom\ns = Usd.Stage.Open(sys.argv[1])\nm = UsdGeom.Mesh(s.GetPrimAtPath('/World/curtain'))\nlow = lambda t: min(p[1] for p in m.GetPointsAttr().Get(t))\ntop = lambda t: max(p[1] for p in m.GetPointsAttr().Get(t))\nprint(low(59) - low(90) > 1.0, abs(top(90) - top(59)) < 0.01)\n";
+    if let Some(out) = support::pxr(py, &[tmp.path().join("cut/cut_cloth.usda").to_str().unwrap()]) {
+        assert_eq!(out.trim(), "True True", "pxr: {out}");
+    }
+    let text_of = |cut: &str| {
+        let bad =
+            std::fs::read_to_string(scene).unwrap().replace("points = [[-0.5, 1.65, 0.0], [0.5, 1.65, 0.0]]", cut);
+        std::fs::write(tmp.path().join("bad.toml"), bad).unwrap();
+        text(&hooke(&["run", "bad.toml", "--frames", "2", "--out", "bad"], tmp.path()))
+    };
+    let t = text_of("points = [[0.0, 1.65, 0.0]]");
+    assert!(t.contains("cut[0]: points must hold at least two points"), "{t}");
+    let t = text_of("points = [[0.0, 1.65, 0.0], [0.0, 1.65, 1.0]]");
+    assert!(t.contains("cut[0]: the points run along the direction"), "{t}");
+    assert!(!tmp.path().join("bad").exists());
+}
+
 /// `hooke view` opens a real window (under Xvfb, on lavapipe), plays 30 frames on the CPU and
 /// on the GPU and of each demo, and closes with exit status 0; without a display it fails with
 /// winit's reason, and an unknown demo is refused by name.

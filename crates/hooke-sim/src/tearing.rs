@@ -13,6 +13,9 @@ pub struct Tearing {
     origin: Vec<u32>,
     /// Whether some cloth of the scene has a finite tear strain.
     active: bool,
+    /// Scripted cuts by time (s), earliest first, and how many have been made.
+    cuts: Vec<(f64, Cut)>,
+    cut: usize,
 }
 
 /// Why a tear could not be taken.
@@ -42,12 +45,17 @@ impl Tearing {
             hooke::BodyMaterial::Cloth(m) => m.tear_strain.is_finite(),
             hooke::BodyMaterial::Rope(_) => false,
         });
-        Tearing { origin: (0..model.particle_count() as u32).collect(), active }
+        Tearing { origin: (0..model.particle_count() as u32).collect(), active, cuts: Vec::new(), cut: 0 }
     }
 
-    /// Whether the scene can tear by strain.
+    /// The tearing of a run of `scene`: its tear strains and its scripted cuts.
+    pub fn for_scene(scene: &hooke_io::scene::Scene) -> Tearing {
+        Tearing { cuts: scene.cuts.clone(), ..Tearing::new(&scene.model) }
+    }
+
+    /// Whether the scene can tear (by strain, or by a scripted cut).
     pub fn active(&self) -> bool {
-        self.active
+        self.active || !self.cuts.is_empty()
     }
 
     /// Whether the model has changed since the start (a tear or a cut).
@@ -76,13 +84,27 @@ impl Tearing {
     ///
     /// # Errors
     /// The model's or the solver's error if the torn model cannot be made or taken.
+    /// Scripted cuts due by the state's time are made first.
     pub fn after_frame(&mut self, solver: &mut dyn Solver, state: &mut State) -> Result<Option<TearCounts>, TearError> {
-        if !self.active {
-            return Ok(None);
+        let mut total: Option<TearCounts> = None;
+        while let Some((time, blade)) = self.cuts.get(self.cut).cloned()
+            && time <= state.time + 1e-9
+        {
+            self.cut += 1;
+            if let Some(c) = self.cut(solver, state, &blade)? {
+                let t = total.get_or_insert_default();
+                (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+            }
         }
-        let model = solver.model().clone();
-        let broken = tearing::strained(&model, &state.particle_position);
-        self.apply(solver, state, &model, &broken)
+        if self.active {
+            let model = solver.model().clone();
+            let broken = tearing::strained(&model, &state.particle_position);
+            if let Some(c) = self.apply(solver, state, &model, &broken)? {
+                let t = total.get_or_insert_default();
+                (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+            }
+        }
+        Ok(total)
     }
 
     /// Cuts with `blade` now (a scripted or interactive cut), as [`Tearing::after_frame`] does

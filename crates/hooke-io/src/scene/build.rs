@@ -117,12 +117,38 @@ pub(super) fn build(
         wind,
         gust,
         pins,
+        cuts: cuts(f)?,
         collider_motion,
         output: f.output.clone(),
         vertex_maps,
         warnings,
         residual_tolerance: s.residual_tolerance.unwrap_or(DEFAULT_RESIDUAL_TOLERANCE),
     })
+}
+
+/// The scripted cuts, earliest first.
+fn cuts(f: &SceneFile) -> Result<Vec<(f64, hooke::tearing::Cut)>, String> {
+    let mut out = Vec::with_capacity(f.cut.len());
+    for (k, c) in f.cut.iter().enumerate() {
+        let key = format!("cut[{k}]");
+        if !(c.time.is_finite() && c.time >= 0.0) {
+            return Err(format!("{key}: time must be a finite number ≥ 0 (s), got {}", c.time));
+        }
+        if c.points.len() < 2 {
+            return Err(format!("{key}: points must hold at least two points, got {}", c.points.len()));
+        }
+        let points = c.points.iter().map(|&p| vec3(p, &format!("{key}: points"))).collect::<Result<Vec<_>, _>>()?;
+        let direction = vec3(c.direction.unwrap_or([0.0, 0.0, 1.0]), &format!("{key}: direction"))?;
+        if direction.length() < 1e-9 {
+            return Err(format!("{key}: direction must not be zero"));
+        }
+        if points.windows(2).all(|w| (w[1] - w[0]).cross(direction).length() < 1e-9) {
+            return Err(format!("{key}: the points run along the direction, so the blade has no width"));
+        }
+        out.push((c.time, hooke::tearing::Cut { points, direction }));
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(out)
 }
 
 /// Gravity and air (set on the builder), wind and gust.

@@ -64,6 +64,8 @@ pub struct Scene {
     pub gust: Option<hooke::Gust>,
     /// Pins and their release times.
     pub pins: Vec<ScheduledPin>,
+    /// Scripted cuts, by time (s), earliest first.
+    pub cuts: Vec<(f64, hooke::tearing::Cut)>,
     /// Keyframed motion of each collider (indexed like [`Model::colliders`]); `None` for a
     /// collider at rest.
     pub collider_motion: Vec<Option<Arc<Motion>>>,

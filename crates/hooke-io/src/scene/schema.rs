@@ -39,6 +39,9 @@ pub struct SceneFile {
     /// Colliders (`[[collider]]`).
     #[serde(default)]
     pub collider: Vec<ColliderSection>,
+    /// Scripted cuts (`[[cut]]`).
+    #[serde(default)]
+    pub cut: Vec<CutSection>,
 }
 
 /// `[solver]`.
@@ -273,6 +276,19 @@ pub struct ClothSection {
     /// centroids and edge midpoints, so collider edges and corners do not poke between the
     /// particles (default true; XPBD, PBD, implicit Euler).
     pub triangle_contact: Option<bool>,
+}
+
+/// `[[cut]]`: at `time`, a blade along the polyline `points` and extending along `direction`
+/// cuts every cloth constraint that crosses it (`hooke::tearing::cut`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CutSection {
+    /// When (s).
+    pub time: f64,
+    /// The blade's polyline (m), at least two points.
+    pub points: Vec<[f32; 3]>,
+    /// The direction the blade extends in (default [0, 0, 1]: a cut drawn in the x–y plane).
+    pub direction: Option<[f32; 3]>,
 }
 
 /// An axis-aligned box `{ min = [...], max = [...] }` (m).
