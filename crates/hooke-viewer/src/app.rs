@@ -29,6 +29,7 @@ pub const SHORTCUTS: &[(&str, &str)] = &[
     ("H or F1", "this help"),
     ("drag on the cloth", "pull a particle"),
     ("drag on a collider", "move it (it stays; R puts it back)"),
+    ("Shift + drag", "cut the cloth along the stroke (R mends it)"),
     ("drag elsewhere", "turn the camera"),
     ("right or middle drag", "pan"),
     ("scroll", "zoom"),
@@ -67,6 +68,11 @@ pub struct ViewerApp {
     drag_plane: Option<(Vec3, Vec3)>,
     /// While dragging a collider: which, and its pose when grabbed.
     collider_drag: Option<(usize, hooke::collision::Pose)>,
+    /// While cutting (Shift + drag): the stroke's points (m) on the plane facing the camera
+    /// through the view's centre.
+    knife: Option<Vec<Vec3>>,
+    /// The simulation's model generation the renderer was made for.
+    generation: u64,
     /// The demo shown, if any (its own controls appear in the panel).
     demo: Option<Demo>,
     /// The `integrators` demo's runs, while it is shown (in place of the 3D view).
@@ -129,6 +135,8 @@ impl ViewerApp {
             view_rect: egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1.0, 1.0)),
             drag_plane: None,
             collider_drag: None,
+            knife: None,
+            generation: 0,
             demo: None,
             integrators: None,
             families: [true; 3],
@@ -161,6 +169,8 @@ impl ViewerApp {
         }
         self.sim = sim;
         self.renderer = renderer;
+        self.generation = self.sim.generation();
+        self.knife = None;
         self.overlay_drawn.clear();
         // The texture is registered again for the new renderer's image.
         if let Some(id) = self.texture.take() {
@@ -644,6 +654,54 @@ impl ViewerApp {
         }
     }
 
+    /// Adds the point under `pointer` (points) to the knife's stroke: where its ray meets the
+    /// plane facing the camera through the view's centre.
+    fn stroke(&mut self, pointer: egui::Pos2) {
+        let (o, d) = self.ray_at(pointer);
+        let camera = self.orbit.camera();
+        let forward = (camera.target - camera.eye).normalize_or_zero();
+        let along = d.dot(forward);
+        if let (Some(points), true) = (&mut self.knife, along.abs() > 1e-6) {
+            let p = o + d * ((camera.target - o).dot(forward) / along);
+            if points.last().is_none_or(|q: &Vec3| (*q - p).length() > 1e-4) {
+                points.push(p);
+            }
+        }
+    }
+
+    /// Cuts the cloth along the stroke `points` (m), the blade extending along the camera's
+    /// view direction ([`Simulation::cut`]).
+    pub fn cut_along(&mut self, points: Vec<Vec3>) {
+        if points.len() < 2 {
+            return;
+        }
+        let camera = self.orbit.camera();
+        let blade = hooke::tearing::Cut { points, direction: camera.target - camera.eye };
+        let r = self.sim.cut(&blade);
+        self.message = match r {
+            Ok(Some(c)) => format!("cut: {} constraints broken, {} particles split", c.broken, c.split),
+            Ok(None) => "the cut crossed no cloth".into(),
+            Err(e) => format!("cut: {e:#}"),
+        };
+    }
+
+    /// Makes the renderer again for the simulation's model (after a tear, a cut or a reset
+    /// that changed it), keeping its size and settings.
+    fn remake_renderer(&mut self) {
+        let settings = *self.renderer.settings();
+        match Renderer::new(self.ctx.clone(), self.sim.scene.model.clone(), settings) {
+            Ok(r) => {
+                self.renderer = r;
+                self.overlay_drawn.clear();
+                if let Some(id) = self.texture.take() {
+                    self.render_state.renderer.write().free_texture(&id);
+                }
+            }
+            Err(e) => self.message = format!("drawing: {e}"),
+        }
+        self.generation = self.sim.generation();
+    }
+
     /// The collider being dragged, if any (its index into the model's colliders).
     pub fn dragged_collider(&self) -> Option<usize> {
         self.collider_drag.map(|(k, _)| k)
@@ -688,12 +746,22 @@ impl ViewerApp {
         // A primary drag that starts on the cloth pulls the particle under the pointer (the
         // nearest corner of the triangle hit), one that starts on a collider moves it, either
         // in the plane facing the camera; elsewhere it turns the camera.
+        let shift = ui.input(|i| i.modifiers.shift);
         if response.drag_started_by(egui::PointerButton::Primary)
             && let Some(origin) = ui.input(|i| i.pointer.press_origin())
         {
-            self.grab(origin);
+            if shift {
+                self.knife = Some(Vec::new());
+                self.stroke(origin);
+            } else {
+                self.grab(origin);
+            }
         }
-        if response.dragged_by(egui::PointerButton::Primary) {
+        if let (Some(_), true, Some(pos)) =
+            (&self.knife, response.dragged_by(egui::PointerButton::Primary), response.interact_pointer_pos())
+        {
+            self.stroke(pos);
+        } else if response.dragged_by(egui::PointerButton::Primary) {
             match (self.drag_plane, response.interact_pointer_pos()) {
                 (Some((point, normal)), Some(pos)) => {
                     let (o, d) = self.ray_at(pos);
@@ -720,6 +788,9 @@ impl ViewerApp {
             self.drag_plane = None;
             self.sim.drag = None;
             self.collider_drag = None;
+            if let Some(points) = self.knife.take() {
+                self.cut_along(points);
+            }
         }
         if response.dragged_by(egui::PointerButton::Secondary) || response.dragged_by(egui::PointerButton::Middle) {
             let d = response.drag_delta();
@@ -730,6 +801,9 @@ impl ViewerApp {
             if scroll != 0.0 {
                 self.orbit.zoom(scroll / 50.0);
             }
+        }
+        if self.generation != self.sim.generation() {
+            self.remake_renderer();
         }
         let ppp = ui.ctx().pixels_per_point();
         let (w, h) = ((rect.width() * ppp).round() as u32, (rect.height() * ppp).round() as u32);

@@ -54,6 +54,14 @@ pub struct Simulation {
     pub drag: Option<(u32, Vec3)>,
     /// Every pin released (the article's "cut / free fall"), until a reset.
     pub released: bool,
+    /// Tearing and cutting ([`hooke_sim::Tearing`]): the scene's tear strains and cuts, and
+    /// which particle of the scene's model each current particle comes from.
+    tearing: hooke_sim::Tearing,
+    /// The scene's model before any tear (a reset goes back to it).
+    untorn: Arc<hooke::Model>,
+    /// Counts topology changes (tears, cuts, resets after them): a renderer of the model
+    /// is made again when it changes.
+    generation: u64,
     /// Where the user has put each collider ([`Simulation::place_collider`]), overriding the
     /// scene's keyframes from then on, until a reset; indexed like the model's colliders.
     placed: Vec<Option<Pose>>,
@@ -79,6 +87,9 @@ impl Simulation {
         let runner = make_runner(&scene, backend, &ctx)?;
         let host = HostCloth::new(&ctx, scene.model.clone());
         Ok(Simulation {
+            tearing: hooke_sim::Tearing::for_scene(&scene),
+            untorn: scene.model.clone(),
+            generation: 0,
             scene,
             ctx,
             runner,
@@ -154,7 +165,7 @@ impl Simulation {
         let started = std::time::Instant::now();
         let dt = 1.0 / self.scene.fps;
         let t = self.solver().time();
-        let mut control = self.scene.control_at(t);
+        let mut control = self.tearing.control(self.scene.control_at(t));
         if self.released {
             control.release_all();
         }
@@ -171,6 +182,22 @@ impl Simulation {
         match result {
             Ok(_) => {
                 self.frame += 1;
+                if self.tearing.active() {
+                    let mut st = self.state();
+                    let solver: &mut dyn Solver = match &mut self.runner {
+                        Runner::Cpu(s) => s.as_mut(),
+                        Runner::Gpu(s) => s.as_mut(),
+                    };
+                    let tore = self.tearing.after_frame(solver, &mut st);
+                    match tore {
+                        Ok(Some(_)) => self.torn(),
+                        Ok(None) => {}
+                        Err(e) => {
+                            self.error = Some(e.to_string());
+                            return Err(e.into());
+                        }
+                    }
+                }
                 let due = self.last_reading.is_none_or(|t| t.elapsed().as_secs_f64() >= STAGE_READING_INTERVAL);
                 if self.measuring && due {
                     self.last_reading = Some(Instant::now());
@@ -244,11 +271,50 @@ impl Simulation {
         self.placed[collider] = Some(pose);
     }
 
+    /// Cuts the cloth with `blade` now ([`hooke::tearing::cut`]); returns what it did, if it
+    /// cut anything. The model changes ([`Simulation::generation`]).
+    ///
+    /// # Errors
+    /// When the torn model cannot be made or taken by the solver (nothing changes then).
+    pub fn cut(&mut self, blade: &hooke::tearing::Cut) -> Result<Option<hooke_sim::TearCounts>> {
+        let mut st = self.state();
+        let mut tearing = self.tearing.clone();
+        let counts = tearing.cut(self.solver(), &mut st, blade)?;
+        if counts.is_some() {
+            self.tearing = tearing;
+            self.torn();
+        }
+        Ok(counts)
+    }
+
+    /// Counts the changes of the model's topology (tears, cuts, and the resets after them).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Takes the solver's torn model as the scene's; the snapshot (of other particles) is
+    /// dropped, and so is a drag (its particle may have been split).
+    fn torn(&mut self) {
+        let model = self.solver().model().clone();
+        self.host = HostCloth::new(&self.ctx, model.clone());
+        self.scene.model = model;
+        self.snapshot = None;
+        self.drag = None;
+        self.generation += 1;
+    }
+
     /// Back to the scene's initial state, time 0.
     ///
     /// # Errors
     /// When the solver cannot be made again.
     pub fn reset(&mut self) -> Result<()> {
+        if !Arc::ptr_eq(&self.scene.model, &self.untorn) && self.tearing.torn() {
+            self.scene.model = self.untorn.clone();
+            self.host = HostCloth::new(&self.ctx, self.untorn.clone());
+            self.snapshot = None;
+            self.generation += 1;
+        }
+        self.tearing = hooke_sim::Tearing::for_scene(&self.scene);
         self.runner = make_runner(&self.scene, self.backend, &self.ctx)?;
         let measuring = self.measuring;
         self.measure_stages(measuring);
@@ -353,6 +419,9 @@ impl Simulation {
             self.host = HostCloth::new(&self.ctx, scene.model.clone());
         }
         self.runner = runner;
+        if !self.tearing.torn() {
+            self.untorn = scene.model.clone();
+        }
         self.scene = scene;
         self.backend = backend;
         let measuring = self.measuring;

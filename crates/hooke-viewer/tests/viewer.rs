@@ -566,3 +566,81 @@ fn a_dragged_collider_moves_and_pushes_the_cloth() {
         assert_eq!(h.state_mut().simulation().collider_poses()[1], hooke::collision::Pose::IDENTITY);
     }
 }
+
+/// A hanging cloth for the knife.
+const HANGING_CLOTH: &str = r#"
+name = "hanging"
+[solver]
+substeps = 20
+iterations = 8
+frames = 600
+[[cloth]]
+name = "curtain"
+rows = 16
+columns = 16
+spacing = 0.04
+rotation = [90.0, 0.0, 0.0]
+center = [0.0, 1.5, 0.0]
+pin_rows = [0]
+"#;
+
+/// Shift + drag across a hanging cloth cuts it along the stroke: the model gains particles
+/// (split where the cut runs), the lower part falls — 1 s later its lowest particle is more
+/// than 1 m below where it hung — while the top row stays pinned; R mends it (the scene's model
+/// and particle count come back). On the CPU and the GPU.
+#[test]
+fn shift_drag_cuts_the_cloth() {
+    if hooke_gpu::GpuContext::new().is_err() {
+        return;
+    }
+    for backend in [Backend::Cpu, Backend::Gpu] {
+        let scene = hooke_io::scene::parse(HANGING_CLOTH, "<test>", "hanging", None, 1 << 30).unwrap();
+        let particles = scene.model.particle_count();
+        let mut setup = egui_kittest::wgpu::default_wgpu_setup();
+        hooke_viewer::ask_adapter_limits(&mut setup);
+        let mut h = Harness::builder()
+            .with_size(egui::vec2(900.0, 600.0))
+            .with_step_dt(1.0 / 60.0)
+            .wgpu_setup(setup)
+            .build_eframe(move |cc| ViewerApp::new(cc, scene.clone(), backend).unwrap());
+        h.run_steps(30);
+        let before = h.state_mut().simulation().state().particle_position;
+        let low = |x: &[glam::Vec3]| x.iter().map(|p| p.y).fold(f32::MAX, f32::min);
+        let top = |x: &[glam::Vec3]| x.iter().map(|p| p.y).fold(f32::MIN, f32::max);
+        let middle = (low(&before) + top(&before)) / 2.0;
+        let from = h.state().screen_position(glam::Vec3::new(-0.6, middle, 0.0)).unwrap();
+        let to = h.state().screen_position(glam::Vec3::new(0.6, middle, 0.0)).unwrap();
+        h.event(egui::Event::ModifiersChanged(egui::Modifiers::SHIFT));
+        h.event(egui::Event::PointerMoved(from));
+        h.event(egui::Event::PointerButton {
+            pos: from,
+            button: egui::PointerButton::Primary,
+            pressed: true,
+            modifiers: egui::Modifiers::SHIFT,
+        });
+        h.run_steps(1);
+        for k in 1..=10 {
+            h.event(egui::Event::PointerMoved(from + (to - from) * (k as f32 / 10.0)));
+            h.run_steps(1);
+        }
+        h.event(egui::Event::PointerButton {
+            pos: to,
+            button: egui::PointerButton::Primary,
+            pressed: false,
+            modifiers: egui::Modifiers::SHIFT,
+        });
+        h.event(egui::Event::ModifiersChanged(egui::Modifiers::NONE));
+        h.run_steps(1);
+        println!("{backend:?}: {}", h.state().message());
+        let cut = h.state_mut().simulation().scene.model.particle_count();
+        assert!(cut > particles, "{backend:?}: no particle was split ({cut})");
+        h.run_steps(60);
+        let after = h.state_mut().simulation().state().particle_position;
+        println!("{backend:?}: lowest {} → {}, top {} → {}", low(&before), low(&after), top(&before), top(&after));
+        assert!(low(&after) < low(&before) - 1.0, "{backend:?}: the lower part did not fall");
+        assert!((top(&after) - top(&before)).abs() < 0.01, "{backend:?}: the top row moved");
+        h.key_press(egui::Key::R);
+        h.run_steps(2);
+        assert_eq!(h.state_mut().simulation().scene.model.particle_count(), particles, "{backend:?}: R did not mend");
+    }
+}
