@@ -73,9 +73,20 @@ pub struct BenchArgs {
     /// Samples per pixel of --draw's picture (1 or 4).
     #[arg(long, default_value_t = 4)]
     samples: u32,
+    /// Tear as the scene says (tear strains, scripted cuts) after every timed frame: the state
+    /// is read back each frame (on the GPU too), checked, and torn; the report gives the
+    /// solve's time per frame, the check's, and each tear event's (the torn model made and
+    /// the solver rebuilt on it). Without it a scene's tearing is ignored.
+    #[arg(long)]
+    tearing: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// The mean of `v`, or `None` when it is empty.
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// `--draw WxH`: the picture's width and height in pixels.
@@ -152,7 +163,40 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut drawn = None;
     // The renderer's level of detail of cloth grids (--draw): the stride of rows and columns.
     let mut stride = 1;
-    let (solver, device): (Box<dyn hooke::Solver>, String) = if gpu {
+    // With --tearing: the time of each frame's check (read-back and strains) when nothing
+    // tore, and of each tear event (check, tear and rebuild), in s.
+    let mut tearing = args.tearing.then(|| hooke_sim::Tearing::for_scene(&scene));
+    let (mut checks, mut events) = (Vec::new(), Vec::new());
+    let (mut tear_broken, mut tear_split) = (0u64, 0u64);
+    let (solver, device): (Box<dyn hooke::Solver>, String) = if let Some(tearing) = &mut tearing {
+        let hooke_sim::MadeSolver { mut solver, device } =
+            hooke_sim::make_solver(&scene, &crate::solver_options(args.backend, solve))?;
+        for _ in 0..args.warmup {
+            let control = tearing.control(scene.control_at(solver.time()));
+            solver.step(&control, dt)?;
+            solver.read_state(&mut state);
+            tearing.after_frame(solver.as_mut(), &mut state)?;
+        }
+        for _ in 0..args.frames {
+            let control = tearing.control(scene.control_at(solver.time()));
+            let t = Instant::now();
+            let report = solver.step(&control, dt)?;
+            solver.read_state(&mut state);
+            times.push(t.elapsed().as_secs_f64());
+            iteration_count += report.total_iterations as u64;
+            substep_count += report.substeps as u64;
+            let t = Instant::now();
+            let tore = tearing.after_frame(solver.as_mut(), &mut state)?;
+            match tore {
+                Some(c) => {
+                    events.push(t.elapsed().as_secs_f64());
+                    (tear_broken, tear_split) = (tear_broken + c.broken as u64, tear_split + c.split as u64);
+                }
+                None => checks.push(t.elapsed().as_secs_f64()),
+            }
+        }
+        (solver, device)
+    } else if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.health_interval = 0;
         options.timestamps = true;
@@ -223,6 +267,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         solver.read_state(&mut state);
         (solver, device)
     };
+    // The model the run ended with (tearing changes it).
+    let model = solver.model().clone();
     // (mean, median, min) of the GPU times, in ms.
     let gpu_stats = gpu_times.map(|mut t| {
         let mean = t.iter().sum::<f64>() / t.len() as f64;
@@ -246,7 +292,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (mut residuals, mut pinned, mut bodies) =
         (hooke::diagnostics::ConstraintResiduals::default(), Vec::new(), Vec::new());
     let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
-    hooke::diagnostics::pinned_particles(&model, &scene.control_at(solver.time()), &mut pinned);
+    let control = match &tearing {
+        Some(t) => t.control(scene.control_at(solver.time())),
+        None => scene.control_at(solver.time()),
+    };
+    hooke::diagnostics::pinned_particles(&model, &control, &mut pinned);
     hooke::diagnostics::BodyConvergence::measure(&model, &state.particle_position, &pinned, measured, &mut bodies);
     let strain_away = bodies.iter().map(|b| b.strain).filter(|v| !v.is_nan()).fold(0.0f32, f32::max);
     let residual = bodies.iter().map(|b| b.residual()).filter(|v| !v.is_nan()).fold(f32::NAN, f32::max);
@@ -268,7 +318,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "scene": scene.name,
         "backend": if gpu { "gpu" } else { "cpu" },
         "device": device,
-        "timing": if gpu { "mean over frames queued back to back, ending in one read-back" } else { "median of per-frame wall times" },
+        "timing": if gpu && !args.tearing { "mean over frames queued back to back, ending in one read-back" } else { "median of per-frame wall times" },
         "solver": solver.info().name,
         "relaxation": jacobi.map(|(w, _)| w),
         "spectral_radius": jacobi.map(|(_, rho)| rho),
@@ -304,6 +354,19 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "ms_per_frame_drawn": drawn.map(|t| t * 1e3),
         "drawing_share": drawn.map(|t| 1.0 - median / t),
     });
+    let tear_max = events.iter().copied().fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
+    let tearing_json = serde_json::json!({
+        "on": args.tearing,
+        "events": events.len(),
+        "broken_constraints": tear_broken,
+        "split_particles": tear_split,
+        "check_ms_mean": mean(&checks).map(|t| t * 1e3),
+        "event_ms_mean": mean(&events).map(|t| t * 1e3),
+        "event_ms_max": tear_max.map(|t| t * 1e3),
+        "particles_end": model.particle_count(),
+    });
+    let mut json = json;
+    json["tearing"] = tearing_json;
     if args.json {
         println!("{json}");
     } else {
@@ -315,6 +378,20 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             None => {
                 "\n  GPU timestamps: unavailable (the adapter offers no TIMESTAMP_QUERY); wall-clock figure only".into()
             }
+        };
+        let tear_text = if args.tearing {
+            format!(
+                "  tearing: {} tear events ({} constraints broken, {} particles split; {} particles at the end); check (read-back and strains) {:.3} ms per frame without a tear; a tear event (check, tear, solver rebuilt) {:.3} ms mean, {:.3} ms max (the frame times above are the solve and read-back alone)",
+                events.len(),
+                tear_broken,
+                tear_split,
+                model.particle_count(),
+                mean(&checks).unwrap_or(f64::NAN) * 1e3,
+                mean(&events).unwrap_or(f64::NAN) * 1e3,
+                events.iter().copied().fold(f64::NAN, f64::max) * 1e3
+            )
+        } else {
+            String::new()
         };
         let drawn_text = match (drawn, draw) {
             (Some(t), Some((w, h))) => format!(
@@ -351,7 +428,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             scene.solver.iterations_text(),
             it,
             threads,
-            if gpu { "mean (frames queued back to back)" } else { "median" },
+            match (gpu, args.tearing) {
+                (true, false) => "mean (frames queued back to back)",
+                (true, true) => "median (each frame read back, for tearing)",
+                _ => "median",
+            },
             median * 1e3,
             if gpu { String::new() } else { format!(" (min {:.3})", times[0] * 1e3) },
             crate::count(args.frames, "frame", "frames"),
@@ -365,6 +446,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             timestamps,
             drawn_text
         );
+        if args.tearing {
+            println!("{tear_text}");
+        }
     }
     Ok(())
 }

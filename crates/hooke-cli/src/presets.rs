@@ -58,6 +58,21 @@ pub fn demo(n: usize) -> Result<Scene> {
     Ok(scene::parse(&text, &format!("<preset demo:{n}>"), &format!("demo{n}"), None, crate::memory_limit())?)
 }
 
+/// `tear:N`: `scenes/tear_sheet.toml` (a ball pushed through a sheet held by two edges, which
+/// tears) with the sheet made N×N particles over the same 0.775 m; `--tearing false` in
+/// `hooke bench` runs it with its tear strain removed, for the cost of tearing.
+pub fn tear(n: usize) -> Result<Scene> {
+    if !(2..=8192).contains(&n) {
+        bail!("tear:{n}: N must be 2 to 8192 particles a side");
+    }
+    let text = include_str!("../../../scenes/tear_sheet.toml")
+        .replace("rows = 32", &format!("rows = {n}"))
+        .replace("columns = 32", &format!("columns = {n}"))
+        .replace("spacing = 0.025", &format!("spacing = {}", 0.775 / (n - 1) as f64))
+        .replace("name = \"tear_sheet\"", &format!("name = \"tear{n}\""));
+    Ok(scene::parse(&text, &format!("<preset tear:{n}>"), &format!("tear{n}"), None, crate::memory_limit())?)
+}
+
 /// `grid:N`: an N×N cloth of 1 m × 1 m, default material, lying in the x–z plane at y = 1 m and
 /// pinned along its first row (z = −0.5 m), so it falls and hangs from that edge. No colliders,
 /// no aerodynamics.
@@ -257,11 +272,15 @@ pub fn capsules(n: usize) -> Result<Scene> {
     Ok(preset(format!("capsules{n}"), model, SolverChoice::Position(XpbdSettings::default()), []))
 }
 
-/// A scene file, `default`, or a preset `demo:N`, `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
+/// A scene file, `default`, or a preset `demo:N`, `tear:N`, `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
 /// `pile:N`, `stack:N`, `capsules:N`.
 pub fn resolve(spec: &str) -> Result<Scene> {
     if spec == "default" {
         return default_scene();
+    }
+    if let Some(n) = spec.strip_prefix("tear:") {
+        let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
+        return tear(n);
     }
     if let Some(n) = spec.strip_prefix("demo:") {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
@@ -299,7 +318,7 @@ pub fn resolve(spec: &str) -> Result<Scene> {
     }
     if spec.contains(':') && !Path::new(spec).exists() {
         bail!(
-            "unknown preset {spec:?} (presets: default, demo:N, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N)"
+            "unknown preset {spec:?} (presets: default, demo:N, tear:N, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N)"
         );
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)

@@ -308,19 +308,52 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         }
         sector_group(model, uv, p, &group_of[p as usize], dir)
     };
-    // Crack edges in texture space, for the crossing test, and the split particles on them.
-    let crack_segments: Vec<(Vec2, Vec2)> =
-        cracks.iter().map(|&(a, b)| (uv[a as usize], uv[b as usize])).filter(|(a, b)| a != b).collect();
+    // Crack edges in texture space, for the crossing test, and the split particles, binned by
+    // body and by cells as large as the longest constraint of a cracked body (so a constraint
+    // meets only the cracks and particles of the cells its box touches).
+    let mut body_of = vec![u32::MAX; n];
+    for (b, body) in model.bodies().iter().enumerate() {
+        body_of[body.particles.start as usize..body.particles.end as usize].fill(b as u32);
+    }
+    let cracked = |p: u32| body_cracked.get(body_of[p as usize] as usize).copied().unwrap_or(false);
+    let cell = set
+        .constraints()
+        .iter()
+        .filter(|c| cracked(c.i))
+        .map(|c| (uv[c.i as usize] - uv[c.j as usize]).abs().max_element())
+        .fold(0.0f32, f32::max)
+        .max(1e-6);
+    let key = |b: u32, x: Vec2| (b, (x.x / cell).floor() as i64, (x.y / cell).floor() as i64);
+    let cells = |b: u32, lo: Vec2, hi: Vec2| {
+        let (k0, k1) = (key(b, lo), key(b, hi));
+        (k0.1..=k1.1).flat_map(move |x| (k0.2..=k1.2).map(move |y| (b, x, y)))
+    };
+    let mut crack_cells: HashMap<(u32, i64, i64), Vec<(Vec2, Vec2)>> = HashMap::new();
+    for &(a, b) in &cracks {
+        let (ua, ub) = (uv[a as usize], uv[b as usize]);
+        if ua != ub {
+            for k in cells(body_of[a as usize], ua.min(ub), ua.max(ub)) {
+                crack_cells.entry(k).or_default().push((ua, ub));
+            }
+        }
+    }
     let split_points: Vec<u32> = (0..n as u32).filter(|&p| groups[p as usize] > 1).collect();
+    let mut point_cells: HashMap<(u32, i64, i64), Vec<u32>> = HashMap::new();
+    for &p in &split_points {
+        point_cells.entry(key(body_of[p as usize], uv[p as usize])).or_default().push(p);
+    }
     let spans_crack = |i: u32, j: u32| -> bool {
         let (a, b) = (uv[i as usize], uv[j as usize]);
-        if crack_segments.iter().any(|&(c, d)| crosses(a, b, c, d)) {
+        let body = body_of[i as usize];
+        let near: Vec<(u32, i64, i64)> = cells(body, a.min(b), a.max(b)).collect();
+        let segments = near.iter().filter_map(|k| crack_cells.get(k)).flatten();
+        if segments.into_iter().any(|&(c, d)| crosses(a, b, c, d)) {
             return true;
         }
         // Through a split particle, from one of its groups into another.
         let ab = b - a;
         let len2 = ab.length_squared();
-        split_points.iter().any(|&v| {
+        near.iter().filter_map(|k| point_cells.get(k)).flatten().any(|&v| {
             if v == i || v == j || len2 == 0.0 {
                 return false;
             }
@@ -334,13 +367,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     // Triangles, each corner on its group's copy.
     let triangles: Vec<[u32; 3]> =
         model.triangles().iter().enumerate().map(|(t, tri)| tri.map(|p| id(p, group_at(p, t as u32)))).collect();
-    let mut cracked_particle = vec![false; n];
-    for (b, body) in model.bodies().iter().enumerate() {
-        if body_cracked[b] {
-            cracked_particle[body.particles.start as usize..body.particles.end as usize].fill(true);
-        }
-    }
-    let body_cracked_particle = |p: u32| cracked_particle[p as usize];
+    let body_cracked_particle = cracked;
     // Distance constraints, with their colours (the index of their colour range).
     let colour_of = |ranges: &[std::ops::Range<u32>], k: usize| {
         ranges.iter().position(|r| r.contains(&(k as u32))).unwrap_or(0) as u32
