@@ -30,6 +30,7 @@ pub const SHORTCUTS: &[(&str, &str)] = &[
     ("drag on the cloth", "pull a particle"),
     ("drag on a collider", "move it (it stays; R puts it back)"),
     ("Shift + drag", "cut the cloth along the stroke (R mends it)"),
+    ("C", "cut the cloth straight across its middle"),
     ("drag elsewhere", "turn the camera"),
     ("right or middle drag", "pan"),
     ("scroll", "zoom"),
@@ -415,6 +416,9 @@ impl ViewerApp {
         if pressed(Key::P) {
             self.take_screenshot();
         }
+        if pressed(Key::C) {
+            self.cut_across();
+        }
         if pressed(Key::H) || pressed(Key::F1) {
             self.show_help = !self.show_help;
         }
@@ -502,6 +506,9 @@ impl ViewerApp {
                 }
             }
         });
+        if self.integrators.is_none() && ui.button("Cut across the middle (C)").clicked() {
+            self.cut_across();
+        }
         match self.demo {
             Some(Demo::Cloth) if ui.add_enabled(!self.sim.released, egui::Button::new("Cut / free fall")).clicked() => {
                 self.sim.released = true;
@@ -683,6 +690,22 @@ impl ViewerApp {
             Ok(None) => "the cut crossed no cloth".into(),
             Err(e) => format!("cut: {e:#}"),
         };
+    }
+
+    /// Cuts the cloth straight across, through the centre of its particles, along the view's
+    /// horizontal (the blade along the view direction).
+    pub fn cut_across(&mut self) {
+        let x = self.sim.state().particle_position;
+        if x.is_empty() {
+            return;
+        }
+        let centre = x.iter().copied().sum::<Vec3>() / x.len() as f32;
+        let (lo, hi) = x.iter().fold((Vec3::MAX, Vec3::MIN), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
+        let reach = (hi - lo).length().max(1e-3);
+        let camera = self.orbit.camera();
+        let forward = (camera.target - camera.eye).normalize_or(Vec3::NEG_Z);
+        let right = forward.cross(Vec3::Y).normalize_or(Vec3::X);
+        self.cut_along(vec![centre - right * reach, centre + right * reach]);
     }
 
     /// Makes the renderer again for the simulation's model (after a tear, a cut or a reset

@@ -587,7 +587,8 @@ pin_rows = [0]
 /// Shift + drag across a hanging cloth cuts it along the stroke: the model gains particles
 /// (split where the cut runs), the lower part falls — 1 s later its lowest particle is more
 /// than 1 m below where it hung — while the top row stays pinned; R mends it (the scene's model
-/// and particle count come back). On the CPU and the GPU.
+/// and particle count come back); the panel's "Cut across the middle" cuts it again. On the CPU
+/// and the GPU.
 #[test]
 fn shift_drag_cuts_the_cloth() {
     if hooke_gpu::GpuContext::new().is_err() {
@@ -642,5 +643,14 @@ fn shift_drag_cuts_the_cloth() {
         h.key_press(egui::Key::R);
         h.run_steps(2);
         assert_eq!(h.state_mut().simulation().scene.model.particle_count(), particles, "{backend:?}: R did not mend");
+        // The panel's button cuts it straight across.
+        h.run_steps(30);
+        h.get_by_label("Cut across the middle (C)").click();
+        h.run_steps(1);
+        println!("{backend:?}: {}", h.state().message());
+        assert!(
+            h.state_mut().simulation().scene.model.particle_count() > particles,
+            "{backend:?}: the button cut nothing"
+        );
     }
 }
