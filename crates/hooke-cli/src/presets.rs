@@ -15,8 +15,10 @@ pub fn preset(
     solver: SolverChoice,
     pinned: impl IntoIterator<Item = u32>,
 ) -> Scene {
-    let pins =
-        pinned.into_iter().map(|p| ScheduledPin { pin: Pin { particle: p, target: None }, release_at: None }).collect();
+    let pins = pinned
+        .into_iter()
+        .map(|p| ScheduledPin { pin: Pin { particle: p, target: None }, release_at: None, motion: None })
+        .collect();
     // The blow-up speed limit scales with the scene, as a scene file's does by default.
     let mut solver = solver;
     solver.set_max_speed(scene::derived_max_speed(&model, Vec3::ZERO, None, &[]));

@@ -652,3 +652,41 @@ fn auto_iterations_key() {
         assert!(e.contains(key), "{text}: {e}");
     }
 }
+
+/// `[[cloth.pin_groups]]` pins move along their keyframes: at t = 1 s of a 2 s ramp to −0.2 m in
+/// x, each of the group's particles is pinned to its start plus (−0.1, 0, 0); the cloth's other
+/// pins stay put; a group with a rotation, or naming no particle, is refused by key; and a
+/// material's `tear_strain` and a `[[cut]]` are read (the cut's points must not run along its
+/// direction).
+#[test]
+fn pin_groups_move_and_tearing_keys_are_read() {
+    let text = format!(
+        "{GRID}pin_cells = [[0, 0]]\n[[cloth.pin_groups]]\ncolumns = [-1]\nkeyframes = [{{ time = 0.0 }}, {{ time = 2.0, translation = [-0.2, 0.0, 0.0] }}]\n"
+    );
+    let s = parse(&text).unwrap();
+    let x = s.model.particle_position();
+    let control = s.control_at(1.0);
+    assert_eq!(control.pins.len(), 1 + 4);
+    for pin in &control.pins {
+        let p = pin.particle as usize;
+        match pin.target {
+            Some(t) => assert!((t - (x[p] + Vec3::new(-0.1, 0.0, 0.0))).length() < 1e-6, "{t} from {}", x[p]),
+            None => assert_eq!(p, 0),
+        }
+    }
+    let rotating = format!(
+        "{GRID}[[cloth.pin_groups]]\ncolumns = [0]\nkeyframes = [{{ time = 0.0, rotation = [0.0, 90.0, 0.0] }}]\n"
+    );
+    assert!(err(&rotating).contains("pin_groups[0]: keyframes of pins translate only"));
+    let nothing = format!("{GRID}[[cloth.pin_groups]]\nkeyframes = [{{ time = 0.0 }}]\n");
+    assert!(err(&nothing).contains("pin_groups[0]: names no particle"));
+    let tearing = format!(
+        "[materials.m]\ntear_strain = 0.3\n{GRID}material = \"m\"\n[[cut]]\ntime = 0.5\npoints = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]\n"
+    );
+    let s = parse(&tearing).unwrap();
+    assert!(matches!(s.model.bodies()[0].material, hooke::BodyMaterial::Cloth(m) if m.tear_strain == 0.3));
+    assert_eq!(s.cuts.len(), 1);
+    assert!(err(&tearing.replace("0.3", "-1.0")).contains("tear strain"));
+    let rope = "[materials.m]\ntear_strain = 0.3\n[[rope]]\nmaterial = \"m\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 4\n";
+    assert!(err(rope).contains("tear_strain"));
+}

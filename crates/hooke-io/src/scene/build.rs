@@ -369,6 +369,29 @@ fn add_cloth(
     let body = b.body(id).clone();
     let global = cloth_pins(b, c, &body, grid, map.as_ref(), &key)?;
     push_pins(pins, global, c.release_pins_at, &key)?;
+    for (g, group) in c.pin_groups.iter().enumerate() {
+        let at = format!("{key}: pin_groups[{g}]");
+        let selectors = ClothSection {
+            pin_rows: group.rows.clone(),
+            pin_columns: group.columns.clone(),
+            pin_cells: group.cells.clone(),
+            pin_indices: group.indices.clone(),
+            pin_box: None,
+            ..c.clone()
+        };
+        let global = cloth_pins(b, &selectors, &body, grid, map.as_ref(), &at)?;
+        if global.is_empty() {
+            return Err(format!("{at}: names no particle (give rows, columns, cells or indices)"));
+        }
+        if group.keyframes.iter().any(|k| k.rotation.is_some()) {
+            return Err(format!("{at}: keyframes of pins translate only (no rotation)"));
+        }
+        let motion = Arc::new(keyframed(&group.keyframes, &at)?);
+        push_pins(pins, global.clone(), group.release_at, &at)?;
+        for p in pins.iter_mut().filter(|p| global.contains(&p.pin.particle)) {
+            (p.motion, p.release_at) = (Some((motion.clone(), b.particle_position(p.pin.particle))), group.release_at);
+        }
+    }
     Ok(map)
 }
 
@@ -545,8 +568,14 @@ fn add_collider(
              to μₖ and μₛ has no effect; real materials have μₖ ≤ μₛ (swapped values?)"
         ));
     }
-    let keys = c
-        .keyframes
+    let motion = keyframed(&c.keyframes, &key)?;
+    b.add_collider(Collider::new(name, shape).with_friction(mu_s, mu_k)).map_err(|e| e.to_string())?;
+    Ok((!motion.keys().is_empty()).then(|| Arc::new(motion)))
+}
+
+/// The motion of `keyframes` (a collider's, or a pin group's; `key` names them in errors).
+fn keyframed(keyframes: &[KeyframeSection], key: &str) -> Result<Motion, String> {
+    let keys = keyframes
         .iter()
         .enumerate()
         .map(|(i, k)| {
@@ -558,9 +587,7 @@ fn add_collider(
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let motion = Motion::new(keys).map_err(|e| format!("{key}: {e}"))?;
-    b.add_collider(Collider::new(name, shape).with_friction(mu_s, mu_k)).map_err(|e| e.to_string())?;
-    Ok((!motion.keys().is_empty()).then(|| Arc::new(motion)))
+    Motion::new(keys).map_err(|e| format!("{key}: {e}"))
 }
 
 /// The signed distance grid of a `shape = "mesh"` collider (built or read from its cache).
@@ -614,7 +641,7 @@ fn push_pins(pins: &mut Vec<ScheduledPin>, global: Vec<u32>, release_at: Option<
     }
     for p in global {
         if !pins.iter().any(|q: &ScheduledPin| q.pin.particle == p) {
-            pins.push(ScheduledPin { pin: Pin { particle: p, target: None }, release_at });
+            pins.push(ScheduledPin { pin: Pin { particle: p, target: None }, release_at, motion: None });
         }
     }
     Ok(())

@@ -36,13 +36,16 @@ pub struct SceneError {
     pub message: String,
 }
 
-/// A pin with the time (s) it is released, if ever.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A pin with the time (s) it is released, if ever, and its motion, if it moves.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ScheduledPin {
     /// The pin.
     pub pin: Pin,
     /// Release time (s).
     pub release_at: Option<f64>,
+    /// A moving pin (`[[cloth.pin_groups]]` with keyframes): its particle is held at `rest`
+    /// (m, its initial position) moved by the keyframes' translation at each time.
+    pub motion: Option<(Arc<Motion>, Vec3)>,
 }
 
 /// A parsed, validated and built scene.
@@ -91,7 +94,15 @@ impl Scene {
         let mut control = Control {
             wind: self.wind,
             gust: self.gust,
-            pins: self.pins.iter().filter(|p| p.release_at.is_none_or(|r| t < r)).map(|p| p.pin).collect(),
+            pins: self
+                .pins
+                .iter()
+                .filter(|p| p.release_at.is_none_or(|r| t < r))
+                .map(|p| match &p.motion {
+                    Some((m, rest)) => Pin { target: Some(*rest + m.translation_at(t)), ..p.pin },
+                    None => p.pin,
+                })
+                .collect(),
             colliders: Vec::new(),
         };
         for (k, m) in self.collider_motion.iter().enumerate() {

@@ -263,6 +263,9 @@ pub struct ClothSection {
     pub pin_box: Option<BoxSection>,
     /// Release this body's pins at this time (s): the article's "cut".
     pub release_pins_at: Option<f64>,
+    /// Groups of pins that move (`[[cloth.pin_groups]]`), each held along its keyframes.
+    #[serde(default)]
+    pub pin_groups: Vec<PinGroupSection>,
     /// Particle contacts within the cloth and with every other body that has them on
     /// (default false; the material's thickness is the contact distance).
     pub self_collision: Option<bool>,
@@ -289,6 +292,29 @@ pub struct CutSection {
     pub points: Vec<[f32; 3]>,
     /// The direction the blade extends in (default [0, 0, 1]: a cut drawn in the x–y plane).
     pub direction: Option<[f32; 3]>,
+}
+
+/// `[[cloth.pin_groups]]`: pins, chosen like the cloth's own pin keys, that move along
+/// keyframed translations from where they start (a sheet pulled apart by two edges, say).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinGroupSection {
+    /// Rows (grids); negative values count from the end.
+    #[serde(default)]
+    pub rows: Vec<i64>,
+    /// Columns (grids).
+    #[serde(default)]
+    pub columns: Vec<i64>,
+    /// [row, column] cells (grids).
+    #[serde(default)]
+    pub cells: Vec<[i64; 2]>,
+    /// Particles by local index (a mesh: its file's vertex index).
+    #[serde(default)]
+    pub indices: Vec<i64>,
+    /// Translations (m) from the start over time; rotations are not allowed.
+    pub keyframes: Vec<KeyframeSection>,
+    /// Release these pins at this time (s).
+    pub release_at: Option<f64>,
 }
 
 /// An axis-aligned box `{ min = [...], max = [...] }` (m).
