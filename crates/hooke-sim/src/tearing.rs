@@ -69,10 +69,12 @@ impl Tearing {
         if !self.torn() {
             return control;
         }
+        let by_particle: std::collections::HashMap<u32, &hooke::Pin> =
+            control.pins.iter().map(|p| (p.particle, p)).collect();
         let mut out = Control { pins: Vec::new(), ..control.clone() };
         for (k, &o) in self.origin.iter().enumerate() {
-            if let Some(pin) = control.pins.iter().find(|p| p.particle == o) {
-                out.pins.push(hooke::Pin { particle: k as u32, ..*pin });
+            if let Some(pin) = by_particle.get(&o) {
+                out.pins.push(hooke::Pin { particle: k as u32, ..**pin });
             }
         }
         out
