@@ -323,9 +323,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "relaxation": jacobi.map(|(w, _)| w),
         "spectral_radius": jacobi.map(|(_, rho)| rho),
         "threads": threads,
-        "particles": model.particle_count(),
-        "constraints": model.distance().constraints().len(),
-        "colours": model.distance().colour_count(),
+        "particles": scene.model.particle_count(),
+        "constraints": scene.model.distance().constraints().len(),
+        "colours": scene.model.distance().colour_count(),
         "substeps": scene.solver.substeps(),
         "iterations": scene.solver.iterations(),
         "iterations_text": scene.solver.iterations_text(),
@@ -380,15 +380,22 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             }
         };
         let tear_text = if args.tearing {
+            let per_event = match mean(&events) {
+                Some(m) => format!(
+                    "a tear event (check, tear, solver rebuilt) {:.3} ms mean, {:.3} ms max",
+                    m * 1e3,
+                    events.iter().copied().fold(f64::NAN, f64::max) * 1e3
+                ),
+                None => "nothing tore in the timed frames".into(),
+            };
             format!(
-                "  tearing: {} tear events ({} constraints broken, {} particles split; {} particles at the end); check (read-back and strains) {:.3} ms per frame without a tear; a tear event (check, tear, solver rebuilt) {:.3} ms mean, {:.3} ms max (the frame times above are the solve and read-back alone)",
+                "  tearing: {} tear events ({} constraints broken, {} particles split; {} particles at the end, from {}); check (read-back and strains) {:.3} ms per frame without a tear; {per_event} (the frame times above are the solve and read-back alone; GPU timestamps are not taken with --tearing)",
                 events.len(),
                 tear_broken,
                 tear_split,
                 model.particle_count(),
+                scene.model.particle_count(),
                 mean(&checks).unwrap_or(f64::NAN) * 1e3,
-                mean(&events).unwrap_or(f64::NAN) * 1e3,
-                events.iter().copied().fold(f64::NAN, f64::max) * 1e3
             )
         } else {
             String::new()
@@ -421,9 +428,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             solver.info().name,
             jacobi_text,
             device,
-            model.particle_count(),
-            model.distance().constraints().len(),
-            model.distance().colour_count(),
+            scene.model.particle_count(),
+            scene.model.distance().constraints().len(),
+            scene.model.distance().colour_count(),
             scene.solver.substeps(),
             scene.solver.iterations_text(),
             it,

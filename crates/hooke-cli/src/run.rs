@@ -192,6 +192,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut worst = first;
     let mut failure = None;
     let mut written = 1usize;
+    // Frames that tore, constraints broken and particles split.
+    let mut torn = (0usize, 0usize, 0usize);
     // Iterations over all substeps, the substeps, and the most in one substep.
     let (mut iterations, mut substeps, mut most) = (0u64, 0u64, 0u32);
     for frame in 1..=scene.frames {
@@ -216,6 +218,9 @@ pub fn run(args: RunArgs) -> Result<()> {
                         .with_context(|| format!("frame {frame}: the cache cannot follow the tear"))?;
                 }
                 let tear = tear.unwrap_or_default();
+                if tear.broken + tear.split > 0 {
+                    torn = (torn.0 + 1, torn.1 + tear.broken as usize, torn.2 + tear.split as usize);
+                }
                 let t = solver.time();
                 let poses = scene.collider_poses_at(t);
                 let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, t, &poses);
@@ -297,6 +302,16 @@ pub fn run(args: RunArgs) -> Result<()> {
         worst.total_energy(),
         first.total_energy()
     );
+    if torn.0 > 0 {
+        println!(
+            "tearing: {} constraints broken and {} particles split in {}; {} particles at the end (from {})",
+            torn.1,
+            torn.2,
+            crate::count(torn.0, "frame", "frames"),
+            model.particle_count(),
+            scene.model.particle_count()
+        );
+    }
     if let SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }) = scene.solver
         && substeps > 0
     {

@@ -128,7 +128,8 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
         } else if t.starts_with("int[] faceVertexIndices.timeSamples") {
             return Err(bad(
                 n,
-                "the mesh's topology changes over time (a cloth tore); this reader takes caches of a fixed topology"
+                "the mesh's topology changes over time (a cloth tore or was cut), and only caches of a fixed \
+                 topology can be read back (to draw it, render its scene instead: hooke render SCENE.toml)"
                     .into(),
             ));
         } else if t.ends_with('{') && t.contains(".timeSamples") {
