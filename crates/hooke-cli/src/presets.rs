@@ -52,27 +52,31 @@ pub fn demo(n: usize) -> Result<Scene> {
     if !(2..=8192).contains(&n) {
         bail!("demo:{n}: N must be 2 to 8192 particles a side");
     }
-    let text = scene::DEFAULT_SCENE
-        .replace("rows = 40", &format!("rows = {n}"))
-        .replace("columns = 40", &format!("columns = {n}"))
-        .replace("spacing = 0.0375", &format!("spacing = {}", 1.4625 / (n - 1) as f64))
-        .replace("name = \"cloth_on_sphere\"", &format!("name = \"demo{n}\""));
-    Ok(scene::parse(&text, &format!("<preset demo:{n}>"), &format!("demo{n}"), None, crate::memory_limit())?)
+    resized(scene::DEFAULT_SCENE, ("demo", n), (40, "0.0375", 1.4625), "cloth_on_sphere")
+}
+
+/// Scene `text`, whose one cloth has `rows = K`, `columns = K` and `spacing = S` (`grid` =
+/// (K, S as written, its side K−1 times S in m)) and whose name is `name`, with that cloth made
+/// `n`×`n` particles over the same side — the preset `preset:n`, named `<preset><n>`.
+fn resized(text: &str, (preset, n): (&str, usize), grid: (usize, &str, f64), name: &str) -> Result<Scene> {
+    let (k, spacing, side) = grid;
+    let text = text
+        .replace(&format!("rows = {k}"), &format!("rows = {n}"))
+        .replace(&format!("columns = {k}"), &format!("columns = {n}"))
+        .replace(&format!("spacing = {spacing}"), &format!("spacing = {}", side / (n - 1) as f64))
+        .replace(&format!("name = \"{name}\""), &format!("name = \"{preset}{n}\""));
+    let label = format!("<preset {preset}:{n}>");
+    Ok(scene::parse(&text, &label, &format!("{preset}{n}"), None, crate::memory_limit())?)
 }
 
 /// `tear:N`: `scenes/tear_sheet.toml` (a ball pushed through a sheet held by two edges, which
-/// tears) with the sheet made N×N particles over the same 0.775 m; `--tearing false` in
-/// `hooke bench` runs it with its tear strain removed, for the cost of tearing.
+/// tears) with the sheet made N×N particles over the same 0.775 m; `hooke bench --tearing`
+/// tears it (without the flag its tear strain is ignored).
 pub fn tear(n: usize) -> Result<Scene> {
     if !(2..=8192).contains(&n) {
         bail!("tear:{n}: N must be 2 to 8192 particles a side");
     }
-    let text = include_str!("../../../scenes/tear_sheet.toml")
-        .replace("rows = 32", &format!("rows = {n}"))
-        .replace("columns = 32", &format!("columns = {n}"))
-        .replace("spacing = 0.025", &format!("spacing = {}", 0.775 / (n - 1) as f64))
-        .replace("name = \"tear_sheet\"", &format!("name = \"tear{n}\""));
-    Ok(scene::parse(&text, &format!("<preset tear:{n}>"), &format!("tear{n}"), None, crate::memory_limit())?)
+    resized(include_str!("../../../scenes/tear_sheet.toml"), ("tear", n), (32, "0.025", 0.775), "tear_sheet")
 }
 
 /// `grid:N`: an N×N cloth of 1 m × 1 m, default material, lying in the x–z plane at y = 1 m and

@@ -16,6 +16,8 @@ pub struct Tearing {
     /// Scripted cuts by time (s), earliest first, and how many have been made.
     cuts: Vec<(f64, Cut)>,
     cut: usize,
+    /// Whether a tear or cut has changed the model.
+    torn: bool,
 }
 
 /// Why a tear could not be taken.
@@ -45,7 +47,7 @@ impl Tearing {
             hooke::BodyMaterial::Cloth(m) => m.tear_strain.is_finite(),
             hooke::BodyMaterial::Rope(_) => false,
         });
-        Tearing { origin: (0..model.particle_count() as u32).collect(), active, cuts: Vec::new(), cut: 0 }
+        Tearing { origin: (0..model.particle_count() as u32).collect(), active, cuts: Vec::new(), cut: 0, torn: false }
     }
 
     /// The tearing of a run of `scene`: its tear strains and its scripted cuts.
@@ -60,7 +62,7 @@ impl Tearing {
 
     /// Whether the model has changed since the start (a tear or a cut).
     pub fn torn(&self) -> bool {
-        self.origin.iter().enumerate().any(|(k, &o)| k as u32 != o)
+        self.torn
     }
 
     /// `control` — made for the scene's particles — for the current particles: each pin on
@@ -136,6 +138,7 @@ impl Tearing {
         let next = torn.state(state);
         solver.rebuild(Arc::new(torn.model), &next)?;
         self.origin = torn.parent.iter().map(|&p| self.origin[p as usize]).collect();
+        self.torn = true;
         *state = next;
         Ok(Some(TearCounts { broken: torn.broken, split: torn.split }))
     }

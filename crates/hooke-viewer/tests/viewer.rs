@@ -13,9 +13,14 @@ fn default_scene() -> hooke_io::scene::Scene {
     hooke_io::scene::parse(s, "<built-in default scene>", "cloth_on_sphere", None, 1 << 30).unwrap()
 }
 
-/// A harness with the viewer on `backend`, or `None` (skipped) without an adapter, unless
-/// `HOOKE_REQUIRE_GPU=1`.
+/// A harness with the viewer of the default scene on `backend`, or `None` (skipped) without an
+/// adapter, unless `HOOKE_REQUIRE_GPU=1`.
 fn viewer(backend: Backend) -> Option<Harness<'static, ViewerApp>> {
+    viewer_of(default_scene(), backend)
+}
+
+/// A harness with the viewer of `scene` on `backend`, or `None` as [`viewer`].
+fn viewer_of(scene: hooke_io::scene::Scene, backend: Backend) -> Option<Harness<'static, ViewerApp>> {
     if hooke_gpu::GpuContext::new().is_err() {
         assert!(
             std::env::var("HOOKE_REQUIRE_GPU").is_ok_and(|v| v != "1") || std::env::var("HOOKE_REQUIRE_GPU").is_err(),
@@ -30,7 +35,7 @@ fn viewer(backend: Backend) -> Option<Harness<'static, ViewerApp>> {
         .with_size(egui::vec2(900.0, 600.0))
         .with_step_dt(1.0 / 60.0)
         .wgpu_setup(setup)
-        .build_eframe(move |cc| ViewerApp::new(cc, default_scene(), backend).unwrap());
+        .build_eframe(move |cc| ViewerApp::new(cc, scene.clone(), backend).unwrap());
     Some(harness)
 }
 
@@ -501,19 +506,10 @@ radius = 0.2
 /// GPU.
 #[test]
 fn a_dragged_collider_moves_and_pushes_the_cloth() {
-    if hooke_gpu::GpuContext::new().is_err() {
-        return;
-    }
     for backend in [Backend::Cpu, Backend::Gpu] {
         let scene =
             hooke_io::scene::parse(SPHERE_BESIDE_CLOTH, "<test>", "sphere_beside_cloth", None, 1 << 30).unwrap();
-        let mut setup = egui_kittest::wgpu::default_wgpu_setup();
-        hooke_viewer::ask_adapter_limits(&mut setup);
-        let mut h = Harness::builder()
-            .with_size(egui::vec2(900.0, 600.0))
-            .with_step_dt(1.0 / 60.0)
-            .wgpu_setup(setup)
-            .build_eframe(move |cc| ViewerApp::new(cc, scene.clone(), backend).unwrap());
+        let Some(mut h) = viewer_of(scene, backend) else { return };
         h.run_steps(90);
         let centre = glam::Vec3::new(0.75, 1.15, -0.55);
         let press = h.state().screen_position(centre).expect("the sphere is in view");
@@ -591,19 +587,10 @@ pin_rows = [0]
 /// and the GPU.
 #[test]
 fn shift_drag_cuts_the_cloth() {
-    if hooke_gpu::GpuContext::new().is_err() {
-        return;
-    }
     for backend in [Backend::Cpu, Backend::Gpu] {
         let scene = hooke_io::scene::parse(HANGING_CLOTH, "<test>", "hanging", None, 1 << 30).unwrap();
         let particles = scene.model.particle_count();
-        let mut setup = egui_kittest::wgpu::default_wgpu_setup();
-        hooke_viewer::ask_adapter_limits(&mut setup);
-        let mut h = Harness::builder()
-            .with_size(egui::vec2(900.0, 600.0))
-            .with_step_dt(1.0 / 60.0)
-            .wgpu_setup(setup)
-            .build_eframe(move |cc| ViewerApp::new(cc, scene.clone(), backend).unwrap());
+        let Some(mut h) = viewer_of(scene, backend) else { return };
         h.run_steps(30);
         let before = h.state_mut().simulation().state().particle_position;
         let low = |x: &[glam::Vec3]| x.iter().map(|p| p.y).fold(f32::MAX, f32::min);
