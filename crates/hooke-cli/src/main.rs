@@ -1,5 +1,6 @@
 //! `hooke`: run, validate and benchmark cloth and rope scenes.
 
+mod batch;
 mod bench;
 mod compare;
 mod presets;
@@ -27,6 +28,10 @@ struct Cli {
 enum Command {
     /// Simulate a scene and write a cache (default: the built-in cloth-on-sphere scene).
     Run(run::RunArgs),
+    /// Bake the samples of a manifest (scenes with parameter overrides, sweeps) into a dataset
+    /// folder with a JSON Lines index; `--shard i/n` (or a Slurm job array's task) runs one
+    /// slice, `--resume` skips what is complete.
+    Batch(batch::BatchArgs),
     /// Check a scene file without running it.
     Validate {
         /// Scene file (TOML).
@@ -81,6 +86,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: Result<()> = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Batch(args) => batch::batch(args),
         Command::Validate { scene } => validate(&scene),
         Command::Bench(args) => bench::bench(args),
         Command::Compare(args) => compare::compare(args),

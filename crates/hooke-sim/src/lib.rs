@@ -18,8 +18,11 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod bake;
+pub mod batch;
 mod factory;
 pub mod tearing;
 
+pub use bake::{Bake, BakeError, BakeSettings, Baked, ConvergenceMonitor, Failure, TornTotals};
 pub use factory::{Backend, FactoryError, MadeSolver, SolverOptions, make_cpu_solver, make_gpu_solver, make_solver};
 pub use tearing::{TearCounts, TearError, Tearing};

@@ -1,0 +1,126 @@
+//! `hooke batch MANIFEST`: bake every sample of a manifest (or one shard of it) into a
+//! dataset folder with a JSON Lines index; see [`hooke_sim::batch`] for the manifest.
+
+use anyhow::{Context, Result, bail};
+use hooke_sim::batch::{BatchSettings, Manifest, Shard, Status, run_shard, write_index};
+use std::path::PathBuf;
+
+/// Arguments of `hooke batch`.
+#[derive(clap::Args)]
+pub struct BatchArgs {
+    /// The manifest: TOML with `[[sample]]` and `[[sweep]]` entries, or JSON Lines (`.jsonl`).
+    manifest: PathBuf,
+    /// Output folder (default: the manifest's `out`, else `out/<manifest stem>`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Run only shard i of n (the samples whose number is i modulo n). Default: the task of a
+    /// Slurm job array (`SLURM_ARRAY_TASK_ID` − `SLURM_ARRAY_TASK_MIN` of
+    /// `SLURM_ARRAY_TASK_COUNT`), else every sample.
+    #[arg(long)]
+    shard: Option<String>,
+    /// Skip the samples already complete in the output folder (a killed or failed shard
+    /// started again). Without it, complete samples of the shard are an error.
+    #[arg(long)]
+    resume: bool,
+    /// Only write `index.jsonl` from the samples complete in the output folder (after the
+    /// shards of a job array have finished).
+    #[arg(long)]
+    index_only: bool,
+    /// List the shard's samples and their keys, and run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Worker threads for each sample (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; the samples run one after another).
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: crate::Backend,
+}
+
+pub fn batch(args: BatchArgs) -> Result<()> {
+    crate::set_threads(args.threads)?;
+    let manifest = Manifest::read(&args.manifest)?;
+    let out = args.out.clone().unwrap_or_else(|| manifest.out.clone());
+    if args.index_only {
+        let (path, records) = write_index(&out)?;
+        println!(
+            "wrote {}: {} of {} samples complete ({} failed)",
+            path.display(),
+            records.len(),
+            manifest.samples.len(),
+            records.iter().filter(|r| r.status == Status::Failed).count()
+        );
+        return Ok(());
+    }
+    let shard = match &args.shard {
+        Some(s) => Shard::parse(s).map_err(|e| anyhow::anyhow!("--shard: {e}"))?,
+        None => match Shard::from_slurm(|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!("{e}"))? {
+            Some(s) => {
+                println!("shard {s}, from the Slurm job array's task");
+                s
+            }
+            None => Shard::ALL,
+        },
+    };
+    let mine = manifest.shard(shard).count();
+    if args.dry_run {
+        for s in manifest.shard(shard) {
+            println!("{} {} {}", s.id(), s.scene, serde_json::to_string(&s.set).unwrap_or_default());
+        }
+        println!("{mine} of {} samples in shard {shard}", manifest.samples.len());
+        return Ok(());
+    }
+    println!(
+        "{}: {} samples, {mine} in shard {shard}, into {} ({} on {})",
+        args.manifest.display(),
+        manifest.samples.len(),
+        out.display(),
+        manifest.format,
+        match args.backend {
+            crate::Backend::Cpu => "cpu",
+            crate::Backend::Gpu => "gpu",
+        }
+    );
+    let options = crate::solver_options(args.backend, hooke_gpu::GpuSolve::GaussSeidel);
+    let settings =
+        BatchSettings { out: out.clone(), shard, resume: args.resume, options, memory_limit: crate::memory_limit() };
+    let mut n = 0;
+    let summary = run_shard(&manifest, &settings, crate::run::interrupted(), |r| {
+        n += 1;
+        let residual = r.max_residual_strain.map(|v| format!("{:.2} %", 100.0 * v)).unwrap_or("none".into());
+        let what = match (&r.status, &r.reason) {
+            (Status::Ok, _) => "ok".to_string(),
+            (Status::Failed, Some(reason)) => format!("FAILED: {reason}"),
+            (Status::Failed, None) => "FAILED".to_string(),
+        };
+        println!(
+            "sample {} ({n}): {} frames in {:.2} s, residual strain {residual}, penetration {:.2e} m: {what}",
+            r.sample,
+            r.frames.saturating_sub(1),
+            r.seconds,
+            r.max_penetration_m
+        );
+    })
+    .with_context(|| format!("shard {shard} of {}", args.manifest.display()))?;
+    let (index, records) = write_index(&out)?;
+    println!(
+        "shard {shard}: {} samples — {} run and passed, {} failed, {} complete already; {} lists {} of {} samples",
+        summary.samples,
+        summary.ok,
+        summary.failed.len(),
+        summary.skipped,
+        index.display(),
+        records.len(),
+        manifest.samples.len()
+    );
+    for r in &summary.failed {
+        eprintln!("warning: sample {} failed: {}", r.sample, r.reason.as_deref().unwrap_or("(no reason)"));
+    }
+    if records.len() < manifest.samples.len() && shard.count > 1 {
+        println!("when every shard is done, `hooke batch {} --index-only` lists them all", args.manifest.display());
+    }
+    if summary.samples == 0 {
+        bail!("shard {shard} has no samples: the manifest has {} (fewer than the shards)", manifest.samples.len());
+    }
+    Ok(())
+}

@@ -1,0 +1,236 @@
+//! `hooke batch`: shards that cover every sample once, resuming a killed shard, failed samples
+//! recorded with their reason, overrides that change exactly what a hand-edited scene does.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn hooke(args: &[&str], cwd: &Path) -> Output {
+    hooke_env(args, cwd, &[])
+}
+
+fn hooke_env(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hooke"));
+    c.args(args).current_dir(cwd).env_remove("SLURM_ARRAY_TASK_ID");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("hooke runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A rope pendulum of 12 particles, `frames` frames.
+fn pendulum(frames: usize) -> String {
+    format!(
+        "name = \"pendulum\"\n[solver]\nsubsteps = 10\niterations = 4\nframes = {frames}\n\
+         [materials.cord]\ndensity = 0.2\nstretch_stiffness = 1e5\nradius = 0.004\n\
+         [[rope]]\nname = \"pendulum\"\nmaterial = \"cord\"\nstart = [0.0, 2.0, 0.0]\nend = [0.5, 1.134, 0.0]\n\
+         particles = 12\nend_mass = 1.0\npin_indices = [0]\n"
+    )
+}
+
+/// Six samples (a 3 × 2 sweep of stiffness and end mass) and, as sample 0, one that blows up
+/// (1 000 m/s² of gravity against a 5 m/s speed limit: the bob swings faster).
+const MANIFEST: &str = r#"
+out = "data"
+[[sample]]
+scene = "scenes/pendulum.toml"
+set = { "gravity" = [0.0, -1000.0, 0.0], "solver.max_speed" = 5.0 }
+
+[[sweep]]
+scene = "scenes/pendulum.toml"
+vary = { "materials.cord.stretch_stiffness" = [1e3, 1e4, 1e5], "rope.0.end_mass" = [0.5, 2.0] }
+"#;
+
+fn setup(frames: usize) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("scenes")).unwrap();
+    std::fs::write(tmp.path().join("scenes/pendulum.toml"), pendulum(frames)).unwrap();
+    std::fs::write(tmp.path().join("batch.toml"), MANIFEST).unwrap();
+    tmp
+}
+
+fn index(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("index.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Names under `dir` that start with a dot (temporary files and folders), recursively.
+fn hidden(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            out.push(name);
+        } else if e.path().is_dir() {
+            out.extend(hidden(&e.path()));
+        }
+    }
+    out
+}
+
+#[test]
+fn three_shards_cover_every_sample_once_and_a_blow_up_is_recorded() {
+    let tmp = setup(40);
+    for i in 0..3 {
+        let o = hooke(&["batch", "batch.toml", "--shard", &format!("{i}/3")], tmp.path());
+        assert!(o.status.success(), "shard {i}: {}", text(&o));
+    }
+    let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let data = tmp.path().join("data");
+    let records = index(&data);
+    let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
+    assert_eq!(samples, (0..7).collect::<Vec<_>>(), "each sample exactly once");
+    for r in &records {
+        let k = r["sample"].as_u64().unwrap();
+        assert_eq!(r["shard"], format!("{}/3", k % 3), "sample {k} made by its shard");
+    }
+    // The blow-up: failed with its reason, no cache kept; its shard (0) went on to samples 3 and 6.
+    assert_eq!(records[0]["status"], "failed");
+    let reason = records[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("blew up") && reason.contains("m/s"), "{reason}");
+    assert!(records[0]["files"].as_array().unwrap().is_empty());
+    assert_eq!(std::fs::read_dir(data.join("samples/000000")).unwrap().count(), 1, "only sample.json");
+    for r in &records[1..] {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["frames"], 41);
+        for f in r["files"].as_array().unwrap() {
+            assert!(data.join(f.as_str().unwrap()).is_file(), "{f}");
+        }
+    }
+    // The sweep's order: the last key (rope.0.end_mass) varies fastest.
+    assert_eq!(records[1]["set"]["materials.cord.stretch_stiffness"], 1e3);
+    assert_eq!(records[1]["set"]["rope.0.end_mass"], 0.5);
+    assert_eq!(records[2]["set"]["rope.0.end_mass"], 2.0);
+    assert_eq!(records[3]["set"]["materials.cord.stretch_stiffness"], 1e4);
+    assert!(hidden(&data).is_empty(), "{:?}", hidden(&data));
+
+    // A sample is the scene with its keys set, exactly: sample 4 (1e4 N, 2 kg) against `run`
+    // of the scene edited by hand. The softer rope with the heavier bob stretches more.
+    let edited = pendulum(40)
+        .replace("stretch_stiffness = 1e5", "stretch_stiffness = 1e4")
+        .replace("end_mass = 1.0", "end_mass = 2.0");
+    std::fs::write(tmp.path().join("edited.toml"), edited).unwrap();
+    let o = hooke(&["run", "edited.toml", "--out", "edited"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let by_hand = csv(&tmp.path().join("edited/diagnostics.csv"));
+    assert!(
+        csv(&data.join("samples/000004/diagnostics.csv")) == by_hand,
+        "sample 4 differs from the scene edited by hand"
+    );
+    assert!(csv(&data.join("samples/000003/diagnostics.csv")) != by_hand, "sample 3 is sample 4");
+    let strain = |r: &serde_json::Value| r["max_stretch_strain"].as_f64().unwrap();
+    assert!(strain(&records[2]) > strain(&records[1]) && strain(&records[1]) > strain(&records[5]));
+}
+
+#[test]
+fn a_killed_run_resumes_without_duplicates_or_half_written_samples() {
+    // About 0.2 s a sample, so that the kill lands in the middle of the batch.
+    let tmp = setup(2000);
+    let data = tmp.path().join("data");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hooke"))
+        .args(["batch", "batch.toml", "--threads", "1"])
+        .current_dir(tmp.path())
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !data.join("samples/000002/sample.json").exists() {
+        assert!(started.elapsed().as_secs() < 120, "sample 2 never completed");
+        assert!(child.try_wait().unwrap().is_none(), "the batch ended before it was killed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let complete = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir.join("samples"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = complete(&data);
+    assert!(before.len() < 7, "the kill came after the last sample: {before:?}");
+    // Every sample folder present is complete.
+    for id in &before {
+        assert!(data.join("samples").join(id).join("sample.json").is_file(), "{id}");
+    }
+    let stamp = std::fs::metadata(data.join("samples/000002/sample.json")).unwrap().modified().unwrap();
+
+    // Again without --resume: refused, naming the flag.
+    let o = hooke(&["batch", "batch.toml"], tmp.path());
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--resume"), "{}", text(&o));
+
+    let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains(&format!("{} complete already", before.len())), "{t}");
+    let records = index(&data);
+    let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
+    assert_eq!(samples, (0..7).collect::<Vec<_>>());
+    assert_eq!(complete(&data).len(), 7);
+    assert!(hidden(&data).is_empty(), "leftovers: {:?}", hidden(&data));
+    // What was complete was not made again.
+    assert_eq!(std::fs::metadata(data.join("samples/000002/sample.json")).unwrap().modified().unwrap(), stamp);
+
+    // A manifest changed under a dataset is refused, naming the sample.
+    std::fs::write(tmp.path().join("batch.toml"), MANIFEST.replace("1e3, 1e4", "2e3, 1e4")).unwrap();
+    let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
+    assert!(!o.status.success());
+    assert!(text(&o).contains("sample 1 was made from"), "{}", text(&o));
+}
+
+#[test]
+fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
+    let tmp = setup(10);
+    let env = [("SLURM_ARRAY_TASK_ID", "5"), ("SLURM_ARRAY_TASK_MIN", "4"), ("SLURM_ARRAY_TASK_COUNT", "3")];
+    let o = hooke_env(&["batch", "batch.toml"], tmp.path(), &env);
+    assert!(o.status.success(), "{}", text(&o));
+    let records = index(&tmp.path().join("data"));
+    let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
+    assert_eq!(samples, [1, 4], "task 5 of the array 4–6 is shard 1/3");
+
+    let cases: [(&str, &str, &str); 6] = [
+        ("bad1.toml", "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n", "substep"),
+        ("bad2.toml", "[[sample]]\nscene = \"scenes/nope.toml\"\n", "nope.toml"),
+        (
+            "bad3.toml",
+            "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = { \"solver.substeps\" = [] }\n",
+            "solver.substeps",
+        ),
+        ("bad4.toml", "colour = 3\n[[sample]]\nscene = \"scenes/pendulum.toml\"\n", "colour"),
+        (
+            "bad5.toml",
+            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"rope.3.particles\" = 4 }\n",
+            "no element 3",
+        ),
+        (
+            "bad6.jsonl",
+            "{\"scene\": \"scenes/pendulum.toml\", \"set\": {\"materials.cord.density\": -1.0}}\n",
+            "density",
+        ),
+    ];
+    for (name, manifest, needle) in cases {
+        std::fs::write(tmp.path().join(name), manifest).unwrap();
+        let o = hooke(&["batch", name, "--out", "bad"], tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success(), "{name}: {t}");
+        assert!(t.contains(needle), "{name}: {t}");
+        assert!(!tmp.path().join("bad/samples").exists() || hidden(&tmp.path().join("bad")).is_empty(), "{name}");
+        assert!(!tmp.path().join("bad/samples/000000").exists(), "{name}: a sample was written");
+    }
+    let o = hooke(&["batch", "batch.toml", "--shard", "3/3"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("--shard"), "{}", text(&o));
+}

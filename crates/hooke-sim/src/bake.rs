@@ -1,0 +1,617 @@
+//! Baking a scene: simulated frame by frame into a cache (`.usda`, OBJ sequence or PC2) and
+//! `diagnostics.csv`, with the convergence monitor, tearing, `--strict` and blow-up handling of
+//! `hooke run` — one loop for the command line, `hooke batch` and the Python bindings.
+//!
+//! Nothing half-written is left: the caches and the CSV are written to temporary files and
+//! renamed when finished. A run that blows up ([`hooke::SolverError::BlowUp`]) stops there and
+//! keeps the frames before it, reported as [`Baked::failure`]; a run stopped by
+//! [`BakeSettings::strict`] keeps nothing.
+
+use crate::{MadeSolver, SolverOptions, TearCounts, TearError, Tearing, make_solver};
+use glam::Vec3;
+use hooke::diagnostics::{BodyConvergence, ConstraintResiduals, pinned_particles};
+use hooke::{Diagnostics, Model, Solver, SolverError};
+use hooke_io::cache::{self, CacheError, CacheSpec, Format};
+use hooke_io::scene::{Scene, SolverChoice};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// How to bake a scene.
+#[derive(Clone, Debug)]
+pub struct BakeSettings {
+    /// Output folder, created if missing: the cache and `diagnostics.csv` go there.
+    pub dir: PathBuf,
+    /// Cache format.
+    pub format: Format,
+    /// Where and how the solver runs.
+    pub options: SolverOptions,
+    /// Stop with [`BakeError::Strict`], keeping no cache, as soon as a body's residual stretch
+    /// strain away from its pins exceeds the scene's `residual_tolerance`.
+    pub strict: bool,
+}
+
+/// Why a bake stopped without a result. A blow-up is not one of these: it is a result, with
+/// the frames before it written ([`Baked::failure`]).
+#[derive(Debug, thiserror::Error)]
+pub enum BakeError {
+    /// The solver could not be made.
+    #[error(transparent)]
+    Factory(#[from] crate::FactoryError),
+    /// The scene cannot be baked as asked (a tearing scene to PC2, an output path that is not
+    /// a folder).
+    #[error("{0}")]
+    Invalid(String),
+    /// The cache could not be written.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// `diagnostics.csv` could not be written.
+    #[error("I/O error on {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A tear could not be made at `frame`.
+    #[error("frame {frame}: {source}")]
+    Tear {
+        /// The frame after which it tore.
+        frame: usize,
+        /// The cause.
+        source: TearError,
+    },
+    /// Stopped by [`BakeSettings::strict`]: the message names the body, its residual and what
+    /// would help. Nothing was kept.
+    #[error("{0} Stopped by --strict; no cache was written.")]
+    Strict(String),
+}
+
+/// Why a bake stopped before its last frame, with the frames before it written.
+#[derive(Debug)]
+pub struct Failure {
+    /// The frame that could not be made.
+    pub frame: usize,
+    /// The solver's error (a blow-up names the particle and what it reached).
+    pub error: Option<SolverError>,
+    /// Stopped by the caller's flag (Ctrl-C) rather than by the solver.
+    pub interrupted: bool,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.error {
+            None => write!(f, "frame {}: interrupted", self.frame),
+            Some(e) => {
+                write!(f, "frame {}: {e}", self.frame)?;
+                let speed = matches!(e, SolverError::BlowUp { detail, .. } if detail.contains(" m/s (limit "));
+                if speed {
+                    write!(
+                        f,
+                        " (if that speed is real, set [solver] max_speed above it: unless the scene sets it, the \
+                         limit is derived from the scene's size, gravity, wind and collider motion)"
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// What tearing did over a bake.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TornTotals {
+    /// Frames after which something tore.
+    pub frames: usize,
+    /// Constraints broken.
+    pub broken: usize,
+    /// Particles split.
+    pub split: usize,
+}
+
+/// The result of a bake.
+pub struct Baked {
+    /// Frames written, frame 0 (the initial state) included.
+    pub frames_written: usize,
+    /// Frame 0's diagnostics.
+    pub first: Diagnostics,
+    /// Over the frames written: the largest stretch strain, penetration (m) and NaN count; the
+    /// energies (J) and time (s) of the last frame.
+    pub worst: Diagnostics,
+    /// The convergence monitor: each body's strains and residuals over the run.
+    pub monitor: ConvergenceMonitor,
+    /// What tearing did.
+    pub torn: TornTotals,
+    /// Iterations over all substeps, substeps, and the most iterations in one substep.
+    pub iterations: (u64, u64, u32),
+    /// The cache's files.
+    pub files: Vec<PathBuf>,
+    /// `diagnostics.csv`.
+    pub diagnostics: PathBuf,
+    /// Wall-clock time of the frames (s).
+    pub seconds: f64,
+    /// Simulated time reached (s).
+    pub time: f64,
+    /// The model at the end (torn, where the scene tears).
+    pub model: std::sync::Arc<Model>,
+    /// Particle positions at the end (m), one per particle of [`Baked::model`].
+    pub positions: Vec<Vec3>,
+    /// Why it stopped early, if it did.
+    pub failure: Option<Failure>,
+}
+
+/// A bake ready to run: the scene's solver made and frame 0 measured, so that its caller can
+/// say what it runs before it does ([`Bake::solver_name`], [`Bake::device`]).
+pub struct Bake<'s> {
+    scene: &'s Scene,
+    settings: BakeSettings,
+    solver: Box<dyn Solver>,
+    device: String,
+    note: Option<String>,
+}
+
+impl<'s> Bake<'s> {
+    /// Makes `scene`'s solver as `settings` ask.
+    ///
+    /// # Errors
+    /// [`BakeError::Factory`] if the solver cannot be made, [`BakeError::Invalid`] for a tearing
+    /// scene written to PC2 or an output path that exists and is not a folder.
+    pub fn new(scene: &'s mut Scene, settings: BakeSettings) -> Result<Bake<'s>, BakeError> {
+        if settings.dir.exists() && !settings.dir.is_dir() {
+            return Err(BakeError::Invalid(format!(
+                "output directory {} exists and is not a directory",
+                settings.dir.display()
+            )));
+        }
+        if Tearing::for_scene(scene).active() && settings.format == Format::Pc2 {
+            return Err(BakeError::Invalid(format!(
+                "scene {:?} tears (a cloth has a tear_strain, or the scene a [[cut]]) and PC2 holds a fixed vertex \
+                 count: write --format usda or obj",
+                scene.name
+            )));
+        }
+        let MadeSolver { solver, device } = make_solver(scene, &settings.options)?;
+        let auto = matches!(scene.solver, SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }));
+        let mut note = None;
+        if auto && settings.options.backend == crate::Backend::Gpu {
+            // The GPU does not read back a residual per iteration: it runs the fixed minimum.
+            scene.solver.set_iterations(scene.solver.iterations());
+            let n = scene.solver.iterations();
+            note = Some(format!(
+                "iterations = \"auto\" is for the CPU; the GPU runs a fixed {n} iteration{} per substep and the \
+                 residual is reported below",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+        let scene: &'s Scene = scene;
+        Ok(Bake { scene, settings, solver, device, note })
+    }
+
+    /// The scene being baked (with "auto" iterations fixed for the GPU, see [`Bake::note`]).
+    pub fn scene(&self) -> &Scene {
+        self.scene
+    }
+
+    /// The solver's name (`XPBD`, `implicit Euler`, …).
+    pub fn solver_name(&self) -> String {
+        self.solver.info().name.to_string()
+    }
+
+    /// `cpu`, or the GPU adapter's description.
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+
+    /// A note on how the settings were adapted to the backend (auto iterations on the GPU).
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// Runs every frame of the scene. `stop`, when set (by a Ctrl-C handler, say), ends the
+    /// bake after the current frame, with the frames done written; `on_frame(frame, time)` is
+    /// called after each frame (a progress bar).
+    ///
+    /// # Errors
+    /// [`BakeError`] for files that cannot be written, a tear that cannot be made, and a
+    /// [`BakeSettings::strict`] stop; a blow-up is returned in [`Baked::failure`] instead.
+    pub fn run(mut self, stop: &AtomicBool, mut on_frame: impl FnMut(usize, f64)) -> Result<Baked, BakeError> {
+        let scene = self.scene;
+        let dir = self.settings.dir.clone();
+        let format = self.settings.format;
+        let mut model = scene.model.clone();
+        let mut tearing = Tearing::for_scene(scene);
+        let dt = 1.0 / scene.fps;
+        // Mesh cloths are written in their files' vertex order (welded vertices repeated).
+        let spec = CacheSpec {
+            dir: &dir,
+            scene_name: &scene.name,
+            fps: scene.fps,
+            model: &model,
+            vertex_maps: &scene.vertex_maps,
+        };
+        let mut writer = cache::create(format, &spec)?;
+        let names: Vec<&str> = model.bodies().iter().map(|b| b.name.as_str()).collect();
+        let mut csv = CsvWriter::create(&dir.join("diagnostics.csv"), &names)?;
+        // The self-penetration is measured over the bodies with self-collision: empty without any.
+        csv.self_collision = model.bodies().iter().any(|b| b.self_collision());
+        let mut state = hooke::State::from_model(&model);
+        let solver = self.solver.as_mut();
+        solver.read_state(&mut state);
+        let first = Diagnostics::measure(
+            &model,
+            &state.particle_position,
+            &state.particle_velocity,
+            0.0,
+            &scene.collider_poses_at(0.0),
+        );
+        let mut monitor = ConvergenceMonitor::new(scene, &solver.info().name);
+        let mut pinned = Vec::new();
+        let mut residuals = ConstraintResiduals::default();
+        let mut bodies = Vec::new();
+        pinned_particles(&model, &scene.control_at(0.0), &mut pinned);
+        BodyConvergence::measure(&model, &state.particle_position, &pinned, None, &mut bodies);
+        monitor.record(0, 0.0, &bodies);
+        writer.write_frame(0, &state.particle_position)?;
+        csv.row(0, &first, [0; 4], &bodies)?;
+
+        let started = Instant::now();
+        let mut worst = first;
+        let mut failure = None;
+        let mut written = 1usize;
+        let mut torn = TornTotals::default();
+        let (mut iterations, mut substeps, mut most) = (0u64, 0u64, 0u32);
+        for frame in 1..=scene.frames {
+            if stop.load(Ordering::SeqCst) {
+                failure = Some(Failure { frame, error: None, interrupted: true });
+                break;
+            }
+            let control = tearing.control(scene.control_at(solver.time()));
+            let report = match solver.step(&control, dt) {
+                Ok(report) => report,
+                Err(e) => {
+                    failure = Some(Failure { frame, error: Some(e), interrupted: false });
+                    break;
+                }
+            };
+            iterations += report.total_iterations as u64;
+            substeps += report.substeps as u64;
+            most = most.max(report.iterations);
+            solver.read_state(&mut state);
+            // Tearing: what broke in this frame breaks now; the frame is written torn.
+            let tear = tearing.after_frame(solver, &mut state).map_err(|source| BakeError::Tear { frame, source })?;
+            if tear.is_some() {
+                model = solver.model().clone();
+                writer.set_model(&model).map_err(|e| {
+                    CacheError::Invalid(format!("frame {frame}: the cache cannot follow the tear: {e}"))
+                })?;
+            }
+            let tear: TearCounts = tear.unwrap_or_default();
+            if tear.broken + tear.split > 0 {
+                torn.frames += 1;
+                torn.broken += tear.broken as usize;
+                torn.split += tear.split as usize;
+            }
+            let t = solver.time();
+            let poses = scene.collider_poses_at(t);
+            let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, t, &poses);
+            pinned_particles(&model, &control, &mut pinned);
+            let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
+            BodyConvergence::measure(&model, &state.particle_position, &pinned, measured, &mut bodies);
+            monitor.record(frame, t, &bodies);
+            if self.settings.strict
+                && let Some(k) = monitor.over_tolerance(&bodies)
+            {
+                // Nothing of this run stays: the atomic caches are dropped unfinished; an OBJ
+                // sequence's complete frames are removed.
+                if format == Format::Obj {
+                    for f in writer.finish().unwrap_or_default() {
+                        let _ = std::fs::remove_file(f);
+                    }
+                } else {
+                    drop(writer);
+                }
+                drop(csv);
+                let when = format!("frame {frame}, t = {t:.3} s");
+                return Err(BakeError::Strict(monitor.exceeded(k, bodies[k].residual(), &when)));
+            }
+            worst.max_stretch_strain = worst.max_stretch_strain.max(d.max_stretch_strain);
+            worst.max_penetration = worst.max_penetration.max(d.max_penetration);
+            worst.nan_count = worst.nan_count.max(d.nan_count);
+            writer.write_frame(frame, &state.particle_position)?;
+            csv.row(frame, &d, [report.contacts, report.particle_contacts, tear.broken, tear.split], &bodies)?;
+            written += 1;
+            worst.time = d.time;
+            worst.kinetic_energy = d.kinetic_energy;
+            worst.gravity_energy = d.gravity_energy;
+            worst.elastic_energy = d.elastic_energy;
+            on_frame(frame, t);
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let files = writer.finish()?;
+        let diagnostics = csv.finish()?;
+        Ok(Baked {
+            frames_written: written,
+            first,
+            worst,
+            monitor,
+            torn,
+            iterations: (iterations, substeps, most),
+            files,
+            diagnostics,
+            seconds,
+            time: solver.time(),
+            model,
+            positions: state.particle_position,
+            failure,
+        })
+    }
+}
+
+/// Per-frame diagnostics as CSV, written to a temporary file and renamed when finished.
+struct CsvWriter {
+    tmp: PathBuf,
+    path: PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    /// Whether a body has self-collision (else `self_penetration_m` is left empty).
+    self_collision: bool,
+}
+
+impl CsvWriter {
+    /// Creates the file with its header: the global columns, then six per body (`names`).
+    fn create(path: &Path, names: &[&str]) -> Result<CsvWriter, BakeError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| BakeError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        // The naming of hooke-io's temporary files (`.<name>.tmp-<pid>-<seq>`), so that a killed
+        // run's leftover is swept like theirs; created exclusively, never through a planted link.
+        // A leftover under this very name can only be from a dead process that had our pid.
+        let tmp = dir.join(format!(".diagnostics.csv.tmp-{}-0", std::process::id()));
+        let open = || std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp);
+        let f = match open() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::remove_file(&tmp).and_then(|()| open()),
+            other => other,
+        }
+        .map_err(io(&tmp))?;
+        let mut out = std::io::BufWriter::new(f);
+        let mut header = String::from(
+            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts,max_residual_strain,particle_contacts,self_penetration_m,broken_constraints,split_particles",
+        );
+        for name in names {
+            for q in BODY_COLUMNS {
+                header.push(',');
+                header.push_str(&csv_field(&format!("{name}:{q}")));
+            }
+        }
+        writeln!(out, "{header}").map_err(io(&tmp))?;
+        Ok(CsvWriter { tmp, path: path.to_path_buf(), out: Some(out), self_collision: false })
+    }
+
+    /// One frame's row; `counts` are the contacts with colliders, the particle contacts, and
+    /// the constraints broken and particles split by tearing after the frame.
+    fn row(
+        &mut self,
+        frame: usize,
+        d: &Diagnostics,
+        counts: [u32; 4],
+        bodies: &[BodyConvergence],
+    ) -> Result<(), BakeError> {
+        let out = self.out.as_mut().expect("open until finish");
+        let worst = bodies.iter().map(BodyConvergence::residual).fold(f32::NAN, f32::max);
+        let [contacts, particle_contacts, broken, split] = counts;
+        let penetration = if self.self_collision { d.self_penetration } else { f32::NAN };
+        let mut tail = format!("{},{particle_contacts},{},{broken},{split}", cell(worst), cell(penetration));
+        for b in bodies {
+            for v in
+                [b.strain, b.strain_at_pins, b.residual_stiff, b.residual_compliant, b.residual_at_pins, b.residual_rms]
+            {
+                tail.push(',');
+                tail.push_str(&cell(v));
+            }
+        }
+        writeln!(
+            out,
+            "{frame},{},{},{},{},{},{},{},{},{},{contacts},{tail}",
+            d.time,
+            d.max_stretch_strain,
+            d.total_energy(),
+            d.kinetic_energy,
+            d.gravity_energy,
+            d.elastic_energy,
+            d.max_penetration,
+            d.nan_count,
+            d.max_speed
+        )
+        .map_err(|source| BakeError::Io { path: self.tmp.clone(), source })
+    }
+
+    fn finish(mut self) -> Result<PathBuf, BakeError> {
+        let out = self.out.take().expect("open until finish");
+        out.into_inner().map_err(|e| BakeError::Io { path: self.tmp.clone(), source: e.into_error() })?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|source| BakeError::Io { path: self.path.clone(), source })?;
+        Ok(self.path.clone())
+    }
+}
+
+impl Drop for CsvWriter {
+    fn drop(&mut self) {
+        if self.out.is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The per-body columns of `diagnostics.csv`, each written `<body>:<name>` (see
+/// [`BodyConvergence`]).
+const BODY_COLUMNS: [&str; 6] =
+    ["strain", "strain_at_pins", "residual_stiff", "residual_compliant", "residual_at_pins", "residual_rms"];
+
+/// A CSV cell: the number, or nothing for NaN (not measured).
+fn cell(v: f32) -> String {
+    if v.is_nan() { String::new() } else { v.to_string() }
+}
+
+/// A CSV header field, quoted (RFC 4180) if it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+/// A strain as a percentage.
+fn percent(v: f32) -> String {
+    format!("{:.2} %", 100.0 * v)
+}
+
+/// A percentage, or "none" for NaN.
+fn maybe(v: f32) -> String {
+    if v.is_nan() { "none".into() } else { percent(v) }
+}
+
+/// NaN-aware field-wise maximum of two measurements.
+fn max_of(a: &BodyConvergence, b: &BodyConvergence) -> BodyConvergence {
+    BodyConvergence {
+        strain: a.strain.max(b.strain),
+        strain_at_pins: a.strain_at_pins.max(b.strain_at_pins),
+        residual_stiff: a.residual_stiff.max(b.residual_stiff),
+        residual_compliant: a.residual_compliant.max(b.residual_compliant),
+        residual_at_pins: a.residual_at_pins.max(b.residual_at_pins),
+        residual_rms: a.residual_rms.max(b.residual_rms),
+    }
+}
+
+/// The convergence monitor of a run (issue #9, item 4): each body's worst and latest
+/// measurement ([`BodyConvergence`]), the frame of its worst residual, and the summary lines
+/// and warnings they make.
+pub struct ConvergenceMonitor {
+    /// `cloth "name"` / `rope "name"`, per body.
+    labels: Vec<String>,
+    /// Whether the scene pins any particle of the body (then tethers would help).
+    pinned: Vec<bool>,
+    /// Whether the solver is a position-based one with tethers off (`[solver] tethers = false`).
+    tethers_off: bool,
+    tolerance: f32,
+    solver: String,
+    substeps: u32,
+    iterations: u32,
+    /// Field-wise maximum over the frames, per body.
+    worst: Vec<BodyConvergence>,
+    /// The latest frame's, per body.
+    last: Vec<BodyConvergence>,
+    /// Frame and time (s) of the largest monitored residual, per body.
+    worst_at: Vec<(usize, f64)>,
+}
+
+impl ConvergenceMonitor {
+    /// A monitor for `scene`'s bodies, solved by the solver named `solver`.
+    pub fn new(scene: &Scene, solver: &str) -> ConvergenceMonitor {
+        let bodies = scene.model.bodies();
+        ConvergenceMonitor {
+            labels: bodies
+                .iter()
+                .map(|b| format!("{} {:?}", if b.is_cloth() { "cloth" } else { "rope" }, b.name))
+                .collect(),
+            pinned: bodies.iter().map(|b| scene.pins.iter().any(|p| b.particles.contains(&p.pin.particle))).collect(),
+            tethers_off: matches!(scene.solver, SolverChoice::Position(s) if !s.tethers),
+            tolerance: scene.residual_tolerance,
+            solver: solver.to_string(),
+            substeps: scene.solver.substeps(),
+            iterations: scene.solver.iterations(),
+            worst: vec![BodyConvergence::default(); bodies.len()],
+            last: vec![BodyConvergence::default(); bodies.len()],
+            worst_at: vec![(0, 0.0); bodies.len()],
+        }
+    }
+
+    /// Records one frame's measurement of every body (`bodies`, indexed like the model's).
+    pub fn record(&mut self, frame: usize, time: f64, bodies: &[BodyConvergence]) {
+        for (k, b) in bodies.iter().enumerate() {
+            if b.residual() > self.worst[k].residual() || (self.worst[k].residual().is_nan() && !b.residual().is_nan())
+            {
+                self.worst_at[k] = (frame, time);
+            }
+            self.worst[k] = max_of(&self.worst[k], b);
+            self.last[k] = *b;
+        }
+    }
+
+    /// The first body whose monitored residual exceeds the tolerance.
+    pub fn over_tolerance(&self, bodies: &[BodyConvergence]) -> Option<usize> {
+        bodies.iter().position(|b| b.residual() > self.tolerance)
+    }
+
+    /// The largest monitored residual stretch strain of any body over the run (NaN where the
+    /// solver measures none).
+    pub fn worst_residual(&self) -> f32 {
+        self.worst.iter().map(BodyConvergence::residual).fold(f32::NAN, f32::max)
+    }
+
+    /// The bodies whose residual exceeded the tolerance at some frame, by index.
+    pub fn unconverged(&self) -> Vec<usize> {
+        (0..self.worst.len()).filter(|&k| self.worst[k].residual() > self.tolerance).collect()
+    }
+
+    /// What would help body `k` converge.
+    fn advice(&self, k: usize) -> String {
+        let tethers = if self.pinned[k] && self.tethers_off {
+            ", or tethers, long-range attachments to its pins ([solver] tethers = true, now false)"
+        } else {
+            ""
+        };
+        format!(
+            "More substeps ([solver] substeps, now {}; the most effective for their cost) or iterations \
+             ([solver] iterations, now {}) reduce it{tethers}",
+            self.substeps, self.iterations
+        )
+    }
+
+    /// Body `k`'s monitored residual `value` over the tolerance, in words; `when` says at
+    /// which frame.
+    pub fn exceeded(&self, k: usize, value: f32, when: &str) -> String {
+        format!(
+            "{} did not converge: its residual stretch strain reached {} away from its pins ({when}), over the \
+             tolerance of {} ([solver] residual_tolerance = {}): it is stretched that much beyond what its \
+             material allows. {}.",
+            self.labels[k],
+            percent(value),
+            percent(self.tolerance),
+            self.tolerance,
+            self.advice(k)
+        )
+    }
+
+    /// Each body's strains and residuals over the run, one line per body, and a warning for
+    /// each body whose residual exceeded the tolerance: `(lines, warnings)`.
+    pub fn summary(&self) -> (Vec<String>, Vec<String>) {
+        let (mut lines, mut warnings) = (Vec::new(), Vec::new());
+        for (k, label) in self.labels.iter().enumerate() {
+            let (w, last) = (&self.worst[k], &self.last[k]);
+            let mut line = format!("{label}: strain up to {} away from the pins", maybe(w.strain));
+            if !w.strain_at_pins.is_nan() {
+                line += &format!(", {} at them", percent(w.strain_at_pins));
+            }
+            if w.residual().is_nan() {
+                line += &format!("; residual not measured ({} has no constraint multipliers)", self.solver);
+            } else {
+                let (frame, t) = self.worst_at[k];
+                line += &format!(
+                    "; residual stretch strain up to {} (frame {frame}, t = {t:.3} s), {} at the end \
+                     (stiffness-dominated {}, compliance-dominated {}, at the pins {})",
+                    percent(w.residual()),
+                    percent(last.residual()),
+                    maybe(w.residual_stiff),
+                    maybe(w.residual_compliant),
+                    maybe(w.residual_at_pins)
+                );
+            }
+            lines.push(line);
+            if w.residual() > self.tolerance {
+                let (frame, t) = self.worst_at[k];
+                let when = format!("frame {frame}, t = {t:.3} s; {} at the last frame", percent(last.residual()));
+                warnings.push(self.exceeded(k, w.residual(), &when));
+            }
+        }
+        (lines, warnings)
+    }
+}

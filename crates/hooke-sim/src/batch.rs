@@ -1,0 +1,788 @@
+//! Batch runs: many samples — scenes with parameter overrides — baked one after another into
+//! one dataset folder, sliced into shards for a cluster's scheduler (a Slurm job array, Ray),
+//! resumable, with per-sample quality checks and a JSON Lines index (issue #13, item 3).
+//!
+//! # The manifest
+//!
+//! A TOML file:
+//!
+//! ```toml
+//! out = "out/drapes"              # optional, relative to the manifest; default out/<manifest stem>
+//! format = "usda"                 # optional: usda (default), obj or pc2
+//!
+//! [quality]                       # optional: a sample over a limit is marked failed
+//! max_residual_strain = 0.05      # residual stretch strain away from the pins (XPBD/PBD)
+//! max_penetration = 0.01          # m, deepest penetration into a collider
+//! failed = "mark"                 # "mark" keeps a failed sample's cache, "drop" deletes it
+//!
+//! [[sample]]                      # one sample: a scene and the keys it changes
+//! scene = "../scenes/flag.toml"
+//! set = { "solver.frames" = 60, "wind" = [3.0, 0.0, 0.0] }
+//!
+//! [[sweep]]                       # every combination of the values of `vary`
+//! scene = "../scenes/flag.toml"
+//! set = { "solver.frames" = 60 }
+//! vary = { "materials.nylon.stretch_stiffness" = [1e3, 1e4], "wind" = [[2.0, 0.0, 0.0], [6.0, 0.0, 0.0]] }
+//! ```
+//!
+//! or JSON Lines (`.jsonl`), one sample per line: `{"scene": "scenes/flag.toml", "set":
+//! {"solver.frames": 60}}`, with the defaults above. Keys are dotted paths into the scene
+//! file (`materials.nylon.stretch_stiffness`; `cloth.0.rows` for the first `[[cloth]]`); a
+//! missing table on the way is created, a missing array element is an error, and the scene
+//! then rejects keys it does not know as it would in its own file. Scene paths are relative
+//! to the manifest.
+//!
+//! Samples are numbered from 0: the `[[sample]]` entries in order, then each `[[sweep]]`'s
+//! combinations (its keys in alphabetical order, the last varying fastest).
+//!
+//! # The dataset
+//!
+//! Sample *k* is written to `samples/<k as 6 digits>/` under the output folder: its cache,
+//! `diagnostics.csv` and `sample.json`, the record of what it is and how it went. The folder
+//! is built under a temporary name and renamed when complete, so a sample folder is either
+//! absent or complete. `index.jsonl` lists every record found, by sample.
+//!
+//! Shard *i* of *n* takes the samples whose number is *i* modulo *n*; so `--shard 0/3`,
+//! `1/3` and `2/3` cover every sample exactly once.
+
+use crate::{Bake, BakeError, BakeSettings, SolverOptions};
+use hooke_io::cache::Format;
+use hooke_io::scene::Scene;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// Errors of a batch run that stop it (a sample that blows up or fails its checks does not:
+/// it is recorded as failed).
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// The manifest cannot be read or is invalid; the message names the file, the entry and
+    /// the key.
+    #[error("{0}")]
+    Manifest(String),
+    /// A sample's scene cannot be loaded with its overrides.
+    #[error("sample {sample} ({scene}): {message}")]
+    Scene {
+        /// Sample number.
+        sample: usize,
+        /// Scene file.
+        scene: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file of the dataset cannot be read or written.
+    #[error("I/O error on {}: {source}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The output folder already holds samples of this shard (without `resume`), or a record
+    /// that does not match the manifest.
+    #[error("{0}")]
+    Conflict(String),
+    /// A sample's files could not be written (the disk, not the physics).
+    #[error("sample {sample}: {source}")]
+    Bake {
+        /// Sample number.
+        sample: usize,
+        /// The cause.
+        source: BakeError,
+    },
+    /// Stopped by the caller's flag (Ctrl-C); the sample under way was not kept.
+    #[error("interrupted during sample {0}; it was not kept (run again with --resume)")]
+    Interrupted(usize),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BatchError + '_ {
+    move |source| BatchError::Io { path: path.to_path_buf(), source }
+}
+
+/// What to do with a sample that fails its quality checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailure {
+    /// Keep its cache; its record says `failed`.
+    #[default]
+    Mark,
+    /// Delete its cache; its record (`failed`, with the reason) stays.
+    Drop,
+}
+
+/// Per-sample quality checks. A sample that blows up or has a NaN always fails.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quality {
+    /// Largest residual stretch strain of any body away from its pins (XPBD/PBD), over the run.
+    pub max_residual_strain: Option<f32>,
+    /// Deepest penetration into a collider (m), over the run.
+    pub max_penetration: Option<f32>,
+    /// What to do with a failed sample's cache.
+    #[serde(default)]
+    pub failed: OnFailure,
+}
+
+/// One sample: a scene and the keys it changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// Sample number, from 0.
+    pub index: usize,
+    /// The scene file, as the manifest names it.
+    pub scene: String,
+    /// The scene file, resolved against the manifest's folder.
+    pub path: PathBuf,
+    /// Dotted scene keys and their values.
+    pub set: toml::Table,
+}
+
+impl Sample {
+    /// The sample's folder name: its number in 6 digits.
+    pub fn id(&self) -> String {
+        format!("{:06}", self.index)
+    }
+
+    /// Loads the scene with the sample's overrides.
+    ///
+    /// # Errors
+    /// [`BatchError::Scene`] naming the sample, the scene and the key or value at fault.
+    pub fn load(&self, memory_limit: u64) -> Result<Scene, BatchError> {
+        let err = |message: String| BatchError::Scene { sample: self.index, scene: self.scene.clone(), message };
+        let text = std::fs::read_to_string(&self.path).map_err(|e| err(format!("cannot read the scene file: {e}")))?;
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+        for (key, value) in &self.set {
+            set_key(&mut table, key, value.clone()).map_err(|m| err(format!("set {key:?}: {m}")))?;
+        }
+        let merged = toml::to_string(&table).map_err(|e| err(e.to_string()))?;
+        let stem = self.path.file_stem().and_then(|s| s.to_str()).unwrap_or("scene");
+        let file = format!("{} with the sample's keys", self.path.display());
+        hooke_io::scene::parse(&merged, &file, stem, self.path.parent(), memory_limit).map_err(|e| err(e.message))
+    }
+}
+
+/// Sets the dotted `key` (`a.b.0.c`) of `table` to `value`.
+fn set_key(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err("a key is dotted names, none of them empty".into());
+    }
+    let (last, path) = parts.split_last().expect("split gives at least one part");
+    // Worked on as a value (tables and arrays alike), put back whatever happens.
+    let mut root = toml::Value::Table(std::mem::take(table));
+    let result = set_in(&mut root, &parts, path, last, value);
+    if let toml::Value::Table(t) = root {
+        *table = t;
+    }
+    result
+}
+
+fn set_in(root: &mut toml::Value, parts: &[&str], path: &[&str], last: &str, value: toml::Value) -> Result<(), String> {
+    let mut node = root;
+    for (depth, part) in path.iter().enumerate() {
+        let here = parts[..depth].join(".");
+        node = match node {
+            toml::Value::Table(t) => {
+                t.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            }
+            toml::Value::Array(a) => {
+                let i: usize = part.parse().map_err(|_| format!("{here:?} is an array: {part:?} is not an index"))?;
+                let n = a.len();
+                a.get_mut(i).ok_or_else(|| format!("{here:?} has {n} elements, no element {i}"))?
+            }
+            _ => return Err(format!("{here:?} is a value, not a table")),
+        };
+    }
+    match node {
+        toml::Value::Table(t) => {
+            t.insert(last.to_string(), value);
+            Ok(())
+        }
+        toml::Value::Array(a) => {
+            let i: usize = last.parse().map_err(|_| format!("{last:?} is not an index of an array"))?;
+            let n = a.len();
+            *a.get_mut(i).ok_or_else(|| format!("the array has {n} elements, no element {i}"))? = value;
+            Ok(())
+        }
+        _ => Err(format!("{:?} is a value, not a table", path.join("."))),
+    }
+}
+
+/// A batch manifest, read by [`Manifest::read`].
+#[derive(Clone, Debug)]
+pub struct Manifest {
+    /// The manifest file.
+    pub path: PathBuf,
+    /// Every sample, by number.
+    pub samples: Vec<Sample>,
+    /// Cache format.
+    pub format: Format,
+    /// Quality checks.
+    pub quality: Quality,
+    /// Output folder (resolved against the manifest's folder): the manifest's `out`, else
+    /// `out/<manifest stem>`.
+    pub out: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestFile {
+    out: Option<String>,
+    format: Option<String>,
+    #[serde(default)]
+    quality: Quality,
+    #[serde(default)]
+    sample: Vec<SampleEntry>,
+    #[serde(default)]
+    sweep: Vec<SweepEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SampleEntry {
+    scene: String,
+    #[serde(default)]
+    set: toml::Table,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepEntry {
+    scene: String,
+    #[serde(default)]
+    set: toml::Table,
+    vary: toml::Table,
+}
+
+/// The most samples a manifest may make (a sweep's combinations multiply).
+pub const MAX_SAMPLES: usize = 10_000_000;
+
+impl Manifest {
+    /// Reads a manifest: TOML, or JSON Lines if its name ends in `.jsonl`.
+    ///
+    /// # Errors
+    /// [`BatchError::Manifest`] naming the file, the entry (`[[sweep]] 2`, line 5) and what is
+    /// wrong: unknown keys, an empty `vary` list, a sweep of more than [`MAX_SAMPLES`], no
+    /// samples at all.
+    pub fn read(path: &Path) -> Result<Manifest, BatchError> {
+        let file = path.display().to_string();
+        let err = |m: String| BatchError::Manifest(format!("{file}: {m}"));
+        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read the manifest: {e}")))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("batch");
+        let resolve = |scene: &str| base.join(scene);
+        let mut samples = Vec::new();
+        let mut push = |scene: String, set: toml::Table| {
+            let index = samples.len();
+            samples.push(Sample { index, path: resolve(&scene), scene, set });
+        };
+        let (out, format, quality);
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            for (n, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let entry: SampleEntry = serde_json::from_str(line).map_err(|e| err(format!("line {}: {e}", n + 1)))?;
+                push(entry.scene, entry.set);
+            }
+            (out, format, quality) = (None, None, Quality::default());
+        } else {
+            let m: ManifestFile = toml::from_str(&text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+            for entry in m.sample {
+                push(entry.scene, entry.set);
+            }
+            for (k, sweep) in m.sweep.into_iter().enumerate() {
+                let axes: Vec<(&String, &Vec<toml::Value>)> = sweep
+                    .vary
+                    .iter()
+                    .map(|(key, v)| match v {
+                        toml::Value::Array(values) if !values.is_empty() => Ok((key, values)),
+                        _ => Err(err(format!("[[sweep]] {k}: vary.{key:?} must be a list of one value or more"))),
+                    })
+                    .collect::<Result<_, _>>()?;
+                if axes.is_empty() {
+                    return Err(err(format!("[[sweep]] {k}: vary has no keys")));
+                }
+                let total =
+                    axes.iter().try_fold(1usize, |n, (_, v)| n.checked_mul(v.len()).filter(|&n| n <= MAX_SAMPLES));
+                let total = total.ok_or_else(|| err(format!("[[sweep]] {k}: more than {MAX_SAMPLES} combinations")))?;
+                for c in 0..total {
+                    let mut set = sweep.set.clone();
+                    let mut rest = c;
+                    for (key, values) in axes.iter().rev() {
+                        set.insert((*key).clone(), values[rest % values.len()].clone());
+                        rest /= values.len();
+                    }
+                    push(sweep.scene.clone(), set);
+                }
+            }
+            (out, format, quality) = (m.out, m.format, m.quality);
+        }
+        if samples.is_empty() {
+            return Err(err("no samples: add [[sample]] or [[sweep]] entries (or lines, in JSON Lines)".into()));
+        }
+        if samples.len() > MAX_SAMPLES {
+            return Err(err(format!("more than {MAX_SAMPLES} samples")));
+        }
+        let format = match format {
+            Some(f) => f.parse().map_err(|e| err(format!("format: {e}")))?,
+            None => Format::default(),
+        };
+        for (name, v) in
+            [("max_residual_strain", quality.max_residual_strain), ("max_penetration", quality.max_penetration)]
+        {
+            if let Some(v) = v
+                && !(v.is_finite() && v >= 0.0)
+            {
+                return Err(err(format!("quality.{name} must be finite and ≥ 0, got {v}")));
+            }
+        }
+        let out = match out {
+            Some(o) => base.join(o),
+            None => Path::new("out").join(stem),
+        };
+        Ok(Manifest { path: path.to_path_buf(), samples, format, quality, out })
+    }
+
+    /// The samples of `shard`.
+    pub fn shard(&self, shard: Shard) -> impl Iterator<Item = &Sample> {
+        self.samples.iter().filter(move |s| s.index % shard.count == shard.index)
+    }
+}
+
+/// Shard `index` of `count` (0 ≤ index < count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// Which shard, from 0.
+    pub index: usize,
+    /// How many shards.
+    pub count: usize,
+}
+
+impl Shard {
+    /// The whole batch.
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// Reads `i/n`.
+    ///
+    /// # Errors
+    /// A message if it is not two numbers with `i < n`.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || format!("a shard is i/n with 0 ≤ i < n, got {s:?}");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// The shard of a Slurm job array's task: `SLURM_ARRAY_TASK_ID` − `SLURM_ARRAY_TASK_MIN`
+    /// of `SLURM_ARRAY_TASK_COUNT`; `None` outside a job array.
+    ///
+    /// # Errors
+    /// A message if the variables are there but do not make a shard.
+    pub fn from_slurm(var: impl Fn(&str) -> Option<String>) -> Result<Option<Shard>, String> {
+        let Some(id) = var("SLURM_ARRAY_TASK_ID") else { return Ok(None) };
+        let num =
+            |name: &str, v: String| v.trim().parse::<usize>().map_err(|_| format!("{name}={v:?} is not a number"));
+        let id = num("SLURM_ARRAY_TASK_ID", id)?;
+        let min = var("SLURM_ARRAY_TASK_MIN").map(|v| num("SLURM_ARRAY_TASK_MIN", v)).transpose()?.unwrap_or(0);
+        let count = var("SLURM_ARRAY_TASK_COUNT")
+            .ok_or("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (give --shard i/n)")?;
+        let count = num("SLURM_ARRAY_TASK_COUNT", count)?;
+        // An array 0-N (step 1) runs tasks min..min+count.
+        if id < min || id - min >= count {
+            return Err(format!(
+                "SLURM_ARRAY_TASK_ID={id} is not in the array {min}–{} (a job array with a step other than 1? \
+                 give --shard i/n)",
+                min + count.saturating_sub(1)
+            ));
+        }
+        Ok(Some(Shard { index: id - min, count }))
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// A sample's record: `sample.json` in its folder and a line of `index.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Sample number.
+    pub sample: usize,
+    /// The scene file, as the manifest names it.
+    pub scene: String,
+    /// The keys it changes (dotted) and their values.
+    pub set: serde_json::Map<String, serde_json::Value>,
+    /// `ok` or `failed`.
+    pub status: Status,
+    /// Why it failed: the blow-up, the NaN, the check over its limit.
+    pub reason: Option<String>,
+    /// The sample's folder, relative to the output folder.
+    pub dir: String,
+    /// The cache's files, relative to the output folder (empty if dropped).
+    pub files: Vec<String>,
+    /// `diagnostics.csv`, relative to the output folder (absent if dropped).
+    pub diagnostics: Option<String>,
+    /// Frames written, frame 0 included.
+    pub frames: usize,
+    /// Simulated time reached (s).
+    pub time_s: f64,
+    /// Largest stretch strain over the run.
+    pub max_stretch_strain: f32,
+    /// Largest residual stretch strain of any body away from its pins (absent where the
+    /// solver measures none).
+    pub max_residual_strain: Option<f32>,
+    /// Deepest penetration into a collider (m).
+    pub max_penetration_m: f32,
+    /// Most NaN particles in a frame.
+    pub nan_count: usize,
+    /// Wall-clock time of the simulation (s).
+    pub seconds: f64,
+    /// The shard that made it (`i/n`).
+    pub shard: String,
+}
+
+/// Whether a sample passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Complete, and within the quality checks.
+    Ok,
+    /// Blew up, had a NaN, or exceeded a quality check (see [`Record::reason`]).
+    Failed,
+}
+
+/// The overrides of a sample as JSON.
+fn set_json(set: &toml::Table) -> serde_json::Map<String, serde_json::Value> {
+    set.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null))).collect()
+}
+
+/// The folder of the samples under `out`.
+fn samples_dir(out: &Path) -> PathBuf {
+    out.join("samples")
+}
+
+/// Reads the record of sample `id` under `out`, if it is complete.
+fn read_record(out: &Path, id: &str) -> Result<Option<Record>, BatchError> {
+    let path = samples_dir(out).join(id).join("sample.json");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| BatchError::Conflict(format!("{}: not a sample record: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(BatchError::Io { path, source: e }),
+    }
+}
+
+/// How [`run_shard`] runs its samples.
+#[derive(Clone, Debug)]
+pub struct BatchSettings {
+    /// Output folder.
+    pub out: PathBuf,
+    /// Which slice of the samples.
+    pub shard: Shard,
+    /// Skip samples already complete (else their presence is an error).
+    pub resume: bool,
+    /// Where and how each sample's solver runs.
+    pub options: SolverOptions,
+    /// Memory a model may use (bytes).
+    pub memory_limit: u64,
+}
+
+/// What a shard did.
+#[derive(Clone, Debug, Default)]
+pub struct ShardSummary {
+    /// Samples of the shard.
+    pub samples: usize,
+    /// Skipped as complete already (`resume`).
+    pub skipped: usize,
+    /// Run and passed.
+    pub ok: usize,
+    /// Run and failed, with their records.
+    pub failed: Vec<Record>,
+}
+
+/// Runs the samples of `settings.shard`, one after another, each into its own folder. Every
+/// sample's scene is loaded first, so a bad key stops the shard before it simulates. A sample
+/// that blows up or fails a quality check is recorded as failed and the shard carries on;
+/// `on_sample` is called with each record. `stop` (Ctrl-C) ends the shard after the current
+/// frame, keeping nothing of that sample.
+///
+/// # Errors
+/// [`BatchError`] for a scene that does not load, samples present without `resume`, a record
+/// that does not match the manifest, files that cannot be written, and interruption.
+pub fn run_shard(
+    manifest: &Manifest,
+    settings: &BatchSettings,
+    stop: &AtomicBool,
+    mut on_sample: impl FnMut(&Record),
+) -> Result<ShardSummary, BatchError> {
+    let out = &settings.out;
+    let dir = samples_dir(out);
+    let mine: Vec<&Sample> = manifest.shard(settings.shard).collect();
+    let mut summary = ShardSummary { samples: mine.len(), ..ShardSummary::default() };
+    // What is there already: complete samples (checked against the manifest), leftovers.
+    let mut todo = Vec::new();
+    let mut done = 0;
+    for sample in &mine {
+        match read_record(out, &sample.id())? {
+            Some(record) => {
+                if record.scene != sample.scene || record.set != set_json(&sample.set) {
+                    return Err(BatchError::Conflict(format!(
+                        "{}: sample {} was made from {} with {}, but the manifest now says {} with {}: the manifest \
+                         changed since; write to another folder",
+                        samples_dir(out).join(sample.id()).display(),
+                        sample.index,
+                        record.scene,
+                        serde_json::Value::Object(record.set.clone()),
+                        sample.scene,
+                        serde_json::Value::Object(set_json(&sample.set))
+                    )));
+                }
+                done += 1;
+            }
+            None => todo.push(*sample),
+        }
+    }
+    if done > 0 && !settings.resume {
+        return Err(BatchError::Conflict(format!(
+            "{} already holds {done} of the {} samples of shard {}: pass --resume to skip them, or write to another \
+             folder",
+            out.display(),
+            mine.len(),
+            settings.shard
+        )));
+    }
+    summary.skipped = done;
+    // Loaded up front: a typo in a key costs no simulation time.
+    for sample in &todo {
+        sample.load(settings.memory_limit)?;
+    }
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    sweep_leftovers(&dir, &todo)?;
+    for sample in todo {
+        let record = run_sample(manifest, sample, settings, stop)?;
+        match record.status {
+            Status::Ok => summary.ok += 1,
+            Status::Failed => summary.failed.push(record.clone()),
+        }
+        on_sample(&record);
+    }
+    Ok(summary)
+}
+
+/// Removes the temporary folders (`.<id>.tmp-*`) of `samples`: a killed run's, since each
+/// sample belongs to one shard.
+fn sweep_leftovers(dir: &Path, samples: &[&Sample]) -> Result<(), BatchError> {
+    let ids: std::collections::HashSet<String> = samples.iter().map(|s| format!(".{}.tmp-", s.id())).collect();
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.len() > 12 && ids.contains(&name[..12]) {
+            let path = entry.path();
+            std::fs::remove_dir_all(&path).map_err(io(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// Bakes one sample into a temporary folder, checks it, writes its record and renames the
+/// folder into place.
+fn run_sample(
+    manifest: &Manifest,
+    sample: &Sample,
+    settings: &BatchSettings,
+    stop: &AtomicBool,
+) -> Result<Record, BatchError> {
+    let out = &settings.out;
+    let id = sample.id();
+    let tmp = samples_dir(out).join(format!(".{id}.tmp-{}", std::process::id()));
+    let last = samples_dir(out).join(&id);
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    let mut scene = sample.load(settings.memory_limit)?;
+    scene.solver.set_parallel(rayon_threads() > 1);
+    let bake_settings =
+        BakeSettings { dir: tmp.clone(), format: manifest.format, options: settings.options.clone(), strict: false };
+    let quality = manifest.quality;
+    let relative =
+        |p: &Path| format!("samples/{id}/{}", p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    let mut record = Record {
+        sample: sample.index,
+        scene: sample.scene.clone(),
+        set: set_json(&sample.set),
+        status: Status::Ok,
+        reason: None,
+        dir: format!("samples/{id}"),
+        files: Vec::new(),
+        diagnostics: None,
+        frames: 0,
+        time_s: 0.0,
+        max_stretch_strain: 0.0,
+        max_residual_strain: None,
+        max_penetration_m: 0.0,
+        nan_count: 0,
+        seconds: 0.0,
+        shard: settings.shard.to_string(),
+    };
+    let baked = Bake::new(&mut scene, bake_settings).and_then(|bake| bake.run(stop, |_, _| {}));
+    let mut keep = true;
+    match baked {
+        Ok(baked) => {
+            if let Some(f) = &baked.failure
+                && f.interrupted
+            {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(BatchError::Interrupted(sample.index));
+            }
+            record.frames = baked.frames_written;
+            record.time_s = baked.time;
+            record.max_stretch_strain = baked.worst.max_stretch_strain;
+            let residual = baked.monitor.worst_residual();
+            record.max_residual_strain = (!residual.is_nan()).then_some(residual);
+            record.max_penetration_m = baked.worst.max_penetration;
+            record.nan_count = baked.worst.nan_count;
+            record.seconds = baked.seconds;
+            record.files = baked.files.iter().map(|p| relative(p)).collect();
+            record.diagnostics = Some(relative(&baked.diagnostics));
+            let reason = if let Some(f) = &baked.failure {
+                // A run that blew up keeps no cache: its frames are not data.
+                keep = false;
+                Some(format!("blew up: {f}"))
+            } else if baked.worst.nan_count > 0 {
+                keep = false;
+                Some(format!("NaN positions in {} particles", baked.worst.nan_count))
+            } else if let (Some(limit), Some(r)) = (quality.max_residual_strain, record.max_residual_strain)
+                && r > limit
+            {
+                Some(format!("residual stretch strain {r} over quality.max_residual_strain = {limit}"))
+            } else if let Some(limit) = quality.max_penetration
+                && record.max_penetration_m > limit
+            {
+                Some(format!("penetration {} m over quality.max_penetration = {limit} m", record.max_penetration_m))
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                record.status = Status::Failed;
+                record.reason = Some(reason);
+                keep &= quality.failed == OnFailure::Mark;
+            }
+        }
+        // The disk, not the physics: the shard stops.
+        Err(e @ (BakeError::Io { .. } | BakeError::Cache(_))) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(BatchError::Bake { sample: sample.index, source: e });
+        }
+        // A tear that cannot be made, a solver that refuses the scene: this sample fails.
+        Err(e) => {
+            keep = false;
+            record.status = Status::Failed;
+            record.reason = Some(e.to_string());
+        }
+    }
+    if !keep {
+        for f in std::fs::read_dir(&tmp).map_err(io(&tmp))? {
+            let path = f.map_err(io(&tmp))?.path();
+            std::fs::remove_file(&path).map_err(io(&path))?;
+        }
+        record.files.clear();
+        record.diagnostics = None;
+    }
+    let json = serde_json::to_string_pretty(&record).expect("a record serialises");
+    let path = tmp.join("sample.json");
+    std::fs::write(&path, json + "\n").map_err(io(&path))?;
+    std::fs::rename(&tmp, &last).map_err(|source| BatchError::Io { path: last.clone(), source })?;
+    Ok(record)
+}
+
+/// The threads of the global pool.
+fn rayon_threads() -> usize {
+    rayon::current_num_threads()
+}
+
+/// Writes `index.jsonl` under `out`: every complete sample's record, by sample number, one
+/// per line (written to a temporary file and renamed). Returns its path and the records.
+///
+/// # Errors
+/// [`BatchError::Io`] if the folder cannot be read or the file written;
+/// [`BatchError::Conflict`] for a `sample.json` that is not a record.
+pub fn write_index(out: &Path) -> Result<(PathBuf, Vec<Record>), BatchError> {
+    let dir = samples_dir(out);
+    let mut records = BTreeMap::new();
+    if dir.is_dir() {
+        for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let name = entry.map_err(io(&dir))?.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            if let Some(r) = read_record(out, &name)? {
+                records.insert(r.sample, r);
+            }
+        }
+    }
+    let mut text = String::new();
+    for r in records.values() {
+        text += &serde_json::to_string(r).expect("a record serialises");
+        text.push('\n');
+    }
+    std::fs::create_dir_all(out).map_err(io(out))?;
+    let path = out.join("index.jsonl");
+    let tmp = out.join(format!(".index.jsonl.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    Ok((path, records.into_values().collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_set_through_tables_and_arrays() {
+        let mut t: toml::Table =
+            toml::from_str("[solver]\nsubsteps = 4\n[[cloth]]\nrows = 3\n[[cloth]]\nrows = 5\n").unwrap();
+        set_key(&mut t, "solver.substeps", toml::Value::Integer(9)).unwrap();
+        set_key(&mut t, "cloth.1.rows", toml::Value::Integer(7)).unwrap();
+        set_key(&mut t, "air.drag_coefficient", toml::Value::Float(1.5)).unwrap();
+        assert_eq!(t["solver"]["substeps"].as_integer(), Some(9));
+        assert_eq!(t["cloth"][0]["rows"].as_integer(), Some(3));
+        assert_eq!(t["cloth"][1]["rows"].as_integer(), Some(7));
+        assert_eq!(t["air"]["drag_coefficient"].as_float(), Some(1.5));
+        let e = set_key(&mut t, "cloth.2.rows", toml::Value::Integer(1)).unwrap_err();
+        assert!(e.contains("2 elements"), "{e}");
+        let e = set_key(&mut t, "solver.substeps.x", toml::Value::Integer(1)).unwrap_err();
+        assert!(e.contains("not a table"), "{e}");
+        assert!(set_key(&mut t, "solver..x", toml::Value::Integer(1)).is_err());
+        // Nothing was lost on the way.
+        assert_eq!(t["cloth"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn shards_split_by_the_remainder_and_slurm_gives_the_task() {
+        assert_eq!(Shard::parse("1/3"), Ok(Shard { index: 1, count: 3 }));
+        for bad in ["3/3", "1", "a/3", "0/0", "-1/2"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        let env = |id: &'static str, min: Option<&'static str>, count: Option<&'static str>| {
+            move |k: &str| match k {
+                "SLURM_ARRAY_TASK_ID" => Some(id.to_string()),
+                "SLURM_ARRAY_TASK_MIN" => min.map(str::to_string),
+                "SLURM_ARRAY_TASK_COUNT" => count.map(str::to_string),
+                _ => None,
+            }
+        };
+        assert_eq!(Shard::from_slurm(env("5", Some("4"), Some("3"))), Ok(Some(Shard { index: 1, count: 3 })));
+        assert_eq!(Shard::from_slurm(env("2", None, Some("3"))), Ok(Some(Shard { index: 2, count: 3 })));
+        assert!(Shard::from_slurm(env("2", None, None)).is_err());
+        assert!(Shard::from_slurm(env("9", Some("0"), Some("3"))).is_err());
+        assert_eq!(Shard::from_slurm(|_: &str| None), Ok(None));
+    }
+}
