@@ -38,6 +38,45 @@ pub struct ObjMesh {
     pub triangle_lines: Vec<usize>,
 }
 
+impl ObjMesh {
+    /// A mesh from arrays (as the Python bindings give them): `positions` in file units,
+    /// `triangles` as indices into them, optionally one texture coordinate per vertex.
+    ///
+    /// # Errors
+    /// A message naming the first vertex that is not finite, the first triangle with an index
+    /// out of range or a repeated vertex, UVs of the wrong count, or no triangles at all.
+    pub fn from_arrays(
+        positions: Vec<Vec3>,
+        triangles: Vec<[u32; 3]>,
+        uvs: Option<Vec<Vec2>>,
+    ) -> Result<ObjMesh, String> {
+        if let Some(v) = positions.iter().position(|p| !p.is_finite()) {
+            return Err(format!("vertex {v} is not finite: {:?}", positions[v]));
+        }
+        let n = positions.len();
+        for (t, tri) in triangles.iter().enumerate() {
+            if let Some(&i) = tri.iter().find(|&&i| i as usize >= n) {
+                return Err(format!("triangle {t} {tri:?}: vertex {i} does not exist (there are {n})"));
+            }
+            if tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2] {
+                return Err(format!("triangle {t} {tri:?} repeats a vertex"));
+            }
+        }
+        if triangles.is_empty() {
+            return Err("no triangles".into());
+        }
+        if let Some(uvs) = &uvs {
+            if uvs.len() != n {
+                return Err(format!("{} texture coordinates for {n} vertices", uvs.len()));
+            }
+            if let Some(v) = uvs.iter().position(|p| !p.is_finite()) {
+                return Err(format!("texture coordinate {v} is not finite: {:?}", uvs[v]));
+            }
+        }
+        Ok(ObjMesh { positions, triangles, uvs, vertex_lines: Vec::new(), triangle_lines: Vec::new() })
+    }
+}
+
 /// Which particle each vertex of a mesh file became, with the file's own triangles and UVs:
 /// what a cache needs to write a welded mesh in the file's vertex order, and what turns a pin
 /// given by file vertex index into a particle.

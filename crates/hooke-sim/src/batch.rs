@@ -148,17 +148,38 @@ impl Sample {
     /// # Errors
     /// [`BatchError::Scene`] naming the sample, the scene and the key or value at fault.
     pub fn load(&self, memory_limit: u64) -> Result<Scene, BatchError> {
-        let err = |message: String| BatchError::Scene { sample: self.index, scene: self.scene.clone(), message };
-        let text = std::fs::read_to_string(&self.path).map_err(|e| err(format!("cannot read the scene file: {e}")))?;
-        let mut table: toml::Table = toml::from_str(&text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
-        for (key, value) in &self.set {
-            set_key(&mut table, key, value.clone()).map_err(|m| err(format!("set {key:?}: {m}")))?;
-        }
-        let merged = toml::to_string(&table).map_err(|e| err(e.to_string()))?;
-        let stem = self.path.file_stem().and_then(|s| s.to_str()).unwrap_or("scene");
-        let file = format!("{} with the sample's keys", self.path.display());
-        hooke_io::scene::parse(&merged, &file, stem, self.path.parent(), memory_limit).map_err(|e| err(e.message))
+        load_scene(&self.path, &self.set, memory_limit).map_err(|message| BatchError::Scene {
+            sample: self.index,
+            scene: self.scene.clone(),
+            message,
+        })
     }
+}
+
+/// Loads the scene file `path` with the dotted keys of `set` changed (see the module's
+/// documentation).
+///
+/// # Errors
+/// A message naming the file, or the key set and what is wrong with it, or the scene's own
+/// error with the keys applied.
+pub fn load_scene(path: &Path, set: &toml::Table, memory_limit: u64) -> Result<Scene, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read the scene file: {e}", path.display()))?;
+    let mut table: toml::Table =
+        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    for (key, value) in set {
+        set_key(&mut table, key, value.clone()).map_err(|m| format!("set {key:?}: {m}"))?;
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("scene");
+    if set.is_empty() {
+        // The file's own text, so that errors give its lines.
+        return hooke_io::scene::parse(&text, &path.display().to_string(), stem, path.parent(), memory_limit)
+            .map_err(|e| e.to_string());
+    }
+    let keys: Vec<String> = set.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    let file = format!("{} with {}", path.display(), keys.join(", "));
+    let meshes = hooke_io::scene::Meshes::new();
+    hooke_io::scene::from_table(table, &file, stem, path.parent(), memory_limit, &meshes).map_err(|e| e.to_string())
 }
 
 /// Sets the dotted `key` (`a.b.0.c`) of `table` to `value`.

@@ -41,6 +41,7 @@ pub(super) fn build(
     default_name: &str,
     base_dir: Option<&Path>,
     memory_limit: u64,
+    meshes: &super::Meshes,
 ) -> Result<Scene, String> {
     let s = &f.solver;
     let mut solver = solver_choice(s)?;
@@ -56,7 +57,7 @@ pub(super) fn build(
     // One entry per body, in the order they are added: cloths, then ropes.
     let mut vertex_maps = Vec::with_capacity(f.cloth.len() + f.rope.len());
     for (k, c) in f.cloth.iter().enumerate() {
-        vertex_maps.push(add_cloth(&mut b, f, k, c, base_dir, &mut pins, &mut warnings)?);
+        vertex_maps.push(add_cloth(&mut b, f, k, c, MeshSource { base_dir, meshes }, &mut pins, &mut warnings)?);
     }
     for (k, r) in f.rope.iter().enumerate() {
         add_rope(&mut b, f, k, r, &mut pins)?;
@@ -271,13 +272,20 @@ fn bending_model(bending: Option<&str>, m: &MaterialSection, key: &str) -> Resul
     }
 }
 
+/// Where a cloth's `mesh` comes from: a file relative to `base_dir`, unless `meshes` holds one
+/// of that name.
+struct MeshSource<'a> {
+    base_dir: Option<&'a Path>,
+    meshes: &'a super::Meshes,
+}
+
 /// Adds `[[cloth]]` number `k` (a grid or a mesh) and its pins; returns a mesh's vertex map.
 fn add_cloth(
     b: &mut ModelBuilder,
     f: &SceneFile,
     k: usize,
     c: &ClothSection,
-    base_dir: Option<&Path>,
+    source: MeshSource,
     pins: &mut Vec<ScheduledPin>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<VertexMap>, String> {
@@ -314,8 +322,11 @@ fn add_cloth(
         {
             return Err(format!("{key}: weld_tolerance: must be a finite length ≥ 0 (mesh file units), got {t}"));
         }
-        let path = base_dir.map_or_else(|| PathBuf::from(mesh), |d| d.join(mesh));
-        let obj = crate::mesh::load_obj(&path).map_err(|e| format!("{key}: mesh: {e}"))?;
+        let path = source.base_dir.map_or_else(|| PathBuf::from(mesh), |d| d.join(mesh));
+        let obj = match source.meshes.get(mesh) {
+            Some(obj) => obj.clone(),
+            None => crate::mesh::load_obj(&path).map_err(|e| format!("{key}: mesh: {e}"))?,
+        };
         let default_tolerance = crate::mesh::default_weld_tolerance(&obj.positions);
         let tolerance = weld.then(|| c.weld_tolerance.unwrap_or(default_tolerance));
         if !weld {

@@ -144,7 +144,49 @@ pub fn parse(
     base_dir: Option<&Path>,
     memory_limit: u64,
 ) -> Result<Scene, SceneError> {
+    parse_with_meshes(text, file, default_name, base_dir, memory_limit, &Meshes::new())
+}
+
+/// Builds a scene from its keys as a TOML table (a scene file's content, made by a program:
+/// the Python bindings). `file` names it in errors; the other arguments are those of
+/// [`parse_with_meshes`].
+///
+/// # Errors
+/// As [`load`]; unknown keys and bad values are named by their key.
+pub fn from_table(
+    table: toml::Table,
+    file: &str,
+    default_name: &str,
+    base_dir: Option<&Path>,
+    memory_limit: u64,
+    meshes: &Meshes,
+) -> Result<Scene, SceneError> {
+    let err = |message: String| SceneError { file: file.to_string(), message };
+    let scene: SceneFile = serde::Deserialize::deserialize(toml::Value::Table(table))
+        .map_err(|e: toml::de::Error| err(e.message().trim_end().to_string()))?;
+    build::build(&scene, default_name, base_dir, memory_limit, meshes).map_err(err)
+}
+
+/// Meshes held in memory, by the name a cloth's `mesh` key gives them (see
+/// [`parse_with_meshes`]).
+pub type Meshes = std::collections::BTreeMap<String, crate::mesh::ObjMesh>;
+
+/// As [`parse`], with meshes given in memory: a `[[cloth]]` whose `mesh` names one of
+/// `meshes` takes it (welded, scaled and placed as a file's would be) instead of reading a
+/// file. This is how the Python bindings build a cloth from NumPy arrays through the very code
+/// that builds a scene's.
+///
+/// # Errors
+/// As [`load`].
+pub fn parse_with_meshes(
+    text: &str,
+    file: &str,
+    default_name: &str,
+    base_dir: Option<&Path>,
+    memory_limit: u64,
+    meshes: &Meshes,
+) -> Result<Scene, SceneError> {
     let err = |message: String| SceneError { file: file.to_string(), message };
     let scene: SceneFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
-    build::build(&scene, default_name, base_dir, memory_limit).map_err(err)
+    build::build(&scene, default_name, base_dir, memory_limit, meshes).map_err(err)
 }

@@ -1,0 +1,649 @@
+//! # hooke for Python
+//!
+//! The `hooke` Python module (PyO3, abi3 from Python 3.9; built by maturin:
+//! `pip install ./crates/hooke-py`): cloth and rope simulations built from scene files or from
+//! NumPy arrays, stepped from Python, their positions read into NumPy; scenes baked to caches;
+//! batches of samples run shard by shard (issue #13, item 4). The type hints and the
+//! documentation of every function, with shapes and units, are in `hooke.pyi`.
+//!
+//! Everything goes through the code the `hooke` command runs — the scene loader
+//! ([`hooke_io::scene`]), the solver factory, the bake loop and the batch runner of
+//! [`hooke_sim`] — so a scene gives the same positions here as on the command line, bit for
+//! bit. Like the command line, the simulation runs on a thread pool whose threads flush
+//! subnormal floats to zero ([`hooke::fp`]); the interpreter's own thread is left as it is.
+//!
+//! Errors: bad input (an array of the wrong shape, a NaN, a scene key out of range) raises
+//! `ValueError` naming the argument or key; a file that cannot be read or written `OSError`;
+//! a simulation that blows up `hooke.SimulationError` (a `RuntimeError`) naming the particle.
+
+use glam::{Quat, Vec2, Vec3};
+use hooke::collision::Pose;
+use hooke::{Control, Solver, State};
+use hooke_io::scene::{Meshes, Scene};
+use hooke_sim::{Backend, SolverOptions, Tearing};
+use numpy::{IntoPyArray, PyArray2, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+pyo3::create_exception!(hooke, SimulationError, PyRuntimeError, "A simulation that blew up or could not go on.");
+
+/// The pool every simulation runs on: its threads flush subnormals, as the command line's do.
+fn pool() -> &'static rayon::ThreadPool {
+    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("hooke-{i}"))
+            .start_handler(|_| {
+                hooke::fp::flush_subnormals();
+            })
+            .build()
+            .expect("a thread pool can be built")
+    })
+}
+
+/// Memory a model may use (bytes).
+const MEMORY_LIMIT: u64 = hooke::model::DEFAULT_MEMORY_LIMIT;
+
+fn backend(name: &str) -> PyResult<Backend> {
+    match name {
+        "cpu" => Ok(Backend::Cpu),
+        "gpu" => Ok(Backend::Gpu),
+        other => Err(PyValueError::new_err(format!("backend: expected \"cpu\" or \"gpu\", got {other:?}"))),
+    }
+}
+
+/// A Python value as a TOML value; `key` names it in errors.
+fn to_toml(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<toml::Value> {
+    if obj.is_instance_of::<PyBool>() {
+        return Ok(toml::Value::Boolean(obj.extract()?));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(toml::Value::Integer(
+            obj.extract().map_err(|_| PyValueError::new_err(format!("{key}: integer out of range")))?,
+        ));
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return Ok(toml::Value::Float(obj.extract()?));
+    }
+    if obj.is_instance_of::<PyString>() {
+        return Ok(toml::Value::String(obj.extract()?));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut t = toml::Table::new();
+        for (k, v) in d.iter() {
+            let k: String = k.extract().map_err(|_| PyTypeError::new_err(format!("{key}: keys must be strings")))?;
+            let inner = if key.is_empty() { k.clone() } else { format!("{key}.{k}") };
+            t.insert(k, to_toml(&v, &inner)?);
+        }
+        return Ok(toml::Value::Table(t));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let mut a = Vec::new();
+        for (i, v) in obj.try_iter()?.enumerate() {
+            a.push(to_toml(&v?, &format!("{key}[{i}]"))?);
+        }
+        return Ok(toml::Value::Array(a));
+    }
+    // NumPy arrays and scalars.
+    if obj.hasattr("tolist")? {
+        return to_toml(&obj.call_method0("tolist")?, key);
+    }
+    Err(PyTypeError::new_err(format!(
+        "{key}: cannot be a scene value: {} (numbers, strings, booleans, lists and dicts are)",
+        obj.get_type().name()?
+    )))
+}
+
+/// A dict of scene keys as a TOML table.
+fn table(obj: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<toml::Table> {
+    match obj {
+        None => Ok(toml::Table::new()),
+        Some(o) if o.is_none() => Ok(toml::Table::new()),
+        Some(o) => match to_toml(o, "")? {
+            toml::Value::Table(t) => Ok(t),
+            _ => Err(PyTypeError::new_err(format!("{name}: expected a dict"))),
+        },
+    }
+}
+
+/// An array-like as an (n, `columns`) array of f64, checked: `name` names it in errors.
+fn matrix(obj: &Bound<'_, PyAny>, columns: usize, name: &str) -> PyResult<(usize, Vec<f64>)> {
+    let np = obj.py().import("numpy")?;
+    let arr = np
+        .call_method1("asarray", (obj, "float64"))
+        .map_err(|e| PyValueError::new_err(format!("{name}: not an array of numbers: {e}")))?;
+    let arr = np.call_method1("ascontiguousarray", (arr,))?;
+    let arr = arr.cast_into::<PyArrayDyn<f64>>().map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?;
+    let shape = arr.shape().to_vec();
+    if shape.len() != 2 || shape[1] != columns {
+        return Err(PyValueError::new_err(format!("{name}: expected shape (n, {columns}), got {shape:?}")));
+    }
+    let values = arr.readonly().as_slice().map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?.to_vec();
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "{name}: row {} is not finite: {:?}",
+            i / columns,
+            &values[i / columns * columns..(i / columns + 1) * columns]
+        )));
+    }
+    Ok((shape[0], values))
+}
+
+fn vec3(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec3> {
+    let v: Vec<f64> = obj.extract().map_err(|_| PyValueError::new_err(format!("{name}: expected 3 numbers")))?;
+    match v[..] {
+        [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(x as f32, y as f32, z as f32)),
+        _ => Err(PyValueError::new_err(format!("{name}: expected 3 finite numbers, got {v:?}"))),
+    }
+}
+
+fn particles(obj: &Bound<'_, PyAny>, n: usize, name: &str) -> PyResult<Vec<u32>> {
+    let v: Vec<i64> = match obj.extract::<i64>() {
+        Ok(i) => vec![i],
+        Err(_) => obj
+            .call_method0("__iter__")
+            .and_then(|_| obj.extract::<Vec<i64>>())
+            .or_else(|_| obj.call_method0("tolist").and_then(|l| l.extract()))
+            .map_err(|_| PyValueError::new_err(format!("{name}: expected particle indices")))?,
+    };
+    v.into_iter()
+        .map(|i| {
+            u32::try_from(i)
+                .ok()
+                .filter(|&i| (i as usize) < n)
+                .ok_or_else(|| PyValueError::new_err(format!("{name}: particle {i} does not exist (there are {n})")))
+        })
+        .collect()
+}
+
+fn scene_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// A simulation: a scene's model, its solver and state, and what Python changed of its control
+/// (pins, wind, collider placements).
+#[pyclass(unsendable, module = "hooke")]
+struct Simulation {
+    scene: Scene,
+    solver: Box<dyn Solver>,
+    state: State,
+    tearing: Tearing,
+    /// Pinned from Python: particle → target (None: where it was pinned).
+    pins: BTreeMap<u32, Vec3>,
+    released: BTreeSet<u32>,
+    wind: Option<Vec3>,
+    poses: BTreeMap<usize, Pose>,
+}
+
+impl Simulation {
+    fn new(mut scene: Scene, backend_name: &str) -> PyResult<Simulation> {
+        scene.solver.set_parallel(pool().current_num_threads() > 1);
+        let options = SolverOptions::new(backend(backend_name)?);
+        let made = pool().install(|| hooke_sim::make_solver(&scene, &options)).map_err(|e| match e {
+            hooke_sim::FactoryError::Gpu(g) => PyRuntimeError::new_err(format!("backend \"gpu\": {g}")),
+            other => PyValueError::new_err(other.to_string()),
+        })?;
+        let mut solver = made.solver;
+        let mut state = State::from_model(&scene.model);
+        solver.read_state(&mut state);
+        let tearing = Tearing::for_scene(&scene);
+        Ok(Simulation {
+            scene,
+            solver,
+            state,
+            tearing,
+            pins: BTreeMap::new(),
+            released: BTreeSet::new(),
+            wind: None,
+            poses: BTreeMap::new(),
+        })
+    }
+
+    fn control(&self) -> Control {
+        let mut c = self.tearing.control(self.scene.control_at(self.solver.time()));
+        for &p in &self.released {
+            c.release(p);
+        }
+        for (&p, &target) in &self.pins {
+            c.release(p);
+            c.pin_to(p, target);
+        }
+        if let Some(w) = self.wind {
+            c.wind = w;
+            c.gust = None;
+        }
+        for (&k, &pose) in &self.poses {
+            c.move_collider(k, pose);
+        }
+        c
+    }
+
+    fn n(&self) -> usize {
+        self.state.particle_position.len()
+    }
+}
+
+fn rows<'py>(py: Python<'py>, v: &[Vec3]) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    let flat: Vec<f32> = v.iter().flat_map(|p| p.to_array()).collect();
+    numpy::ndarray::Array2::from_shape_vec((v.len(), 3), flat)
+        .map(|a| a.into_pyarray(py))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+#[pymethods]
+impl Simulation {
+    /// See hooke.pyi.
+    #[staticmethod]
+    #[pyo3(signature = (path, set = None, backend = "cpu"))]
+    fn from_scene(path: PathBuf, set: Option<&Bound<'_, PyAny>>, backend: &str) -> PyResult<Simulation> {
+        let set = table(set, "set")?;
+        let scene = pool()
+            .install(|| hooke_sim::batch::load_scene(&path, &set, MEMORY_LIMIT))
+            .map_err(|e| if path.is_file() { PyValueError::new_err(e) } else { PyOSError::new_err(e) })?;
+        Simulation::new(scene, backend)
+    }
+
+    /// See hooke.pyi.
+    #[staticmethod]
+    #[pyo3(signature = (vertices, triangles, material, pins = None, uvs = None, scene = None, backend = "cpu", name = "cloth"))]
+    #[allow(clippy::too_many_arguments)]
+    fn from_arrays(
+        vertices: &Bound<'_, PyAny>,
+        triangles: &Bound<'_, PyAny>,
+        material: &Bound<'_, PyAny>,
+        pins: Option<&Bound<'_, PyAny>>,
+        uvs: Option<&Bound<'_, PyAny>>,
+        scene: Option<&Bound<'_, PyAny>>,
+        backend: &str,
+        name: &str,
+    ) -> PyResult<Simulation> {
+        let (n, v) = matrix(vertices, 3, "vertices")?;
+        let (t, tri) = matrix(triangles, 3, "triangles")?;
+        let mut tris = Vec::with_capacity(t);
+        for (k, c) in tri.chunks(3).enumerate() {
+            if c.iter().any(|&i| i < 0.0 || i.fract() != 0.0 || i >= n as f64) {
+                return Err(PyValueError::new_err(format!(
+                    "triangles: row {k} {c:?} is not three indices of vertices (there are {n})"
+                )));
+            }
+            tris.push([c[0] as u32, c[1] as u32, c[2] as u32]);
+        }
+        let positions: Vec<Vec3> = v.chunks(3).map(|c| Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32)).collect();
+        let uvs = match uvs {
+            Some(u) if !u.is_none() => {
+                let (m, u) = matrix(u, 2, "uvs")?;
+                if m != n {
+                    return Err(PyValueError::new_err(format!("uvs: {m} rows for {n} vertices")));
+                }
+                Some(u.chunks(2).map(|c| Vec2::new(c[0] as f32, c[1] as f32)).collect())
+            }
+            _ => None,
+        };
+        let mesh = hooke_io::mesh::ObjMesh::from_arrays(positions, tris, uvs)
+            .map_err(|e| PyValueError::new_err(format!("vertices, triangles: {e}")))?;
+        let mut file = table(scene, "scene")?;
+        if file.contains_key("cloth") {
+            return Err(PyValueError::new_err("scene: give the cloth as arrays, not as scene[\"cloth\"]"));
+        }
+        let mat = match to_toml(material, "material")? {
+            toml::Value::Table(t) => t,
+            _ => return Err(PyTypeError::new_err("material: expected a dict of material keys")),
+        };
+        let materials = file.entry("materials").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let toml::Value::Table(materials) = materials else {
+            return Err(PyValueError::new_err("scene: \"materials\" must be a dict"));
+        };
+        materials.insert(name.to_string(), toml::Value::Table(mat));
+        let mut cloth = toml::Table::new();
+        cloth.insert("name".into(), name.into());
+        cloth.insert("material".into(), name.into());
+        cloth.insert("mesh".into(), "<arrays>".into());
+        // The arrays are the particles: vertices are not welded.
+        cloth.insert("weld".into(), false.into());
+        if let Some(p) = pins
+            && !p.is_none()
+        {
+            let p = particles(p, n, "pins")?;
+            cloth.insert("pin_indices".into(), toml::Value::Array(p.into_iter().map(|i| (i as i64).into()).collect()));
+        }
+        file.insert("cloth".into(), toml::Value::Array(vec![toml::Value::Table(cloth)]));
+        let meshes = Meshes::from([("<arrays>".to_string(), mesh)]);
+        let scene = pool()
+            .install(|| hooke_io::scene::from_table(file, "arrays", name, None, MEMORY_LIMIT, &meshes))
+            .map_err(|e| PyValueError::new_err(e.message))?;
+        Simulation::new(scene, backend)
+    }
+
+    /// See hooke.pyi.
+    #[pyo3(signature = (frames = 1))]
+    fn step(&mut self, py: Python<'_>, frames: usize) -> PyResult<()> {
+        let dt = 1.0 / self.scene.fps;
+        for _ in 0..frames {
+            let control = self.control();
+            let Simulation { solver, state, tearing, .. } = self;
+            let result: Result<(), String> = py.detach(|| {
+                pool().install(|| {
+                    solver.step(&control, dt).map_err(|e| e.to_string())?;
+                    solver.read_state(state);
+                    tearing.after_frame(solver.as_mut(), state).map_err(|e| e.to_string())?;
+                    Ok(())
+                })
+            });
+            result.map_err(|e| SimulationError::new_err(format!("t = {:.4} s: {e}", self.solver.time())))?;
+            py.check_signals()?;
+        }
+        Ok(())
+    }
+
+    /// Particle positions (m): a new float32 array of shape (n, 3).
+    #[getter]
+    fn positions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        rows(py, &self.state.particle_position)
+    }
+
+    /// Particle velocities (m/s): a new float32 array of shape (n, 3).
+    #[getter]
+    fn velocities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        rows(py, &self.state.particle_velocity)
+    }
+
+    /// See hooke.pyi.
+    fn read_positions(&self, out: &Bound<'_, PyArray2<f32>>) -> PyResult<()> {
+        let n = self.n();
+        if out.shape() != [n, 3] {
+            return Err(PyValueError::new_err(format!("out: expected shape ({n}, 3), got {:?}", out.shape())));
+        }
+        let mut w = out.try_readwrite().map_err(|e| PyValueError::new_err(format!("out: {e}")))?;
+        let s = w.as_slice_mut().map_err(|_| PyValueError::new_err("out: must be C-contiguous"))?;
+        for (o, p) in s.chunks_exact_mut(3).zip(&self.state.particle_position) {
+            o.copy_from_slice(&p.to_array());
+        }
+        Ok(())
+    }
+
+    /// Particle masses (kg): a new float32 array of shape (n,).
+    #[getter]
+    fn masses<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f32>> {
+        self.solver.model().particle_mass().to_vec().into_pyarray(py)
+    }
+
+    /// Triangles of every cloth as particle indices: a new uint32 array of shape (t, 3).
+    #[getter]
+    fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u32>>> {
+        let t = self.solver.model().triangles();
+        let flat: Vec<u32> = t.iter().flatten().copied().collect();
+        numpy::ndarray::Array2::from_shape_vec((t.len(), 3), flat)
+            .map(|a| a.into_pyarray(py))
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
+    /// Simulated time (s).
+    #[getter]
+    fn time(&self) -> f64 {
+        self.solver.time()
+    }
+
+    /// Frames per second of the scene: `step` advances 1/fps s a frame.
+    #[getter]
+    fn fps(&self) -> f32 {
+        self.scene.fps
+    }
+
+    /// The scene's frame count (`[solver] frames`).
+    #[getter]
+    fn frames(&self) -> usize {
+        self.scene.frames
+    }
+
+    /// Particles (they change when the cloth tears).
+    #[getter]
+    fn particle_count(&self) -> usize {
+        self.n()
+    }
+
+    /// The scene's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.scene.name.clone()
+    }
+
+    /// See hooke.pyi.
+    #[pyo3(signature = (particles, targets = None))]
+    fn pin(&mut self, particles: &Bound<'_, PyAny>, targets: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let p = self::particles(particles, self.n(), "particles")?;
+        let targets: Vec<Vec3> = match targets {
+            Some(t) if !t.is_none() => {
+                let (m, v) = matrix(t, 3, "targets")?;
+                if m != p.len() {
+                    return Err(PyValueError::new_err(format!("targets: {m} rows for {} particles", p.len())));
+                }
+                v.chunks(3).map(|c| Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32)).collect()
+            }
+            _ => p.iter().map(|&i| self.state.particle_position[i as usize]).collect(),
+        };
+        for (i, t) in p.into_iter().zip(targets) {
+            self.released.remove(&i);
+            self.pins.insert(i, t);
+        }
+        Ok(())
+    }
+
+    /// See hooke.pyi.
+    fn release(&mut self, particles: &Bound<'_, PyAny>) -> PyResult<()> {
+        for i in self::particles(particles, self.n(), "particles")? {
+            self.pins.remove(&i);
+            self.released.insert(i);
+        }
+        Ok(())
+    }
+
+    /// See hooke.pyi.
+    #[pyo3(signature = (velocity = None))]
+    fn set_wind(&mut self, velocity: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.wind = match velocity {
+            Some(v) if !v.is_none() => Some(vec3(v, "velocity")?),
+            _ => None,
+        };
+        Ok(())
+    }
+
+    /// See hooke.pyi.
+    #[pyo3(signature = (collider, translation, rotation = None))]
+    fn place_collider(
+        &mut self,
+        collider: &Bound<'_, PyAny>,
+        translation: &Bound<'_, PyAny>,
+        rotation: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let colliders = self.scene.model.colliders();
+        let k = match collider.extract::<usize>() {
+            Ok(k) if k < colliders.len() => k,
+            Ok(k) => {
+                return Err(PyValueError::new_err(format!(
+                    "collider: {k} does not exist (there are {})",
+                    colliders.len()
+                )));
+            }
+            Err(_) => {
+                let name: String =
+                    collider.extract().map_err(|_| PyTypeError::new_err("collider: expected an index or a name"))?;
+                colliders.iter().position(|c| c.name == name).ok_or_else(|| {
+                    let names: Vec<&str> = colliders.iter().map(|c| c.name.as_str()).collect();
+                    PyValueError::new_err(format!("collider: no collider named {name:?} (there are {names:?})"))
+                })?
+            }
+        };
+        let rotation = match rotation {
+            Some(r) if !r.is_none() => {
+                let d = vec3(r, "rotation")?;
+                Quat::from_euler(glam::EulerRot::XYZ, d.x.to_radians(), d.y.to_radians(), d.z.to_radians())
+            }
+            _ => Quat::IDENTITY,
+        };
+        self.poses.insert(k, Pose { translation: vec3(translation, "translation")?, rotation });
+        Ok(())
+    }
+
+    /// See hooke.pyi.
+    fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = self.solver.time();
+        let model = self.solver.model();
+        let d = hooke::Diagnostics::measure(
+            model,
+            &self.state.particle_position,
+            &self.state.particle_velocity,
+            t,
+            &self.scene.collider_poses_at(t),
+        );
+        let out = PyDict::new(py);
+        out.set_item("time_s", t)?;
+        out.set_item("max_stretch_strain", d.max_stretch_strain)?;
+        out.set_item("max_penetration_m", d.max_penetration)?;
+        out.set_item("nan_count", d.nan_count)?;
+        out.set_item("max_speed_m_per_s", d.max_speed)?;
+        out.set_item("kinetic_energy_j", d.kinetic_energy)?;
+        out.set_item("gravity_energy_j", d.gravity_energy)?;
+        out.set_item("elastic_energy_j", d.elastic_energy)?;
+        Ok(out)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "hooke.Simulation({:?}: {} particles, t = {:.4} s, {})",
+            self.scene.name,
+            self.n(),
+            self.solver.time(),
+            self.solver.info().name
+        )
+    }
+}
+
+fn json(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
+    let text = serde_json::to_string(value).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
+}
+
+/// See hooke.pyi.
+#[pyfunction]
+#[pyo3(signature = (scene, out, set = None, format = "usda", backend = "cpu", strict = false))]
+fn bake(
+    py: Python<'_>,
+    scene: PathBuf,
+    out: PathBuf,
+    set: Option<&Bound<'_, PyAny>>,
+    format: &str,
+    backend: &str,
+    strict: bool,
+) -> PyResult<Py<PyAny>> {
+    let set = table(set, "set")?;
+    let format: hooke_io::cache::Format = format.parse().map_err(|e| PyValueError::new_err(format!("format: {e}")))?;
+    let options = SolverOptions::new(self::backend(backend)?);
+    let path = scene;
+    let result: Result<serde_json::Value, PyErr> = py.detach(|| {
+        pool().install(|| {
+            let mut scene = hooke_sim::batch::load_scene(&path, &set, MEMORY_LIMIT).map_err(scene_error)?;
+            scene.solver.set_parallel(pool().current_num_threads() > 1);
+            let settings = hooke_sim::BakeSettings { dir: out.clone(), format, options, strict };
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let baked = hooke_sim::Bake::new(&mut scene, settings).and_then(|b| b.run(&stop, |_, _| {})).map_err(
+                |e| match e {
+                    hooke_sim::BakeError::Io { .. } | hooke_sim::BakeError::Cache(_) => {
+                        PyOSError::new_err(e.to_string())
+                    }
+                    hooke_sim::BakeError::Strict(_) => SimulationError::new_err(e.to_string()),
+                    other => PyValueError::new_err(other.to_string()),
+                },
+            )?;
+            if let Some(f) = &baked.failure {
+                return Err(SimulationError::new_err(format!(
+                    "{f}; the {} frames before it were written to {}",
+                    baked.frames_written,
+                    out.display()
+                )));
+            }
+            let residual = baked.monitor.worst_residual();
+            Ok(serde_json::json!({
+                "frames": baked.frames_written,
+                "time_s": baked.time,
+                "seconds": baked.seconds,
+                "max_stretch_strain": baked.worst.max_stretch_strain,
+                "max_residual_strain": (!residual.is_nan()).then_some(residual),
+                "max_penetration_m": baked.worst.max_penetration,
+                "files": baked.files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "diagnostics": baked.diagnostics.display().to_string(),
+            }))
+        })
+    });
+    json(py, &result?)
+}
+
+/// See hooke.pyi.
+#[pyfunction]
+#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu"))]
+fn run_batch(
+    py: Python<'_>,
+    manifest: PathBuf,
+    out: Option<PathBuf>,
+    shard: Option<&Bound<'_, PyAny>>,
+    resume: bool,
+    backend: &str,
+) -> PyResult<Py<PyAny>> {
+    use hooke_sim::batch::{BatchError, BatchSettings, Manifest, Shard};
+    let m = Manifest::read(&manifest).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let shard = match shard {
+        None => Shard::ALL,
+        Some(s) if s.is_none() => Shard::ALL,
+        Some(s) => match s.extract::<(usize, usize)>() {
+            Ok((index, count)) => Shard::parse(&format!("{index}/{count}")),
+            Err(_) => s
+                .extract::<String>()
+                .map_err(|_| "expected \"i/n\" or (i, n)".to_string())
+                .and_then(|t| Shard::parse(&t)),
+        }
+        .map_err(|e| PyValueError::new_err(format!("shard: {e}")))?,
+    };
+    let settings = BatchSettings {
+        out: out.unwrap_or_else(|| m.out.clone()),
+        shard,
+        resume,
+        options: SolverOptions::new(self::backend(backend)?),
+        memory_limit: MEMORY_LIMIT,
+    };
+    let result = py.detach(|| {
+        pool().install(|| {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let mut records = Vec::new();
+            hooke_sim::batch::run_shard(&m, &settings, &stop, |r| records.push(r.clone()))?;
+            Ok::<_, BatchError>(records)
+        })
+    });
+    let records = result.map_err(|e| match e {
+        BatchError::Io { .. } | BatchError::Bake { .. } => PyOSError::new_err(e.to_string()),
+        other => PyValueError::new_err(other.to_string()),
+    })?;
+    json(py, &records)
+}
+
+/// See hooke.pyi.
+#[pyfunction]
+fn write_index(py: Python<'_>, out: PathBuf) -> PyResult<Py<PyAny>> {
+    let (_, records) = hooke_sim::batch::write_index(&out).map_err(|e| PyOSError::new_err(e.to_string()))?;
+    json(py, &records)
+}
+
+/// The hooke module.
+#[pymodule]
+#[pyo3(name = "hooke")]
+fn hooke_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(bake, m)?)?;
+    m.add_function(wrap_pyfunction!(run_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(write_index, m)?)?;
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

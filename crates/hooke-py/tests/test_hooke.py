@@ -1,0 +1,236 @@
+"""The Python bindings: the same positions as the command line, bad arrays named, control
+from Python that does what physics says, bakes and batches.
+
+Needs the `hooke` module (`pip install ./crates/hooke-py`) and the command line
+(`cargo build --release`, or HOOKE_BIN).
+"""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hooke
+
+ROOT = Path(__file__).resolve().parents[3]
+HOOKE = Path(os.environ.get("HOOKE_BIN", ROOT / "target" / "release" / "hooke"))
+
+
+def cli(*args, cwd):
+    assert HOOKE.is_file(), f"{HOOKE} is missing: run `cargo build --release` first (or set HOOKE_BIN)"
+    r = subprocess.run([str(HOOKE), *map(str, args)], cwd=cwd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def read_pc2(path):
+    """The frames of a PC2 cache: (frames, points, 3) float32."""
+    data = Path(path).read_bytes()
+    assert data[:12] == b"POINTCACHE2\0"
+    points, _, _, samples = np.frombuffer(data[16:32], dtype="<i4,<f4,<f4,<i4")[0]
+    return np.frombuffer(data[32:], dtype="<f4").reshape(samples, points, 3)
+
+
+def sheet(rows=12, columns=10, spacing=0.05, height=1.5):
+    """A horizontal grid at `height` (m): vertices (rows·columns, 3), triangles, uvs."""
+    j, i = np.meshgrid(np.arange(columns), np.arange(rows))
+    x = (j.ravel() - (columns - 1) / 2) * spacing
+    z = (i.ravel() - (rows - 1) / 2) * spacing
+    vertices = np.stack([x, np.full_like(x, height), z], axis=1).astype(np.float32)
+    tris = []
+    for r in range(rows - 1):
+        for c in range(columns - 1):
+            a, b, d, e = r * columns + c, r * columns + c + 1, (r + 1) * columns + c, (r + 1) * columns + c + 1
+            tris += [(a, d, b), (b, d, e)]
+    uvs = np.stack([j.ravel() / (columns - 1), i.ravel() / (rows - 1)], axis=1)
+    return vertices, np.array(tris, dtype=np.int64), uvs
+
+
+MATERIAL = {"density": 0.2, "stretch_stiffness": 1e4, "shear_stiffness": 500.0, "bending_modulus": 1e-4,
+            "thickness": 0.004}
+SCENE = {
+    "solver": {"substeps": 12, "iterations": 2, "frames": 45},
+    "collider": [{"name": "ball", "shape": "sphere", "center": [0.1, 1.2, 0.0], "radius": 0.15}],
+}
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return repr(float(v)) if isinstance(v, float) else str(v)
+
+
+def test_a_cloth_from_arrays_gives_the_command_lines_positions_bit_for_bit(tmp_path):
+    vertices, triangles, _ = sheet()
+    pins = [0, 9]
+    sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, pins=pins, scene=SCENE)
+    sim.step(45)
+    # The same cloth as an OBJ file in a scene file, run by `hooke run`.
+    obj = "".join(f"v {x!r} {y!r} {z!r}\n" for x, y, z in vertices.astype(float).tolist())
+    obj += "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in triangles.tolist())
+    (tmp_path / "sheet.obj").write_text(obj)
+    mat = "".join(f"{k} = {toml_value(v)}\n" for k, v in MATERIAL.items())
+    (tmp_path / "scene.toml").write_text(
+        'name = "cloth"\n[solver]\nsubsteps = 12\niterations = 2\nframes = 45\n'
+        f"[materials.cloth]\n{mat}"
+        '[[cloth]]\nname = "cloth"\nmaterial = "cloth"\nmesh = "sheet.obj"\nweld = false\npin_indices = [0, 9]\n'
+        '[[collider]]\nname = "ball"\nshape = "sphere"\ncenter = [0.1, 1.2, 0.0]\nradius = 0.15\n'
+    )
+    cli("run", "scene.toml", "--format", "pc2", "--out", "out", cwd=tmp_path)
+    frames = read_pc2(tmp_path / "out" / "cloth.pc2")
+    assert frames.shape == (46, len(vertices), 3)
+    assert np.array_equal(sim.positions, frames[-1]), np.abs(sim.positions - frames[-1]).max()
+    # It moved: draped on the ball, not where it started.
+    assert np.abs(sim.positions - vertices).max() > 0.1
+    assert sim.time == pytest.approx(45 / 60)
+
+
+def test_a_scene_file_with_keys_set_gives_the_command_lines_positions(tmp_path):
+    scene = ROOT / "scenes" / "cloth_on_sphere.toml"
+    keys = {"solver.frames": 30, "cloth.0.rows": 16, "cloth.0.columns": 16}
+    sim = hooke.Simulation.from_scene(scene, set=keys)
+    sim.step(30)
+    manifest = tmp_path / "one.toml"
+    manifest.write_text(f'format = "pc2"\n[[sample]]\nscene = {json.dumps(str(scene))}\n'
+                        'set = { "solver.frames" = 30, "cloth.0.rows" = 16, "cloth.0.columns" = 16 }\n')
+    cli("batch", manifest, "--out", "data", cwd=tmp_path)
+    frames = read_pc2(tmp_path / "data" / "samples" / "000000" / "cloth.pc2")
+    assert frames.shape[1] == 16 * 16 == sim.particle_count
+    assert np.array_equal(sim.positions, frames[-1])
+
+
+def test_bad_arrays_and_keys_raise_value_error_naming_them():
+    vertices, triangles, _ = sheet(4, 4)
+    cases = [
+        (dict(vertices=vertices[:, :2]), "vertices"),
+        (dict(vertices=np.where(np.arange(16)[:, None] == 5, np.nan, vertices)), "vertices: row 5"),
+        (dict(triangles=triangles + 100), "triangles"),
+        (dict(triangles=triangles[:, :2]), "triangles"),
+        (dict(pins=[3, 99]), "pins"),
+        (dict(material={**MATERIAL, "density": -1.0}), "density"),
+        (dict(material={**MATERIAL, "stifness": 3.0}), "stifness"),
+        (dict(scene={"solver": {"substeps": 0}}), "substeps"),
+        (dict(uvs=np.zeros((3, 2))), "uvs"),
+    ]
+    for change, needle in cases:
+        args = dict(vertices=vertices, triangles=triangles, material=MATERIAL)
+        args.update(change)
+        with pytest.raises(ValueError) as e:
+            hooke.Simulation.from_arrays(**args)
+        assert needle in str(e.value), (needle, str(e.value))
+    with pytest.raises(ValueError, match="solver.substep = 3: unknown field `substep`"):
+        hooke.Simulation.from_scene(ROOT / "scenes" / "flag.toml", set={"solver.substep": 3})
+    with pytest.raises(OSError):
+        hooke.Simulation.from_scene("no/such/scene.toml")
+    sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL)
+    with pytest.raises(ValueError, match="out"):
+        sim.read_positions(np.zeros((15, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="collider"):
+        sim.place_collider("nothing", [0, 0, 0])
+
+
+def test_pins_release_and_colliders_placed_from_python_do_what_physics_says():
+    vertices, triangles, _ = sheet(8, 8, 0.05, 1.0)
+    scene = {"solver": {"substeps": 10, "iterations": 2, "air_damping": 0.0},
+             "collider": [{"name": "ball", "shape": "sphere", "center": [0.0, 0.5, 0.0], "radius": 0.2}]}
+    sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, pins=[0, 7], scene=scene)
+    out = np.empty((64, 3), dtype=np.float32)
+    lowest = 1.0
+    for _ in range(60):
+        sim.step()
+        sim.read_positions(out)
+        lowest = min(lowest, out[:, 1].min())
+    assert np.array_equal(out, sim.positions)
+    # The pinned corners stay put; the sheet swings down about its pinned edge, its far edge
+    # (0.35 m away) reaching the bottom of its arc, 0.65 m, and no lower than the strain allows.
+    assert np.array_equal(out[[0, 7]], vertices[[0, 7]])
+    assert 0.63 < lowest < 0.66, lowest
+    # Released, it falls freely at g (no air damping; the ball moved out of the way).
+    sim.place_collider("ball", [5.0, 0.0, 0.0])
+    sim.release([0, 7])
+    m = sim.masses.astype(float)
+    momentum = lambda: (m * sim.velocities[:, 1]).sum() / m.sum()  # noqa: E731
+    sim.step(1)
+    v0, t0 = momentum(), sim.time
+    sim.step(6)
+    g = (momentum() - v0) / (sim.time - t0)
+    assert g == pytest.approx(-9.81, rel=1e-3), g
+    # Pinned at new targets (5 cm up: a pin moves its particle there at once): they go there
+    # and stay there.
+    targets = sim.positions[[10, 20]] + [0.0, 0.05, 0.0]
+    sim.pin([10, 20], targets=targets)
+    sim.step(5)
+    assert np.array_equal(sim.positions[[10, 20]], targets.astype(np.float32))
+
+
+def test_a_placed_collider_catches_the_cloth_and_one_moved_away_does_not():
+    vertices, triangles, _ = sheet(8, 8, 0.05, 1.0)
+    scene = {"solver": {"substeps": 10, "iterations": 2},
+             "collider": [{"name": "ball", "shape": "sphere", "center": [0.0, 0.0, 0.0], "radius": 0.2}]}
+    lowest = {}
+    for place in ([0.0, 0.5, 0.0], [3.0, 0.0, 0.0]):
+        sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, scene=scene)
+        sim.place_collider(0, place)
+        sim.step(40)
+        centre = sim.positions[27]  # a particle near the middle
+        lowest[tuple(place)] = centre[1]
+    # On the ball (top at 0.7 m) against free fall (1 − g t²/2 = −1.18 m, a little less with
+    # the default air damping).
+    assert lowest[(0.0, 0.5, 0.0)] > 0.69
+    assert -1.19 < lowest[(3.0, 0.0, 0.0)] < -1.1
+
+
+def test_a_blow_up_raises_simulation_error():
+    vertices, triangles, _ = sheet(4, 4)
+    scene = {"gravity": [0.0, -1000.0, 0.0], "solver": {"max_speed": 5.0}}
+    sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, scene=scene)
+    with pytest.raises(hooke.SimulationError, match="m/s"):
+        sim.step(60)
+    assert isinstance(hooke.SimulationError("x"), RuntimeError)
+
+
+def test_bake_and_batches_shard_by_shard(tmp_path):
+    scene = ROOT / "scenes" / "rope_pendulum.toml"
+    r = hooke.bake(scene, tmp_path / "baked", set={"solver.frames": 20})
+    assert r["frames"] == 21 and Path(r["files"][0]).is_file() and Path(r["diagnostics"]).is_file()
+    manifest = tmp_path / "sweep.toml"
+    manifest.write_text(f'[[sweep]]\nscene = {json.dumps(str(scene))}\nset = {{ "solver.frames" = 10 }}\n'
+                        'vary = { "rope.0.end_mass" = [0.5, 1.0, 2.0, 4.0, 8.0] }\n')
+    ran = []
+    for i in range(2):
+        ran += hooke.run_batch(manifest, out=tmp_path / "data", shard=(i, 2))
+    assert sorted(r["sample"] for r in ran) == [0, 1, 2, 3, 4]
+    index = hooke.write_index(tmp_path / "data")
+    assert [r["sample"] for r in index] == [0, 1, 2, 3, 4]
+    assert all(r["status"] == "ok" for r in index)
+    lines = (tmp_path / "data" / "index.jsonl").read_text().splitlines()
+    assert [json.loads(line)["set"]["rope.0.end_mass"] for line in lines] == [0.5, 1.0, 2.0, 4.0, 8.0]
+    # A heavier bob stretches the rope more.
+    strain = [r["max_stretch_strain"] for r in index]
+    assert strain == sorted(strain)
+    with pytest.raises(ValueError, match="--resume"):
+        hooke.run_batch(manifest, out=tmp_path / "data")
+
+
+def test_wind_set_from_python_blows_a_hanging_cloth_downwind():
+    vertices, triangles, _ = sheet(8, 8, 0.05, 1.0)
+    scene = {"solver": {"substeps": 10, "iterations": 2}, "air": {"drag_coefficient": 1.2}}
+    z = []
+    # Pinned along its edge at z = −0.175 m, the sheet hangs across the z axis: a wind along z
+    # blows it up to one side or the other.
+    for wind in (None, [0.0, 0.0, 8.0], [0.0, 0.0, -8.0]):
+        sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, pins=list(range(8)), scene=scene)
+        sim.set_wind(wind)
+        sim.step(90)
+        z.append(float((sim.masses * sim.positions[:, 2]).sum() / sim.masses.sum()))
+    still, north, south = z
+    assert north > still + 0.08 and south < still - 0.08, z
+    with pytest.raises(ValueError, match="velocity"):
+        sim.set_wind([1.0, float("nan"), 0.0])
