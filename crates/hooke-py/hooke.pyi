@@ -146,12 +146,14 @@ def run_batch(
     shard: Union[None, str, Tuple[int, int]] = None,
     resume: bool = False,
     backend: str = "cpu",
+    jobs: int = 1,
 ) -> list:
     """Runs the samples of a batch manifest (the format of `hooke batch`) in shard `shard`
     ("i/n" or (i, n); default: all), each into its own folder under `out` (default: the
     manifest's). Returns the records of the samples it ran (dicts: sample, scene, set, status,
     reason, files, frames, max_residual_strain, max_penetration_m, ...). A sample that blows
-    up or fails a quality check is recorded as failed and the shard goes on.
+    up or fails a quality check is recorded as failed and the shard goes on. `jobs` samples
+    are baked at the same time, each on a thread of its own (the results are the same).
 
     Raises ValueError for a bad manifest, or samples already there without `resume`.
     """

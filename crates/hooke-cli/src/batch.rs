@@ -29,9 +29,13 @@ pub struct BatchArgs {
     /// List the shard's samples and their keys, and run nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Worker threads for each sample (default: all cores).
+    /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Samples baked at the same time, each on one thread (default 1: one sample at a time on
+    /// every thread). Small scenes keep about one core busy each: give the number of cores.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
     /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; the samples run one after another).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: crate::Backend,
@@ -82,8 +86,15 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         }
     );
     let options = crate::solver_options(args.backend, hooke_gpu::GpuSolve::GaussSeidel);
-    let settings =
-        BatchSettings { out: out.clone(), shard, resume: args.resume, options, memory_limit: crate::memory_limit() };
+    anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
+    let settings = BatchSettings {
+        out: out.clone(),
+        shard,
+        resume: args.resume,
+        options,
+        memory_limit: crate::memory_limit(),
+        jobs: args.jobs,
+    };
     let mut n = 0;
     let summary = run_shard(&manifest, &settings, crate::run::interrupted(), |r| {
         n += 1;

@@ -126,6 +126,14 @@ fn three_shards_cover_every_sample_once_and_a_blow_up_is_recorded() {
         "sample 4 differs from the scene edited by hand"
     );
     assert!(csv(&data.join("samples/000003/diagnostics.csv")) != by_hand, "sample 3 is sample 4");
+    // Four samples at a time, each on its own thread: the same results.
+    let o = hooke(&["batch", "batch.toml", "--jobs", "4", "--out", "data4"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    for k in 1..7 {
+        let id = format!("samples/{k:06}/diagnostics.csv");
+        assert!(csv(&data.join(&id)) == csv(&tmp.path().join("data4").join(&id)), "sample {k} differs with --jobs 4");
+    }
+    assert_eq!(index(&tmp.path().join("data4")).len(), 7);
     let strain = |r: &serde_json::Value| r["max_stretch_strain"].as_f64().unwrap();
     assert!(strain(&records[2]) > strain(&records[1]) && strain(&records[1]) > strain(&records[5]));
 }

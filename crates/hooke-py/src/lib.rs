@@ -583,7 +583,7 @@ fn bake(
 
 /// See hooke.pyi.
 #[pyfunction]
-#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu"))]
+#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu", jobs = 1))]
 fn run_batch(
     py: Python<'_>,
     manifest: PathBuf,
@@ -591,7 +591,11 @@ fn run_batch(
     shard: Option<&Bound<'_, PyAny>>,
     resume: bool,
     backend: &str,
+    jobs: usize,
 ) -> PyResult<Py<PyAny>> {
+    if jobs == 0 {
+        return Err(PyValueError::new_err("jobs: must be ≥ 1"));
+    }
     use hooke_sim::batch::{BatchError, BatchSettings, Manifest, Shard};
     let m = Manifest::read(&manifest).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let shard = match shard {
@@ -612,6 +616,7 @@ fn run_batch(
         resume,
         options: SolverOptions::new(self::backend(backend)?),
         memory_limit: MEMORY_LIMIT,
+        jobs,
     };
     let result = py.detach(|| {
         pool().install(|| {
