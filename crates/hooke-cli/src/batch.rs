@@ -85,7 +85,11 @@ pub fn batch(args: BatchArgs) -> Result<()> {
             crate::Backend::Gpu => "gpu",
         }
     );
-    let options = crate::solver_options(args.backend, hooke_gpu::GpuSolve::GaussSeidel);
+    let mut options = crate::solver_options(args.backend, hooke_gpu::GpuSolve::GaussSeidel);
+    if args.backend == crate::Backend::Gpu {
+        // One device for every sample: its kernels are compiled once.
+        options.context = Some(hooke_gpu::GpuContext::new().map_err(|e| anyhow::anyhow!("--backend gpu: {e}"))?);
+    }
     anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
     let settings = BatchSettings {
         out: out.clone(),
