@@ -613,9 +613,8 @@ fn run_batch(
     let mut options = SolverOptions::new(self::backend(backend)?);
     if options.backend == Backend::Gpu {
         // One device for every sample: its kernels are compiled once.
-        options.context = Some(
-            hooke_gpu::GpuContext::new().map_err(|e| PyRuntimeError::new_err(format!("backend \"gpu\": {e}")))?,
-        );
+        options.context =
+            Some(hooke_gpu::GpuContext::new().map_err(|e| PyRuntimeError::new_err(format!("backend \"gpu\": {e}")))?);
     }
     let settings = BatchSettings {
         out: out.unwrap_or_else(|| m.out.clone()),

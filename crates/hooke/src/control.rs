@@ -57,6 +57,10 @@ pub struct Control {
     /// How each collider moves, indexed like [`Model::colliders`]; colliders beyond the end
     /// of the list are at rest.
     pub colliders: Vec<ColliderMotion>,
+    /// In a model of several worlds ([`Model::worlds`]), the steady wind (m/s) and gust of
+    /// worlds 1, 2, …: entry k − 1 for world k. Worlds beyond the end of the list blow as
+    /// world 0 does ([`Control::wind`], [`Control::gust`]).
+    pub world_wind: Vec<(Vec3, Option<Gust>)>,
 }
 
 impl Control {
@@ -67,24 +71,31 @@ impl Control {
 
     /// Wind velocity (m/s) at time `t` (s): the steady wind plus the gust, if any.
     pub fn wind_at(&self, t: f64) -> Vec3 {
-        match self.gust {
-            Some(g) if g.period > 0.0 => {
-                self.wind + g.amplitude * (std::f64::consts::TAU * t / g.period as f64).sin() as f32
-            }
-            _ => self.wind,
+        gusty(self.wind, self.gust, t)
+    }
+
+    /// Wind velocity (m/s) of world `world` at time `t` (s) (see [`Control::world_wind`]).
+    pub fn world_wind_at(&self, world: usize, t: f64) -> Vec3 {
+        match world.checked_sub(1).and_then(|k| self.world_wind.get(k)) {
+            Some(&(wind, gust)) => gusty(wind, gust, t),
+            None => self.wind_at(t),
         }
     }
 
     /// Checks the wind and gust are finite (and the gust period > 0); the message names the
     /// offending value.
     pub fn validate_wind(&self) -> Result<(), String> {
-        if !self.wind.is_finite() {
-            return Err(format!("wind must be finite, got {}", self.wind));
-        }
-        if let Some(g) = self.gust
-            && !(g.amplitude.is_finite() && g.period.is_finite() && g.period > 0.0)
-        {
-            return Err(format!("gust must have a finite amplitude and a period > 0 s, got {g:?}"));
+        let worlds = std::iter::once((self.wind, self.gust)).chain(self.world_wind.iter().copied());
+        for (k, (wind, gust)) in worlds.enumerate() {
+            let of = if k == 0 { String::new() } else { format!(" of world {k}") };
+            if !wind.is_finite() {
+                return Err(format!("wind{of} must be finite, got {wind}"));
+            }
+            if let Some(g) = gust
+                && !(g.amplitude.is_finite() && g.period.is_finite() && g.period > 0.0)
+            {
+                return Err(format!("gust{of} must have a finite amplitude and a period > 0 s, got {g:?}"));
+            }
         }
         Ok(())
     }
@@ -173,5 +184,13 @@ mod tests {
         assert!(c.validate_wind().is_ok());
         c.gust = Some(Gust { amplitude: Vec3::X, period: 0.0 });
         assert!(c.validate_wind().is_err());
+    }
+}
+
+/// `wind` plus the gust `gust` at time `t` (s).
+fn gusty(wind: Vec3, gust: Option<Gust>, t: f64) -> Vec3 {
+    match gust {
+        Some(g) if g.period > 0.0 => wind + g.amplitude * (std::f64::consts::TAU * t / g.period as f64).sin() as f32,
+        _ => wind,
     }
 }

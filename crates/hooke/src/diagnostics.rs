@@ -101,12 +101,12 @@ impl Diagnostics {
         collider_poses: &[Pose],
     ) -> Diagnostics {
         let mut d = Diagnostics { time, ..Diagnostics::default() };
-        let g = model.gravity();
-        for ((x, v), &m) in positions.iter().zip(velocities).zip(model.particle_mass()) {
+        for (p, ((x, v), &m)) in positions.iter().zip(velocities).zip(model.particle_mass()).enumerate() {
             if !x.is_finite() || !v.is_finite() {
                 d.nan_count += 1;
                 continue;
             }
+            let g = model.worlds()[model.world_of_particle(p) as usize].gravity;
             d.kinetic_energy += 0.5 * m as f64 * v.length_squared() as f64;
             d.gravity_energy -= m as f64 * g.dot(*x) as f64;
             d.max_speed = d.max_speed.max(v.length());
@@ -133,15 +133,20 @@ impl Diagnostics {
     }
 }
 
-/// Deepest penetration max(r − φ(x), 0) (m) of any particle into any collider, each at its
-/// pose in `collider_poses` (at rest beyond its end).
+/// Deepest penetration max(r − φ(x), 0) (m) of any particle into any collider of its world,
+/// each at its pose in `collider_poses` (at rest beyond its end).
 pub fn max_penetration(model: &Model, positions: &[Vec3], collider_poses: &[Pose]) -> f32 {
     let mut deepest = 0.0f32;
-    for (k, c) in model.colliders().iter().enumerate() {
-        let pose = collider_poses.get(k).copied().unwrap_or(Pose::IDENTITY);
-        for (x, r) in positions.iter().zip(model.particle_radius()) {
-            let (phi, _) = c.signed_distance_at(*x, &pose);
-            deepest = deepest.max(r - phi);
+    let radius = model.particle_radius();
+    for world in model.worlds() {
+        let particles = world.particles.start as usize..world.particles.end.min(positions.len() as u32) as usize;
+        for k in world.colliders.start as usize..world.colliders.end as usize {
+            let c = &model.colliders()[k];
+            let pose = collider_poses.get(k).copied().unwrap_or(Pose::IDENTITY);
+            for p in particles.clone() {
+                let (phi, _) = c.signed_distance_at(positions[p], &pose);
+                deepest = deepest.max(radius[p] - phi);
+            }
         }
     }
     deepest

@@ -68,7 +68,7 @@ pub use glam;
 pub use model::{
     Air, Bending, Body, BodyId, BodyKind, BodyMaterial, ClothGrid, ClothMaterial, ClothMesh, ConstraintFamily,
     ConstraintSet, DihedralBending, DistanceConstraint, Model, ModelBuilder, ParticleConstraint, Rope, RopeBending,
-    RopeMaterial,
+    RopeMaterial, World,
 };
 pub use solver::{
     AutoIterations, ForceSettings, ForceSolver, Integrator, Method, RopeSolver, Solver, SolverError, SolverInfo, Stage,

@@ -176,6 +176,9 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     if broken.is_empty() {
         return Ok(None);
     }
+    if model.worlds().len() > 1 {
+        return Err(ModelError::invalid("tearing", "a model of several worlds cannot tear (run its scenes alone)"));
+    }
     let set = model.distance();
     let mut removed = vec![false; set.len()];
     for &k in broken {
@@ -524,6 +527,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     }
     new_cracks.sort_unstable();
     new_cracks.dedup();
+    let (mass_len, body_len) = (mass.len() as u32, bodies.len() as u32);
     let torn = Model {
         particle_position: pick(rest),
         particle_velocity: pick(model.particle_velocity()),
@@ -540,7 +544,14 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         triangles,
         bodies,
         colliders: model.colliders().to_vec(),
-        gravity: model.gravity(),
+        // One world: tearing refuses models of several (see `strained`).
+        worlds: vec![crate::model::World {
+            gravity: model.gravity(),
+            particles: 0..mass_len,
+            bodies: 0..body_len,
+            colliders: 0..model.colliders().len() as u32,
+        }],
+        particle_world: Vec::new(),
         air: model.air(),
         cracks: new_cracks,
     }

@@ -79,7 +79,7 @@ fn slack(model: &Model, body: usize) -> f32 {
     let x = &model.particle_position()[range.clone()];
     let (lo, hi) = x.iter().fold((Vec3::MAX, Vec3::MIN), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
     let extent = (hi - lo).length();
-    let g = model.gravity().length();
+    let g = model.worlds()[model.world_of_particle(b.particles.start as usize) as usize].gravity.length();
     // The body's whole mass, point masses (a rope's end mass) included, and the area or length
     // its material's density covers.
     let mass: f32 = model.particle_mass()[range.clone()].iter().filter(|m| m.is_finite()).sum();

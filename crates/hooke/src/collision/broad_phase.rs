@@ -61,6 +61,13 @@ impl ColliderBroadPhase {
         ColliderBroadPhase { bounds: vec![None; count], grid: None }
     }
 
+    /// [`first_overlapping`](Self::first_overlapping) among the colliders `from..end` only (a
+    /// world's, in a model of several).
+    #[inline]
+    pub fn first_overlapping_before(&self, from: usize, end: usize, lo: Vec3, hi: Vec3) -> Option<usize> {
+        self.first_overlapping(from, lo, hi).filter(|&k| k < end)
+    }
+
     /// The lowest collider index ≥ `from` that a particle whose path lies in the box `lo`–`hi`
     /// (m, already grown by its radius) may touch, or `None`.
     #[inline]

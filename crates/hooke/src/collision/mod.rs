@@ -121,6 +121,7 @@ pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: 
 #[inline]
 pub(crate) fn resolve_particle(
     colliders: &[Collider],
+    within: std::ops::Range<usize>,
     placements: &[ColliderPlacement],
     broad: &ColliderBroadPhase,
     x0: Vec3,
@@ -128,10 +129,10 @@ pub(crate) fn resolve_particle(
     radius: f32,
 ) -> f32 {
     let mut deepest = 0.0f32;
-    let mut next = 0;
+    let mut next = within.start;
     loop {
         let (lo, hi) = broad_phase::path_box(x0, x0 + *d, radius);
-        let Some(k) = broad.first_overlapping(next, lo, hi) else {
+        let Some(k) = broad.first_overlapping_before(next, within.end, lo, hi) else {
             return deepest;
         };
         deepest = deepest.max(resolve_one(&colliders[k], &placements[k], x0, d, radius));

@@ -78,6 +78,8 @@ pub(crate) struct SelfCollision {
     members: Vec<u32>,
     /// The body of every particle (index into `friction`).
     body: Vec<u32>,
+    /// The world of each body (particles of two worlds never touch).
+    body_world: Vec<u32>,
     /// The friction of each body's self-contacts.
     friction: Vec<Friction>,
     /// Whether each body's substep displacements are capped (`self_collision_speed_clamp`).
@@ -118,9 +120,20 @@ impl SelfCollision {
         }
         let friction = model.bodies().iter().map(self_friction).collect();
         let clamp = model.bodies().iter().map(speed_clamp).collect();
+        let body_world = body_worlds(model);
         let previous = vec![0; model.particle_count()];
         let radius = contact_radii(model);
-        SelfCollision { members, body, friction, clamp, max_radius, radius, previous, ..SelfCollision::default() }
+        SelfCollision {
+            members,
+            body,
+            body_world,
+            friction,
+            clamp,
+            max_radius,
+            radius,
+            previous,
+            ..SelfCollision::default()
+        }
     }
 
     /// Whether any particle collides with another.
@@ -171,6 +184,7 @@ impl SelfCollision {
             rest: model.particle_position(),
             radius,
             body: &self.body,
+            body_world: &self.body_world,
             previous: &self.previous,
             friction: &self.friction,
             hash: &self.hash,
@@ -212,6 +226,8 @@ struct Gather<'a> {
     rest: &'a [Vec3],
     radius: &'a [f32],
     body: &'a [u32],
+    /// The world of each body: particles of two worlds never touch.
+    body_world: &'a [u32],
     previous: &'a [u32],
     friction: &'a [Friction],
     hash: &'a SpatialHash,
@@ -241,6 +257,9 @@ impl Gather<'_> {
             }
             let ju = j as usize;
             let bj = self.body[ju];
+            if self.body_world[bi as usize] != self.body_world[bj as usize] {
+                return;
+            }
             let rest = self.rest[iu] - self.rest[ju];
             if bi == bj && rest.length_squared() < t * t {
                 return;
@@ -470,6 +489,9 @@ pub fn deepest_overlap(model: &Model, positions: &[Vec3], particles: &[u32]) -> 
             {
                 return;
             }
+            if model.world_of_particle(i as usize) != model.world_of_particle(j as usize) {
+                return;
+            }
             let distance = (xi - positions[j as usize]).length();
             if distance < t && best.is_none_or(|b| t - distance > b.depth()) {
                 best = Some(Overlap { particles: [i, j], distance, contact_distance: t });
@@ -477,4 +499,13 @@ pub fn deepest_overlap(model: &Model, positions: &[Vec3], particles: &[u32]) -> 
         });
     }
     best
+}
+
+/// The world of each body of `model`, indexed like [`Model::bodies`].
+fn body_worlds(model: &Model) -> Vec<u32> {
+    let mut out = vec![0u32; model.bodies().len()];
+    for (k, w) in model.worlds().iter().enumerate() {
+        out[w.bodies.start as usize..w.bodies.end as usize].fill(k as u32);
+    }
+    out
 }

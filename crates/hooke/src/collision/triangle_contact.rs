@@ -118,7 +118,15 @@ impl TriangleContact {
             let (a, b, c) = (start(i), start(j), start(k));
             let (da, db, dc) = (moved(i), moved(j), moved(k));
             let (ra, rb, rc) = (radius[i], radius[j], radius[k]);
-            if clear_of_colliders(colliders, placements, broad, [a + da, b + db, c + dc], ra.max(rb).max(rc)) {
+            let within = model.colliders_of_particle(i);
+            if clear_of_colliders(
+                colliders,
+                within.clone(),
+                placements,
+                broad,
+                [a + da, b + db, c + dc],
+                ra.max(rb).max(rc),
+            ) {
                 *out = [Vec3::ZERO; POINTS_PER_TRIANGLE];
                 return 0;
             }
@@ -130,7 +138,7 @@ impl TriangleContact {
             ];
             let mut touching = 0;
             for (q, &(x0, d, r)) in points.iter().enumerate() {
-                let delta = project_point(colliders, placements, broad, x0, d, r);
+                let delta = project_point(colliders, within.clone(), placements, broad, x0, d, r);
                 touching += (delta != Vec3::ZERO) as u32;
                 out[q] = delta;
             }
@@ -183,6 +191,7 @@ impl TriangleContact {
 #[inline]
 fn clear_of_colliders(
     colliders: &[Collider],
+    within: std::ops::Range<usize>,
     placements: &[ColliderPlacement],
     broad: &ColliderBroadPhase,
     x: [Vec3; 3],
@@ -198,8 +207,8 @@ fn clear_of_colliders(
     let (mut lo, mut hi) = broad_phase::path_box(x[0], x[1], r);
     let (l2, h2) = broad_phase::path_box(x[2], x[2], r);
     (lo, hi) = (lo.min(l2), hi.max(h2));
-    let mut next = 0;
-    while let Some(k) = broad.first_overlapping(next, lo, hi) {
+    let mut next = within.start;
+    while let Some(k) = broad.first_overlapping_before(next, within.end, lo, hi) {
         let shape = &colliders[k].shape;
         if placements[k].signed_distance(shape, centroid).0 <= r + shape.growth_bound() * reach + spare {
             return false;
@@ -216,6 +225,7 @@ fn clear_of_colliders(
 #[inline]
 pub(crate) fn project_point(
     colliders: &[Collider],
+    within: std::ops::Range<usize>,
     placements: &[ColliderPlacement],
     broad: &ColliderBroadPhase,
     x0: Vec3,
@@ -223,11 +233,11 @@ pub(crate) fn project_point(
     r: f32,
 ) -> Vec3 {
     let mut moved = d;
-    let mut next = 0;
+    let mut next = within.start;
     loop {
         let q = x0 + moved;
         let (lo, hi) = broad_phase::path_box(q, q, r);
-        let Some(k) = broad.first_overlapping(next, lo, hi) else {
+        let Some(k) = broad.first_overlapping_before(next, within.end, lo, hi) else {
             return moved - d;
         };
         let (c, s) = (&colliders[k], &placements[k]);

@@ -6,7 +6,7 @@ use super::dihedral::DihedralBending;
 use super::distance::DistanceConstraint;
 use super::material::{BodyMaterial, Element, ElementStiffness, MassSource};
 use super::rope_bending::RopeBending;
-use super::{Air, Body, BodyKind, ClothGrid, ClothMesh, Model, Rope};
+use super::{Air, Body, BodyKind, ClothGrid, ClothMesh, Model, Rope, World};
 use crate::collision::{Collider, Shape};
 use crate::error::{self, ModelError};
 use glam::{Vec2, Vec3};
@@ -155,7 +155,8 @@ pub struct ModelBuilder {
     any_uv: bool,
     bodies: Vec<Body>,
     colliders: Vec<Collider>,
-    gravity: Vec3,
+    /// The worlds so far; the last is open (its ranges end where the model does).
+    worlds: Vec<World>,
     air: Air,
     memory_limit: u64,
 }
@@ -183,20 +184,43 @@ impl ModelBuilder {
             any_uv: false,
             bodies: Vec::new(),
             colliders: Vec::new(),
-            gravity: Vec3::new(0.0, -9.81, 0.0),
+            worlds: vec![World { gravity: Vec3::new(0.0, -9.81, 0.0), particles: 0..0, bodies: 0..0, colliders: 0..0 }],
             air: Air::default(),
             memory_limit: DEFAULT_MEMORY_LIMIT,
         }
     }
 
-    /// Sets gravity (m/s²).
+    /// Sets gravity (m/s²) of the current world (the first, unless [`add_world`](Self::add_world)
+    /// was called).
     ///
     /// # Errors
     /// [`ModelError::Invalid`] if it is not finite.
     pub fn set_gravity(&mut self, gravity: Vec3) -> Result<&mut Self, ModelError> {
         error::finite_vec("model", "gravity", gravity)?;
-        self.gravity = gravity;
+        self.worlds.last_mut().expect("a builder has a world").gravity = gravity;
         Ok(self)
+    }
+
+    /// Starts a new world under `gravity` (m/s²) and returns its index: the bodies and
+    /// colliders added from now on belong to it, and touch nothing of the other worlds —
+    /// independent scenes solved in the same sweeps (issue #13). A world with no body is
+    /// allowed.
+    ///
+    /// # Errors
+    /// [`ModelError::Invalid`] if `gravity` is not finite.
+    pub fn add_world(&mut self, gravity: Vec3) -> Result<u32, ModelError> {
+        error::finite_vec("model", "gravity", gravity)?;
+        self.close_world();
+        let (p, b, c) = (self.positions.len() as u32, self.bodies.len() as u32, self.colliders.len() as u32);
+        self.worlds.push(World { gravity, particles: p..p, bodies: b..b, colliders: c..c });
+        Ok(self.worlds.len() as u32 - 1)
+    }
+
+    /// Ends the ranges of the current world where the model is now.
+    fn close_world(&mut self) {
+        let (p, b, c) = (self.positions.len() as u32, self.bodies.len() as u32, self.colliders.len() as u32);
+        let w = self.worlds.last_mut().expect("a builder has a world");
+        (w.particles.end, w.bodies.end, w.colliders.end) = (p, b, c);
     }
 
     /// Sets the air parameters.
@@ -401,8 +425,19 @@ impl ModelBuilder {
     /// [`ModelError::Invalid`] if the model has no particles, or a position, mass, rest length
     /// or stiffness is beyond f32 arithmetic; [`ModelError::Colouring`] if a topology builder
     /// produced a conflicting colouring (an internal error).
-    pub fn finalize(self) -> Result<Model, ModelError> {
+    pub fn finalize(mut self) -> Result<Model, ModelError> {
+        self.close_world();
         let n = self.positions.len();
+        let particle_world = match self.worlds.len() {
+            1 => Vec::new(),
+            _ => {
+                let mut world = vec![0u32; n];
+                for (k, w) in self.worlds.iter().enumerate() {
+                    world[w.particles.start as usize..w.particles.end as usize].fill(k as u32);
+                }
+                world
+            }
+        };
         if n == 0 {
             return Err(ModelError::invalid("model", "has no cloth or rope"));
         }
@@ -426,7 +461,8 @@ impl ModelBuilder {
             particle_triangles: Vec::new(),
             bodies: self.bodies,
             colliders: self.colliders,
-            gravity: self.gravity,
+            worlds: self.worlds,
+            particle_world,
             air: self.air,
             cracks: Vec::new(),
         }

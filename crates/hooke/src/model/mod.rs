@@ -147,6 +147,20 @@ impl Air {
     }
 }
 
+/// One world of a model: an independent scene solved in the same sweeps as the others
+/// (issue #13), its particles, bodies and colliders contiguous ranges of the model's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct World {
+    /// Gravity (m/s²).
+    pub gravity: Vec3,
+    /// Its particles.
+    pub particles: Range<u32>,
+    /// Its bodies (indices into [`Model::bodies`]).
+    pub bodies: Range<u32>,
+    /// Its colliders (indices into [`Model::colliders`]).
+    pub colliders: Range<u32>,
+}
+
 /// The immutable model. See the [module documentation](self).
 ///
 /// Arrays are named `<entity>_<attribute>` and indexed by particle, constraint or triangle.
@@ -167,7 +181,11 @@ pub struct Model {
     pub(crate) particle_triangles: Vec<u32>,
     pub(crate) bodies: Vec<Body>,
     pub(crate) colliders: Vec<Collider>,
-    pub(crate) gravity: Vec3,
+    /// The worlds (at least one): independent scenes in one model, each a contiguous range
+    /// of particles, bodies and colliders with its own gravity (see [`World`]).
+    pub(crate) worlds: Vec<World>,
+    /// The world of each particle (empty when there is one world).
+    pub(crate) particle_world: Vec<u32>,
     pub(crate) air: Air,
     /// Triangle edges whose constraint has broken but which still join two triangles (a crack
     /// not yet opened; see [`tearing`](crate::tearing)), each pair sorted.
@@ -238,9 +256,32 @@ impl Model {
     pub fn colliders(&self) -> &[Collider] {
         &self.colliders
     }
-    /// Gravity (m/s²), by default (0, −9.81, 0).
+    /// Gravity (m/s²) of the first world, by default (0, −9.81, 0).
     pub fn gravity(&self) -> Vec3 {
-        self.gravity
+        self.worlds[0].gravity
+    }
+    /// The worlds: independent scenes solved together, each with its own particles, bodies,
+    /// colliders and gravity, none touching another (one unless the model was built with
+    /// [`ModelBuilder::add_world`](crate::ModelBuilder::add_world)).
+    pub fn worlds(&self) -> &[World] {
+        &self.worlds
+    }
+    /// The world of particle `p`.
+    #[inline]
+    pub fn world_of_particle(&self, p: usize) -> u32 {
+        if self.particle_world.is_empty() { 0 } else { self.particle_world[p] }
+    }
+    /// The colliders particle `p` meets: those of its world (indices into
+    /// [`Model::colliders`]).
+    #[inline]
+    pub fn colliders_of_particle(&self, p: usize) -> Range<usize> {
+        let c = &self.worlds[self.world_of_particle(p) as usize].colliders;
+        c.start as usize..c.end as usize
+    }
+    /// The world of every particle, one per particle, or an empty slice when there is one
+    /// world (every particle in world 0).
+    pub fn particle_world(&self) -> &[u32] {
+        &self.particle_world
     }
     /// Air parameters for aerodynamic forces.
     pub fn air(&self) -> Air {
@@ -278,7 +319,8 @@ impl Model {
     /// [`ModelError::Invalid`] if it is not finite.
     pub fn with_gravity(&self, gravity: Vec3) -> Result<Model, ModelError> {
         error::finite_vec("model", "gravity", gravity)?;
-        Ok(Model { gravity, ..self.clone() })
+        let worlds = self.worlds.iter().map(|w| World { gravity, ..w.clone() }).collect();
+        Ok(Model { worlds, ..self.clone() })
     }
 
     /// The same model in air `air`.

@@ -218,6 +218,17 @@ pub trait Solver: Send {
     }
 }
 
+/// Refuses a model of several worlds for `solver`, which solves one.
+pub(crate) fn one_world(model: &Model, solver: &str) -> Result<(), SolverError> {
+    match model.worlds().len() {
+        1 => Ok(()),
+        n => Err(SolverError::InvalidSettings {
+            setting: "worlds",
+            message: format!("the model has {n} worlds and {solver} solve one: use XPBD or PBD"),
+        }),
+    }
+}
+
 /// Checks the inputs of [`Solver::step`]: a finite frame time step > 0 and a finite wind (and
 /// gust). Every solver calls it first.
 ///

@@ -71,6 +71,10 @@ pub struct SubstepPlan {
     /// The frame's pins, one per pinned particle (the last one given wins), in the order of
     /// their last appearance.
     pub pins: Vec<PinPath>,
+    /// Wind (m/s) per world at each substep's t₀, for a model of several worlds: substep s's
+    /// are `world_wind[s·w..(s + 1)·w]` for w worlds; empty for one world (then each slot's
+    /// `wind`).
+    pub world_wind: Vec<Vec3>,
 }
 
 impl SubstepPlan {
@@ -114,6 +118,8 @@ impl SubstepPlan {
             }
         }
         let h = frame_dt / substeps as f32;
+        let worlds = model.worlds().len();
+        let mut world_wind = Vec::with_capacity(if worlds > 1 { worlds * substeps as usize } else { 0 });
         let mut slots = Vec::with_capacity(substeps as usize);
         let mut colliders = Vec::with_capacity(substeps as usize * k);
         for sub in 0..substeps {
@@ -121,6 +127,9 @@ impl SubstepPlan {
             let t1 = t0 + h as f64;
             let frac = (sub + 1) as f32 / substeps as f32;
             slots.push(SubstepSlot { t0, wind: control.wind_at(t0), frac, one_minus_frac: 1.0 - frac });
+            if worlds > 1 {
+                world_wind.extend((0..worlds).map(|w| control.world_wind_at(w, t0)));
+            }
             for c in 0..k {
                 let start = collider_start.get(c).copied().unwrap_or(Pose::IDENTITY);
                 colliders.push(match control.collider_motion(c) {
@@ -152,7 +161,18 @@ impl SubstepPlan {
             colliders,
             collider_end,
             pins,
+            world_wind,
         })
+    }
+
+    /// The wind (m/s) of each world at the start of substep `sub`: one per world.
+    pub fn winds(&self, sub: u32) -> &[Vec3] {
+        if self.world_wind.is_empty() {
+            std::slice::from_ref(&self.slots[sub as usize].wind)
+        } else {
+            let w = self.world_wind.len() / self.slots.len();
+            &self.world_wind[sub as usize * w..(sub as usize + 1) * w]
+        }
     }
 
     /// Number of substeps.

@@ -174,8 +174,15 @@ impl ExplicitPass<'_> {
         if !colliders.is_empty() {
             let mut moved = step.truncate();
             let radius = self.forces.model.particle_radius()[p];
-            if collision::resolve_particle(colliders, self.placements, self.broad, old.x.truncate(), &mut moved, radius)
-                > 0.0
+            if collision::resolve_particle(
+                colliders,
+                0..colliders.len(),
+                self.placements,
+                self.broad,
+                old.x.truncate(),
+                &mut moved,
+                radius,
+            ) > 0.0
             {
                 touching = 1;
                 v += (moved.extend(0.0) - step) * inv_h;

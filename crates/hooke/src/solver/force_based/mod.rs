@@ -314,6 +314,7 @@ impl ForceSolver {
     /// particles.
     pub fn new(model: Arc<Model>, settings: ForceSettings) -> Result<ForceSolver, SolverError> {
         settings.validate()?;
+        super::one_world(&model, "the force-based integrators")?;
         let springs = springs_of(&model)?;
         check_angle_compliance(&model)?;
         let self_collision = self_collision_of(&model, settings.integrator)?;
@@ -443,7 +444,14 @@ impl ForceSolver {
         }
         let phase = &self.phase[0];
         let (x, v) = (|k: usize| phase[k].x.truncate(), |k: usize| phase[k].v.truncate());
-        stages::aerodynamics::triangle_forces(model, wind, x, v, &mut self.triangle_force, parallel);
+        stages::aerodynamics::triangle_forces(
+            model,
+            std::slice::from_ref(&wind),
+            x,
+            v,
+            &mut self.triangle_force,
+            parallel,
+        );
         true
     }
 

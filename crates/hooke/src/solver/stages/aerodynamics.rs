@@ -13,10 +13,11 @@ const PARALLEL_MIN_TRIANGLES: usize = 4096;
 
 /// Fills `out`, one per triangle, with a third of each triangle's aerodynamic force (N, in
 /// xyz) and a third of its drag rate κ (kg/s, in w), for the positions `x(p)` (m) and
-/// velocities `v(p)` (m/s) in the wind `wind` (m/s).
+/// velocities `v(p)` (m/s) in the wind of each world `winds` (m/s, one per world, see
+/// [`SubstepPlan::winds`](crate::SubstepPlan::winds)).
 pub(crate) fn triangle_forces(
     model: &Model,
-    wind: Vec3,
+    winds: &[Vec3],
     x: impl Fn(usize) -> Vec3 + Sync,
     v: impl Fn(usize) -> Vec3 + Sync,
     out: &mut Vec<Vec4>,
@@ -26,6 +27,7 @@ pub(crate) fn triangle_forces(
     let tri = |t: &[u32; 3]| {
         let xs = t.map(|i| x(i as usize));
         let vs = t.map(|i| v(i as usize));
+        let wind = if winds.len() == 1 { winds[0] } else { winds[model.world_of_particle(t[0] as usize) as usize] };
         let a = aerodynamics::triangle_air(&air, xs, vs, wind);
         a.force.extend(a.rate) * (1.0 / 3.0)
     };

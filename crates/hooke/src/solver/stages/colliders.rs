@@ -61,7 +61,9 @@ pub(crate) fn resolve(
             let x0 = q.x.truncate();
             let before = q.d.truncate();
             let mut d = before;
-            let depth = collision::resolve_particle(colliders, placements, &broad, x0, &mut d, radius[start + k]);
+            let within = model.colliders_of_particle(start + k);
+            let depth =
+                collision::resolve_particle(colliders, within, placements, &broad, x0, &mut d, radius[start + k]);
             if depth > 0.0 {
                 touching += 1;
                 if let Some(t) = touched.get(start + k) {

@@ -7,19 +7,25 @@ use crate::solver::state::{Particle, SolverState};
 use glam::{Vec3, Vec4};
 
 /// v ← v·e^{−c h} + h (g + w f) and d ← h v for every free particle (w > 0), d ← 0 for pinned
-/// ones. `force` is the external (aerodynamic) force per particle (N), if any.
+/// ones. `force` is the external (aerodynamic) force per particle (N), if any; g is the gravity
+/// of the particle's world.
 pub(crate) fn predict(
     state: &mut SolverState,
     force: Option<&[Vec3]>,
-    gravity: Vec3,
+    model: &crate::Model,
     h: f32,
     decay: f32,
     parallel: bool,
 ) {
+    let (worlds, particle_world) = (model.worlds(), model.particle_world());
     let run = |start: usize, p: &mut [Particle], v: &mut [Vec3]| {
         for k in 0..p.len() {
             let w = p[k].x.w;
             if w > 0.0 {
+                let gravity = match particle_world.get(start + k) {
+                    Some(&world) => worlds[world as usize].gravity,
+                    None => worlds[0].gravity,
+                };
                 let a = match force {
                     Some(f) => gravity + f[start + k] * w,
                     None => gravity,

@@ -272,6 +272,16 @@ impl XpbdSolver {
     /// [`SolverError::InvalidSettings`] for settings out of range ([`XpbdSettings::validate`]).
     pub fn new(model: Arc<Model>, settings: XpbdSettings) -> Result<XpbdSolver, SolverError> {
         settings.validate()?;
+        if model.worlds().len() > 1 && settings.auto_iterations.is_some() {
+            // A residual over every world would let one world's iterations depend on another.
+            return Err(SolverError::InvalidSettings {
+                setting: "iterations",
+                message: format!(
+                    "\"auto\" measures the residual over the whole model; a model of {} worlds needs a fixed count",
+                    model.worlds().len()
+                ),
+            });
+        }
         let n = model.particle_count();
         Ok(XpbdSolver {
             state: SolverState::from_model(&model),
@@ -349,7 +359,7 @@ impl XpbdSolver {
                 let (p, v) = (&self.state.particles, &self.state.velocity);
                 stages::aerodynamics::triangle_forces(
                     &model,
-                    slot.wind,
+                    plan.winds(sub as u32),
                     |k| p[k].position(),
                     |k| v[k],
                     &mut self.triangle_force,
@@ -365,7 +375,7 @@ impl XpbdSolver {
             }
             // 2. Predict.
             let force = aero.then_some(&self.force[..]);
-            stages::predict::predict(&mut self.state, force, model.gravity(), plan.h, plan.decay, parallel);
+            stages::predict::predict(&mut self.state, force, &model, plan.h, plan.decay, parallel);
             stages::predict::move_pins(&mut self.state, &pins, slot.frac);
             check(self, Stage::Predict)?;
             watch.lap(&mut times, Some(Stage::Predict));
