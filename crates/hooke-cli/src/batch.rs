@@ -26,7 +26,8 @@ pub struct BatchArgs {
     /// shards of a job array have finished).
     #[arg(long)]
     index_only: bool,
-    /// List the shard's samples and their keys, and run nothing.
+    /// List the shard's samples and their keys, and load each one's scene with its keys set
+    /// (so that a bad key or value is reported), but simulate nothing.
     #[arg(long)]
     dry_run: bool,
     /// Worker threads (default: all cores).
@@ -46,7 +47,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     let manifest = Manifest::read(&args.manifest)?;
     let out = args.out.clone().unwrap_or_else(|| manifest.out.clone());
     if args.index_only {
-        let (path, records) = write_index(&out)?;
+        let (path, records) = write_index(&out, Some(&manifest))?;
         println!(
             "wrote {}: {} of {} samples complete ({} failed)",
             path.display(),
@@ -70,8 +71,9 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     if args.dry_run {
         for s in manifest.shard(shard) {
             println!("{} {} {}", s.id(), s.scene, serde_json::to_string(&s.set).unwrap_or_default());
+            s.load(crate::memory_limit())?;
         }
-        println!("{mine} of {} samples in shard {shard}", manifest.samples.len());
+        println!("{mine} of {} samples in shard {shard}, every scene loaded", manifest.samples.len());
         return Ok(());
     }
     println!(
@@ -117,7 +119,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         );
     })
     .with_context(|| format!("shard {shard} of {}", args.manifest.display()))?;
-    let (index, records) = write_index(&out)?;
+    let (index, records) = write_index(&out, Some(&manifest))?;
     println!(
         "shard {shard}: {} samples — {} run and passed, {} failed, {} complete already; {} lists {} of {} samples",
         summary.samples,
@@ -136,6 +138,9 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     }
     if summary.samples == 0 {
         bail!("shard {shard} has no samples: the manifest has {} (fewer than the shards)", manifest.samples.len());
+    }
+    if summary.ok == 0 && !summary.failed.is_empty() {
+        bail!("every sample this run made failed ({}): see the warnings above", summary.failed.len());
     }
     Ok(())
 }

@@ -30,6 +30,7 @@ pub fn preset(
         frames: 300,
         wind: Vec3::ZERO,
         gust: None,
+        world_wind: Vec::new(),
         pins,
         cuts: Vec::new(),
         collider_motion: Vec::new(),

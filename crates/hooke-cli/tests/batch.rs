@@ -242,3 +242,40 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let o = hooke(&["batch", "batch.toml", "--shard", "3/3"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("--shard"), "{}", text(&o));
 }
+
+#[test]
+fn a_dataset_is_checked_against_its_manifest_and_scene_files() {
+    let tmp = setup(10);
+    let o = hooke(&["batch", "batch.toml", "--shard", "0/2"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    // Stray files and odd names in samples/ are not samples, and break nothing.
+    let samples = tmp.path().join("data/samples");
+    std::fs::write(samples.join("notes.txt"), "mine").unwrap();
+    std::fs::write(samples.join("abcdefghijké_x"), "").unwrap();
+    std::fs::create_dir(samples.join(".1000001.tmp-1")).unwrap();
+    let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(index(&tmp.path().join("data")).len(), 4);
+    // A manifest that is not the dataset's: refused, naming the sample.
+    std::fs::write(tmp.path().join("other.toml"), "[[sample]]\nscene = \"scenes/pendulum.toml\"\n").unwrap();
+    let o = hooke(&["batch", "other.toml", "--out", "data", "--index-only"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("is not in"), "{}", text(&o));
+    // The scene file edited under the dataset: refused on resume.
+    let scene = tmp.path().join("scenes/pendulum.toml");
+    std::fs::write(&scene, std::fs::read_to_string(&scene).unwrap().replace("particles = 12", "particles = 7"))
+        .unwrap();
+    let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("another version"), "{}", text(&o));
+    // --dry-run loads every scene: a bad key is found without simulating.
+    std::fs::write(
+        tmp.path().join("typo.toml"),
+        "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n",
+    )
+    .unwrap();
+    let o = hooke(&["batch", "typo.toml", "--dry-run"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("substep"), "{}", text(&o));
+    // A Slurm array with a step does not map onto shards.
+    let env = [("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "3"), ("SLURM_ARRAY_TASK_STEP", "2")];
+    let o = hooke_env(&["batch", "batch.toml", "--out", "stepped"], tmp.path(), &env);
+    assert!(!o.status.success() && text(&o).contains("SLURM_ARRAY_TASK_STEP"), "{}", text(&o));
+}

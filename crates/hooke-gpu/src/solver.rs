@@ -289,6 +289,16 @@ impl GpuXpbdSolver {
     pub fn new(ctx: Arc<GpuContext>, model: Arc<Model>, settings: impl Into<GpuSettings>) -> Result<Self, GpuError> {
         let settings: GpuSettings = settings.into();
         settings.validate()?;
+        if model.worlds().len() > 1 {
+            // Not yet: its kernels take one gravity, one wind and every collider.
+            return Err(GpuError::Solver(hooke::SolverError::InvalidSettings {
+                setting: "worlds",
+                message: format!(
+                    "the model has {} worlds; the GPU solver runs one world (use the CPU)",
+                    model.worlds().len()
+                ),
+            }));
+        }
         crate::self_collision::check_bodies(&model)?;
         let kernels = ctx.kernels()?;
         let device = ctx.device();

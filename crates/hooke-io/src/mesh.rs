@@ -150,8 +150,9 @@ pub fn default_weld_tolerance(positions: &[Vec3]) -> f32 {
 /// side); a negative or non-finite tolerance.
 pub fn weld(mesh: &ObjMesh, tolerance: Option<f32>) -> Result<WeldedMesh, String> {
     let n = mesh.positions.len();
-    let line_of_vertex = |v: usize| mesh.vertex_lines.get(v).copied().unwrap_or(0);
-    let line_of_triangle = |t: usize| mesh.triangle_lines.get(t).copied().unwrap_or(0);
+    // A file's faces and vertices are named by line; a mesh made from arrays by index.
+    let vertex_line = |v: usize| mesh.vertex_lines.get(v).map_or(String::new(), |l| format!(" (line {l})"));
+    let face = |t: usize| mesh.triangle_lines.get(t).map_or(format!("triangle {t}"), |l| format!("face on line {l}"));
     let particle: Vec<u32> = match tolerance {
         None => (0..n as u32).collect(),
         Some(tol) => {
@@ -182,18 +183,18 @@ pub fn weld(mesh: &ObjMesh, tolerance: Option<f32>) -> Result<WeldedMesh, String
     let mut triangles = Vec::with_capacity(mesh.triangles.len());
     for (t, tri) in mesh.triangles.iter().enumerate() {
         let w = tri.map(|v| particle[v as usize]);
-        let line = line_of_triangle(t);
+        let line = face(t);
         for k in 0..3 {
             let (a, b) = (tri[k] as usize, tri[(k + 1) % 3] as usize);
             if w[k] == w[(k + 1) % 3] {
                 return Err(if a == b {
-                    format!("face on line {line}: uses vertex {a} twice")
+                    format!("{line}: uses vertex {a} twice")
                 } else {
                     format!(
-                        "face on line {line}: collapses, its vertices {a} (line {}) and {b} (line {}) are within the \
-                         weld tolerance {} of each other; set a smaller `weld_tolerance` or `weld = false`",
-                        line_of_vertex(a),
-                        line_of_vertex(b),
+                        "{line}: collapses, its vertices {a}{} and {b}{} are within the weld tolerance {} of each \
+                         other; set a smaller `weld_tolerance` or `weld = false`",
+                        vertex_line(a),
+                        vertex_line(b),
                         tolerance.unwrap_or(0.0)
                     )
                 });
@@ -203,14 +204,14 @@ pub fn weld(mesh: &ObjMesh, tolerance: Option<f32>) -> Result<WeldedMesh, String
         let area = 0.5 * (b - a).cross(c - a).length();
         // The engine's own criterion for a degenerate triangle, named by line here.
         if area.is_nan() || area <= 1e-10 * diag * diag {
-            return Err(format!("face on line {line}: a triangle {tri:?} of it has no area (collinear vertices)"));
+            return Err(format!("{line}: a triangle {tri:?} of it has no area (collinear vertices)"));
         }
         let mut key = w;
         key.sort_unstable();
         if let Some(&other) = seen.get(&key) {
             return Err(format!(
-                "face on line {line}: is the same triangle as the face on line {}{}",
-                line_of_triangle(other),
+                "{line}: is the same triangle as {}{}",
+                face(other),
                 if tolerance.is_some() {
                     " after welding (a double-sided mesh? set `weld = false` or remove one side)"
                 } else {
@@ -224,7 +225,7 @@ pub fn weld(mesh: &ObjMesh, tolerance: Option<f32>) -> Result<WeldedMesh, String
     }
     if let Some(p) = used.iter().position(|u| !u) {
         let v = first[p] as usize;
-        return Err(format!("vertex {v} (line {}) is used by no face (it would have no mass)", line_of_vertex(v)));
+        return Err(format!("vertex {v}{} is used by no face (it would have no mass)", vertex_line(v)));
     }
     let map =
         VertexMap { particle, triangles: mesh.triangles.clone(), uvs: mesh.uvs.clone(), weld_tolerance: tolerance };

@@ -56,11 +56,26 @@ fn backend(name: &str) -> PyResult<Backend> {
     }
 }
 
+/// How deep a scene value may nest (lists in lists, dicts in dicts): far beyond any scene key,
+/// and far below what would overflow a stack.
+const MAX_DEPTH: usize = 32;
+
 /// A Python value as a TOML value; `key` names it in errors.
 fn to_toml(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<toml::Value> {
+    to_toml_at(obj, key, 0)
+}
+
+fn to_toml_at(obj: &Bound<'_, PyAny>, key: &str, depth: usize) -> PyResult<toml::Value> {
+    if depth > MAX_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "{key}: nested more than {MAX_DEPTH} levels deep (a list or dict that holds itself?)"
+        )));
+    }
+    let to_toml = |obj: &Bound<'_, PyAny>, key: &str| to_toml_at(obj, key, depth + 1);
     if obj.is_instance_of::<PyBool>() {
         return Ok(toml::Value::Boolean(obj.extract()?));
     }
+    let name = || if key.is_empty() { "the value".to_string() } else { key.to_string() };
     if obj.is_instance_of::<PyInt>() {
         return Ok(toml::Value::Integer(
             obj.extract().map_err(|_| PyValueError::new_err(format!("{key}: integer out of range")))?,
@@ -75,7 +90,8 @@ fn to_toml(obj: &Bound<'_, PyAny>, key: &str) -> PyResult<toml::Value> {
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut t = toml::Table::new();
         for (k, v) in d.iter() {
-            let k: String = k.extract().map_err(|_| PyTypeError::new_err(format!("{key}: keys must be strings")))?;
+            let k: String =
+                k.extract().map_err(|_| PyTypeError::new_err(format!("{}: keys must be strings", name())))?;
             let inner = if key.is_empty() { k.clone() } else { format!("{key}.{k}") };
             t.insert(k, to_toml(&v, &inner)?);
         }
@@ -166,10 +182,12 @@ fn scene_error(e: impl std::fmt::Display) -> PyErr {
 
 /// A simulation: a scene's model, its solver and state, and what Python changed of its control
 /// (pins, wind, collider placements).
-#[pyclass(unsendable, module = "hooke")]
+#[pyclass(module = "hooke")]
 struct Simulation {
     scene: Scene,
-    solver: Box<dyn Solver>,
+    /// Behind a lock so that a simulation may be used from any Python thread (one at a time:
+    /// Python's own borrow of the object already refuses two at once).
+    solver: std::sync::Mutex<Box<dyn Solver>>,
     state: State,
     tearing: Tearing,
     /// Pinned from Python: particle → target (None: where it was pinned).
@@ -193,7 +211,7 @@ impl Simulation {
         let tearing = Tearing::for_scene(&scene);
         Ok(Simulation {
             scene,
-            solver,
+            solver: std::sync::Mutex::new(solver),
             state,
             tearing,
             pins: BTreeMap::new(),
@@ -203,8 +221,13 @@ impl Simulation {
         })
     }
 
+    /// The solver (a poisoned lock is only a panic elsewhere; the solver is still whole).
+    fn solver(&self) -> std::sync::MutexGuard<'_, Box<dyn Solver>> {
+        self.solver.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn control(&self) -> Control {
-        let mut c = self.tearing.control(self.scene.control_at(self.solver.time()));
+        let mut c = self.tearing.control(self.scene.control_at(self.solver().time()));
         for &p in &self.released {
             c.release(p);
         }
@@ -320,11 +343,15 @@ impl Simulation {
 
     /// See hooke.pyi.
     #[pyo3(signature = (frames = 1))]
-    fn step(&mut self, py: Python<'_>, frames: usize) -> PyResult<()> {
+    fn step(&mut self, py: Python<'_>, frames: i64) -> PyResult<()> {
+        if frames < 0 {
+            return Err(PyValueError::new_err(format!("frames: must be ≥ 0, got {frames}")));
+        }
         let dt = 1.0 / self.scene.fps;
         for _ in 0..frames {
             let control = self.control();
             let Simulation { solver, state, tearing, .. } = self;
+            let solver = solver.get_mut().unwrap_or_else(|e| e.into_inner());
             let result: Result<(), String> = py.detach(|| {
                 pool().install(|| {
                     solver.step(&control, dt).map_err(|e| e.to_string())?;
@@ -333,7 +360,7 @@ impl Simulation {
                     Ok(())
                 })
             });
-            result.map_err(|e| SimulationError::new_err(format!("t = {:.4} s: {e}", self.solver.time())))?;
+            result.map_err(SimulationError::new_err)?;
             py.check_signals()?;
         }
         Ok(())
@@ -352,10 +379,17 @@ impl Simulation {
     }
 
     /// See hooke.pyi.
-    fn read_positions(&self, out: &Bound<'_, PyArray2<f32>>) -> PyResult<()> {
+    fn read_positions(&self, out: &Bound<'_, PyAny>) -> PyResult<()> {
         let n = self.n();
+        let out = out.cast::<PyArray2<f32>>().map_err(|_| {
+            let what = out.getattr("dtype").map(|d| d.to_string()).unwrap_or_else(|_| "not an array".into());
+            PyValueError::new_err(format!("out: expected a float32 array of shape ({n}, 3), got {what}"))
+        })?;
         if out.shape() != [n, 3] {
             return Err(PyValueError::new_err(format!("out: expected shape ({n}, 3), got {:?}", out.shape())));
+        }
+        if !out.is_c_contiguous() {
+            return Err(PyValueError::new_err("out: must be C-contiguous (np.empty((n, 3), np.float32))"));
         }
         let mut w = out.try_readwrite().map_err(|e| PyValueError::new_err(format!("out: {e}")))?;
         let s = w.as_slice_mut().map_err(|_| PyValueError::new_err("out: must be C-contiguous"))?;
@@ -368,13 +402,14 @@ impl Simulation {
     /// Particle masses (kg): a new float32 array of shape (n,).
     #[getter]
     fn masses<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f32>> {
-        self.solver.model().particle_mass().to_vec().into_pyarray(py)
+        self.solver().model().particle_mass().to_vec().into_pyarray(py)
     }
 
     /// Triangles of every cloth as particle indices: a new uint32 array of shape (t, 3).
     #[getter]
     fn triangles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u32>>> {
-        let t = self.solver.model().triangles();
+        let model = self.solver().model().clone();
+        let t = model.triangles();
         let flat: Vec<u32> = t.iter().flatten().copied().collect();
         numpy::ndarray::Array2::from_shape_vec((t.len(), 3), flat)
             .map(|a| a.into_pyarray(py))
@@ -384,7 +419,7 @@ impl Simulation {
     /// Simulated time (s).
     #[getter]
     fn time(&self) -> f64 {
-        self.solver.time()
+        self.solver().time()
     }
 
     /// Frames per second of the scene: `step` advances 1/fps s a frame.
@@ -490,10 +525,10 @@ impl Simulation {
 
     /// See hooke.pyi.
     fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let t = self.solver.time();
-        let model = self.solver.model();
+        let t = self.solver().time();
+        let model = self.solver().model().clone();
         let d = hooke::Diagnostics::measure(
-            model,
+            &model,
             &self.state.particle_position,
             &self.state.particle_velocity,
             t,
@@ -516,8 +551,8 @@ impl Simulation {
             "hooke.Simulation({:?}: {} particles, t = {:.4} s, {})",
             self.scene.name,
             self.n(),
-            self.solver.time(),
-            self.solver.info().name
+            self.solver().time(),
+            self.solver().info().name
         )
     }
 }
@@ -543,13 +578,15 @@ fn bake(
     let format: hooke_io::cache::Format = format.parse().map_err(|e| PyValueError::new_err(format!("format: {e}")))?;
     let options = SolverOptions::new(self::backend(backend)?);
     let path = scene;
-    let result: Result<serde_json::Value, PyErr> = py.detach(|| {
-        pool().install(|| {
+    if !path.is_file() {
+        return Err(PyOSError::new_err(format!("{}: no such scene file", path.display())));
+    }
+    let (result, signal) = interruptible(py, |stop| -> Result<serde_json::Value, PyErr> {
+        {
             let mut scene = hooke_sim::batch::load_scene(&path, &set, MEMORY_LIMIT).map_err(scene_error)?;
             scene.solver.set_parallel(pool().current_num_threads() > 1);
             let settings = hooke_sim::BakeSettings { dir: out.clone(), format, options, strict };
-            let stop = std::sync::atomic::AtomicBool::new(false);
-            let baked = hooke_sim::Bake::new(&mut scene, settings).and_then(|b| b.run(&stop, |_, _| {})).map_err(
+            let baked = hooke_sim::Bake::new(&mut scene, settings).and_then(|b| b.run(stop, |_, _| {})).map_err(
                 |e| match e {
                     hooke_sim::BakeError::Io { .. } | hooke_sim::BakeError::Cache(_) => {
                         PyOSError::new_err(e.to_string())
@@ -576,9 +613,41 @@ fn bake(
                 "files": baked.files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
                 "diagnostics": baked.diagnostics.display().to_string(),
             }))
+        }
+    })?;
+    if let Some(signal) = signal {
+        return Err(signal);
+    }
+    json(py, &result?)
+}
+
+/// Runs `work` on the simulation pool with the interpreter's lock released, checking for
+/// Ctrl-C (Python's signal handlers) every 20 ms: on a signal the flag `work` is given is set, so
+/// that it stops after its current frame, and the signal's exception is returned beside what
+/// `work` returned.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&std::sync::atomic::AtomicBool) -> T + Send,
+) -> PyResult<(T, Option<PyErr>)> {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut signal = None;
+    let out = py.detach(|| {
+        std::thread::scope(|scope| {
+            let handle = scope.spawn(|| pool().install(|| work(&stop)));
+            while !handle.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                if signal.is_none()
+                    && let Err(e) = Python::attach(|py| py.check_signals())
+                {
+                    signal = Some(e);
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            handle.join()
         })
     });
-    json(py, &result?)
+    let out = out.map_err(|_| PyRuntimeError::new_err("the simulation thread panicked"))?;
+    Ok((out, signal))
 }
 
 /// See hooke.pyi.
@@ -596,8 +665,8 @@ fn run_batch(
     if jobs == 0 {
         return Err(PyValueError::new_err("jobs: must be ≥ 1"));
     }
-    use hooke_sim::batch::{BatchError, BatchSettings, Manifest, Shard};
-    let m = Manifest::read(&manifest).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    use hooke_sim::batch::{BatchError, BatchSettings, Shard};
+    let m = read_manifest(&manifest)?;
     let shard = match shard {
         None => Shard::ALL,
         Some(s) if s.is_none() => Shard::ALL,
@@ -624,14 +693,14 @@ fn run_batch(
         memory_limit: MEMORY_LIMIT,
         jobs,
     };
-    let result = py.detach(|| {
-        pool().install(|| {
-            let stop = std::sync::atomic::AtomicBool::new(false);
-            let mut records = Vec::new();
-            hooke_sim::batch::run_shard(&m, &settings, &stop, |r| records.push(r.clone()))?;
-            Ok::<_, BatchError>(records)
-        })
-    });
+    let (result, signal) = interruptible(py, |stop| {
+        let mut records = Vec::new();
+        hooke_sim::batch::run_shard(&m, &settings, stop, |r| records.push(r.clone()))?;
+        Ok::<_, BatchError>(records)
+    })?;
+    if let Some(signal) = signal {
+        return Err(signal);
+    }
     let records = result.map_err(|e| match e {
         BatchError::Io { .. } | BatchError::Bake { .. } => PyOSError::new_err(e.to_string()),
         other => PyValueError::new_err(other.to_string()),
@@ -641,9 +710,23 @@ fn run_batch(
 
 /// See hooke.pyi.
 #[pyfunction]
-fn write_index(py: Python<'_>, out: PathBuf) -> PyResult<Py<PyAny>> {
-    let (_, records) = hooke_sim::batch::write_index(&out).map_err(|e| PyOSError::new_err(e.to_string()))?;
+#[pyo3(signature = (out, manifest = None))]
+fn write_index(py: Python<'_>, out: PathBuf, manifest: Option<PathBuf>) -> PyResult<Py<PyAny>> {
+    use hooke_sim::batch::BatchError;
+    let m = manifest.map(|m| read_manifest(&m)).transpose()?;
+    let (_, records) = hooke_sim::batch::write_index(&out, m.as_ref()).map_err(|e| match e {
+        BatchError::Io { .. } => PyOSError::new_err(e.to_string()),
+        other => PyValueError::new_err(other.to_string()),
+    })?;
     json(py, &records)
+}
+
+/// Reads a batch manifest: OSError if the file cannot be read, ValueError if it is invalid.
+fn read_manifest(path: &std::path::Path) -> PyResult<hooke_sim::batch::Manifest> {
+    if !path.is_file() {
+        return Err(PyOSError::new_err(format!("{}: no such file", path.display())));
+    }
+    hooke_sim::batch::Manifest::read(path).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// The hooke module.

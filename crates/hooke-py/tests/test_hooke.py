@@ -125,13 +125,30 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         with pytest.raises(ValueError) as e:
             hooke.Simulation.from_arrays(**args)
         assert needle in str(e.value), (needle, str(e.value))
-    with pytest.raises(ValueError, match="solver.substep = 3: unknown field `substep`"):
+    with pytest.raises(ValueError, match="solver.substep: unknown field `substep`"):
         hooke.Simulation.from_scene(ROOT / "scenes" / "flag.toml", set={"solver.substep": 3})
     with pytest.raises(OSError):
         hooke.Simulation.from_scene("no/such/scene.toml")
+    with pytest.raises(ValueError, match=r"materials.cloth.density: invalid type"):
+        hooke.Simulation.from_arrays(vertices, triangles, {**MATERIAL, "density": [0.2]})
+    # A value that holds itself, or nests too deep, is refused (not a crashed interpreter).
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="nested"):
+        hooke.Simulation.from_arrays(vertices, triangles, {**MATERIAL, "density": loop})
+    deep = 0.2
+    for _ in range(10_000):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested"):
+        hooke.Simulation.from_scene(ROOT / "scenes" / "flag.toml", set={"solver.frames": deep})
     sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL)
     with pytest.raises(ValueError, match="out"):
         sim.read_positions(np.zeros((15, 3), dtype=np.float32))
+    for bad in (np.zeros((16, 3), np.float32, order="F"), np.zeros((16, 3)), np.zeros((16, 6), np.float32)[:, ::2]):
+        with pytest.raises(ValueError, match="out"):
+            sim.read_positions(bad)
+    with pytest.raises(ValueError, match="frames"):
+        sim.step(-1)
     with pytest.raises(ValueError, match="collider"):
         sim.place_collider("nothing", [0, 0, 0])
 
@@ -234,3 +251,28 @@ def test_wind_set_from_python_blows_a_hanging_cloth_downwind():
     assert north > still + 0.08 and south < still - 0.08, z
     with pytest.raises(ValueError, match="velocity"):
         sim.set_wind([1.0, float("nan"), 0.0])
+
+
+def test_a_simulation_steps_from_another_thread_and_ctrl_c_stops_a_batch(tmp_path):
+    import _thread
+    import threading
+    import time
+
+    vertices, triangles, _ = sheet(6, 6)
+    sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, pins=[0, 5])
+    t = threading.Thread(target=sim.step, args=(10,))
+    t.start()
+    t.join()
+    assert sim.time == pytest.approx(10 / 60)
+    # Ctrl-C during a batch stops it after the current frame, keeping no half-made sample.
+    scene = ROOT / "scenes" / "rope_pendulum.toml"
+    manifest = tmp_path / "long.toml"
+    manifest.write_text(f'[[sweep]]\nscene = {json.dumps(str(scene))}\nset = {{ "solver.frames" = 100000 }}\n'
+                        'vary = { "rope.0.end_mass" = [1.0, 2.0] }\n')
+    threading.Timer(1.0, _thread.interrupt_main).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        hooke.run_batch(manifest, out=tmp_path / "data")
+    assert time.monotonic() - started < 5.0
+    leftovers = [p.name for p in (tmp_path / "data" / "samples").iterdir()]
+    assert leftovers == [], leftovers

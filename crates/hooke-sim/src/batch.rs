@@ -275,8 +275,9 @@ struct SweepEntry {
     vary: toml::Table,
 }
 
-/// The most samples a manifest may make (a sweep's combinations multiply).
-pub const MAX_SAMPLES: usize = 10_000_000;
+/// The most samples a manifest may make, all entries together (a sweep's combinations
+/// multiply; each sample is held in memory while the batch runs, about 1 KB).
+pub const MAX_SAMPLES: usize = 1_000_000;
 
 impl Manifest {
     /// Reads a manifest: TOML, or JSON Lines if its name ends in `.jsonl`.
@@ -291,26 +292,33 @@ impl Manifest {
         let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read the manifest: {e}")))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("batch");
-        let resolve = |scene: &str| base.join(scene);
-        let mut samples = Vec::new();
-        let mut push = |scene: String, set: toml::Table| {
+        let mut samples: Vec<Sample> = Vec::new();
+        let push = |samples: &mut Vec<Sample>, scene: String, set: toml::Table| {
             let index = samples.len();
-            samples.push(Sample { index, path: resolve(&scene), scene, set });
+            samples.push(Sample { index, path: base.join(&scene), scene, set });
         };
         let (out, format, quality);
-        if path.extension().is_some_and(|e| e == "jsonl") {
+        // A byte-order mark, as some editors write.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jsonl")) {
             for (n, line) in text.lines().enumerate() {
                 if line.trim().is_empty() {
                     continue;
                 }
                 let entry: SampleEntry = serde_json::from_str(line).map_err(|e| err(format!("line {}: {e}", n + 1)))?;
-                push(entry.scene, entry.set);
+                if samples.len() >= MAX_SAMPLES {
+                    return Err(err(format!("more than {MAX_SAMPLES} samples")));
+                }
+                push(&mut samples, entry.scene, entry.set);
             }
             (out, format, quality) = (None, None, Quality::default());
         } else {
-            let m: ManifestFile = toml::from_str(&text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+            let m: ManifestFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+            if m.sample.len() > MAX_SAMPLES {
+                return Err(err(format!("more than {MAX_SAMPLES} samples")));
+            }
             for entry in m.sample {
-                push(entry.scene, entry.set);
+                push(&mut samples, entry.scene, entry.set);
             }
             for (k, sweep) in m.sweep.into_iter().enumerate() {
                 let axes: Vec<(&String, &Vec<toml::Value>)> = sweep
@@ -324,9 +332,14 @@ impl Manifest {
                 if axes.is_empty() {
                     return Err(err(format!("[[sweep]] {k}: vary has no keys")));
                 }
-                let total =
-                    axes.iter().try_fold(1usize, |n, (_, v)| n.checked_mul(v.len()).filter(|&n| n <= MAX_SAMPLES));
-                let total = total.ok_or_else(|| err(format!("[[sweep]] {k}: more than {MAX_SAMPLES} combinations")))?;
+                if let Some((key, _)) = axes.iter().find(|(key, _)| sweep.set.contains_key(*key)) {
+                    return Err(err(format!("[[sweep]] {k}: {key:?} is both set and varied")));
+                }
+                let room = MAX_SAMPLES - samples.len().min(MAX_SAMPLES);
+                let total = axes.iter().try_fold(1usize, |n, (_, v)| n.checked_mul(v.len()).filter(|&n| n <= room));
+                let total = total.ok_or_else(|| {
+                    err(format!("[[sweep]] {k}: its combinations bring the manifest over {MAX_SAMPLES} samples"))
+                })?;
                 for c in 0..total {
                     let mut set = sweep.set.clone();
                     let mut rest = c;
@@ -334,7 +347,7 @@ impl Manifest {
                         set.insert((*key).clone(), values[rest % values.len()].clone());
                         rest /= values.len();
                     }
-                    push(sweep.scene.clone(), set);
+                    push(&mut samples, sweep.scene.clone(), set);
                 }
             }
             (out, format, quality) = (m.out, m.format, m.quality);
@@ -359,6 +372,7 @@ impl Manifest {
             }
         }
         let out = match out {
+            Some(o) if o.trim().is_empty() => return Err(err("out: an empty folder name".into())),
             Some(o) => base.join(o),
             None => Path::new("out").join(stem),
         };
@@ -412,6 +426,16 @@ impl Shard {
         let count = var("SLURM_ARRAY_TASK_COUNT")
             .ok_or("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (give --shard i/n)")?;
         let count = num("SLURM_ARRAY_TASK_COUNT", count)?;
+        if count == 0 {
+            return Err("SLURM_ARRAY_TASK_COUNT=0: an empty job array".into());
+        }
+        if let Some(step) = var("SLURM_ARRAY_TASK_STEP")
+            && num("SLURM_ARRAY_TASK_STEP", step.clone())? != 1
+        {
+            return Err(format!(
+                "SLURM_ARRAY_TASK_STEP={step}: a job array with a step does not map onto shards; give --shard i/n"
+            ));
+        }
         // An array 0-N (step 1) runs tasks min..min+count.
         if id < min || id - min >= count {
             return Err(format!(
@@ -437,6 +461,9 @@ pub struct Record {
     pub sample: usize,
     /// The scene file, as the manifest names it.
     pub scene: String,
+    /// FNV-1a (64-bit, hex) of the scene file's bytes when the sample was made.
+    #[serde(default)]
+    pub scene_digest: Option<String>,
     /// The keys it changes (dotted) and their values.
     pub set: serde_json::Map<String, serde_json::Value>,
     /// `ok` or `failed`.
@@ -494,7 +521,11 @@ fn samples_dir(out: &Path) -> PathBuf {
 
 /// Reads the record of sample `id` under `out`, if it is complete.
 fn read_record(out: &Path, id: &str) -> Result<Option<Record>, BatchError> {
-    let path = samples_dir(out).join(id).join("sample.json");
+    let folder = samples_dir(out).join(id);
+    if !folder.is_dir() {
+        return Ok(None);
+    }
+    let path = folder.join("sample.json");
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
             .map(Some)
@@ -502,6 +533,54 @@ fn read_record(out: &Path, id: &str) -> Result<Option<Record>, BatchError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(BatchError::Io { path, source: e }),
     }
+}
+
+/// FNV-1a (64-bit) of a scene file's bytes, as hex: what a record remembers of its scene, so
+/// that a scene edited under a dataset is noticed.
+fn scene_digest(path: &Path) -> Result<String, BatchError> {
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    Ok(format!("{h:016x}"))
+}
+
+/// Checks that record `r` (in folder `at`) is of a sample of `m`, made from the same scene file
+/// (by name and content) with the same keys.
+fn check_record(m: &Manifest, r: &Record, at: &Path) -> Result<(), BatchError> {
+    let Some(sample) = m.samples.get(r.sample) else {
+        return Err(BatchError::Conflict(format!(
+            "{}: sample {} is not in {} ({} samples): the folder holds another batch",
+            at.display(),
+            r.sample,
+            m.path.display(),
+            m.samples.len()
+        )));
+    };
+    if r.scene != sample.scene || r.set != set_json(&sample.set) {
+        return Err(BatchError::Conflict(format!(
+            "{}: sample {} was made from {} with {}, but the manifest now says {} with {}: the manifest changed \
+             since; write to another folder",
+            at.display(),
+            sample.index,
+            r.scene,
+            serde_json::Value::Object(r.set.clone()),
+            sample.scene,
+            serde_json::Value::Object(set_json(&sample.set))
+        )));
+    }
+    if let Some(digest) = &r.scene_digest
+        && *digest != scene_digest(&sample.path)?
+    {
+        return Err(BatchError::Conflict(format!(
+            "{}: sample {} was made from another version of {} (the file changed since): write to another folder",
+            at.display(),
+            sample.index,
+            sample.scene
+        )));
+    }
+    Ok(())
 }
 
 /// How [`run_shard`] runs its samples.
@@ -561,18 +640,7 @@ pub fn run_shard(
     for sample in &mine {
         match read_record(out, &sample.id())? {
             Some(record) => {
-                if record.scene != sample.scene || record.set != set_json(&sample.set) {
-                    return Err(BatchError::Conflict(format!(
-                        "{}: sample {} was made from {} with {}, but the manifest now says {} with {}: the manifest \
-                         changed since; write to another folder",
-                        samples_dir(out).join(sample.id()).display(),
-                        sample.index,
-                        record.scene,
-                        serde_json::Value::Object(record.set.clone()),
-                        sample.scene,
-                        serde_json::Value::Object(set_json(&sample.set))
-                    )));
-                }
+                check_record(manifest, &record, &samples_dir(out).join(sample.id()))?;
                 done += 1;
             }
             None => todo.push(*sample),
@@ -655,11 +723,17 @@ pub fn run_shard(
 /// Removes the temporary folders (`.<id>.tmp-*`) of `samples`: a killed run's, since each
 /// sample belongs to one shard.
 fn sweep_leftovers(dir: &Path, samples: &[&Sample]) -> Result<(), BatchError> {
-    let ids: std::collections::HashSet<String> = samples.iter().map(|s| format!(".{}.tmp-", s.id())).collect();
+    let ids: std::collections::HashSet<String> = samples.iter().map(|s| s.id()).collect();
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {
         let entry = entry.map_err(io(dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.len() > 12 && ids.contains(&name[..12]) {
+        // `.<id>.tmp-<pid>`; any other name (not UTF-8 included) is left alone.
+        let name = entry.file_name();
+        let Some(id) =
+            name.to_str().and_then(|n| n.strip_prefix('.')).and_then(|n| n.split_once(".tmp-")).map(|(id, _)| id)
+        else {
+            continue;
+        };
+        if ids.contains(id) && entry.file_type().is_ok_and(|t| t.is_dir()) {
             let path = entry.path();
             std::fs::remove_dir_all(&path).map_err(io(&path))?;
         }
@@ -694,6 +768,7 @@ fn run_sample(
     let mut record = Record {
         sample: sample.index,
         scene: sample.scene.clone(),
+        scene_digest: Some(scene_digest(&sample.path)?),
         set: set_json(&sample.set),
         status: Status::Ok,
         reason: None,
@@ -793,18 +868,36 @@ fn rayon_threads() -> usize {
 /// # Errors
 /// [`BatchError::Io`] if the folder cannot be read or the file written;
 /// [`BatchError::Conflict`] for a `sample.json` that is not a record.
-pub fn write_index(out: &Path) -> Result<(PathBuf, Vec<Record>), BatchError> {
+pub fn write_index(out: &Path, manifest: Option<&Manifest>) -> Result<(PathBuf, Vec<Record>), BatchError> {
     let dir = samples_dir(out);
+    if !dir.is_dir() {
+        return Err(BatchError::Conflict(format!(
+            "{} holds no samples (no {} folder): is it the batch's output folder?",
+            out.display(),
+            dir.display()
+        )));
+    }
     let mut records = BTreeMap::new();
-    if dir.is_dir() {
-        for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
-            let name = entry.map_err(io(&dir))?.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
+    for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+        let entry = entry.map_err(io(&dir))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+        // Sample folders only: temporary ones, stray files and other names are not samples.
+        if name.starts_with('.') || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if let Some(r) = read_record(out, &name)? {
+            if r.dir != format!("samples/{name}") {
+                return Err(BatchError::Conflict(format!(
+                    "{}: the record is of sample {} ({}), not of this folder",
+                    dir.join(&name).display(),
+                    r.sample,
+                    r.dir
+                )));
             }
-            if let Some(r) = read_record(out, &name)? {
-                records.insert(r.sample, r);
+            if let Some(m) = manifest {
+                check_record(m, &r, &dir.join(&name))?;
             }
+            records.insert(r.sample, r);
         }
     }
     let mut text = String::new();

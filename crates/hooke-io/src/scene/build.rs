@@ -52,20 +52,28 @@ pub(super) fn build(
     let mut b = ModelBuilder::new();
     b.set_memory_limit(memory_limit);
     let (wind, gust) = environment(f, &mut b)?;
+    let world_wind = worlds(f)?;
     let mut pins = Vec::new();
     let mut warnings = Vec::new();
-    // One entry per body, in the order they are added: cloths, then ropes.
+    // One entry per body, in the order they are added: world by world, cloths, then ropes,
+    // then the world's colliders.
     let mut vertex_maps = Vec::with_capacity(f.cloth.len() + f.rope.len());
-    for (k, c) in f.cloth.iter().enumerate() {
-        vertex_maps.push(add_cloth(&mut b, f, k, c, MeshSource { base_dir, meshes }, &mut pins, &mut warnings)?);
-    }
-    for (k, r) in f.rope.iter().enumerate() {
-        add_rope(&mut b, f, k, r, &mut pins)?;
-        vertex_maps.push(None);
-    }
     let mut collider_motion = Vec::with_capacity(f.collider.len());
-    for (k, c) in f.collider.iter().enumerate() {
-        collider_motion.push(add_collider(&mut b, k, c, base_dir, &mut warnings)?);
+    for w in 0..=f.world.len() {
+        if w > 0 {
+            let g = f.world[w - 1].gravity.unwrap_or([0.0, -9.81, 0.0]);
+            b.add_world(vec3(g, &format!("world[{w}]: gravity"))?).map_err(|e| e.to_string())?;
+        }
+        for (k, c) in f.cloth.iter().enumerate().filter(|(_, c)| c.world.unwrap_or(0) == w) {
+            vertex_maps.push(add_cloth(&mut b, f, k, c, MeshSource { base_dir, meshes }, &mut pins, &mut warnings)?);
+        }
+        for (k, r) in f.rope.iter().enumerate().filter(|(_, r)| r.world.unwrap_or(0) == w) {
+            add_rope(&mut b, f, k, r, &mut pins)?;
+            vertex_maps.push(None);
+        }
+        for (k, c) in f.collider.iter().enumerate().filter(|(_, c)| c.world.unwrap_or(0) == w) {
+            collider_motion.push(add_collider(&mut b, k, c, base_dir, &mut warnings)?);
+        }
     }
     let model = Arc::new(b.finalize().map_err(|e| e.to_string())?);
     let kind = |b: &hooke::Body| if b.is_cloth() { "cloth" } else { "rope" };
@@ -117,6 +125,7 @@ pub(super) fn build(
         frames,
         wind,
         gust,
+        world_wind,
         pins,
         cuts: cuts(f)?,
         collider_motion,
@@ -150,6 +159,44 @@ fn cuts(f: &SceneFile) -> Result<Vec<(f64, hooke::tearing::Cut)>, String> {
     }
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     Ok(out)
+}
+
+/// The wind and gust of worlds 1, 2, …, after checking every `world` key names a world.
+fn worlds(f: &SceneFile) -> Result<Vec<(Vec3, Option<hooke::Gust>)>, String> {
+    let n = f.world.len();
+    let keys = f.cloth.iter().map(|c| ("cloth", c.world)).chain(f.rope.iter().map(|r| ("rope", r.world)));
+    let keys = keys.chain(f.collider.iter().map(|c| ("collider", c.world)));
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (what, world) in keys {
+        let k = counts.entry(what).or_default();
+        if let Some(w) = world
+            && w > n
+        {
+            return Err(format!("{what}[{k}]: world = {w}, but the scene has {} (0 and one per [[world]])", n + 1));
+        }
+        *k += 1;
+    }
+    f.world
+        .iter()
+        .enumerate()
+        .map(|(k, w)| {
+            let key = format!("world[{}]", k + 1);
+            let wind = vec3(w.wind.unwrap_or([0.0; 3]), &format!("{key}: wind"))?;
+            let gust = match &w.gust {
+                Some(g) => {
+                    if !(g.period.is_finite() && g.period > 0.0) {
+                        return Err(format!("{key}: gust.period must be finite and > 0 (s), got {}", g.period));
+                    }
+                    Some(hooke::Gust {
+                        amplitude: vec3(g.amplitude, &format!("{key}: gust.amplitude"))?,
+                        period: g.period,
+                    })
+                }
+                None => None,
+            };
+            Ok((wind, gust))
+        })
+        .collect()
 }
 
 /// Gravity and air (set on the builder), wind and gust.

@@ -65,6 +65,8 @@ pub struct Scene {
     pub wind: Vec3,
     /// Gusts on top of the wind.
     pub gust: Option<hooke::Gust>,
+    /// Wind and gust of worlds 1, 2, … (`[[world]]`; empty with one world).
+    pub world_wind: Vec<(Vec3, Option<hooke::Gust>)>,
     /// Pins and their release times.
     pub pins: Vec<ScheduledPin>,
     /// Scripted cuts, by time (s), earliest first.
@@ -104,6 +106,7 @@ impl Scene {
                 })
                 .collect(),
             colliders: Vec::new(),
+            world_wind: self.world_wind.clone(),
         };
         for (k, m) in self.collider_motion.iter().enumerate() {
             if let Some(m) = m {
@@ -162,8 +165,14 @@ pub fn from_table(
     meshes: &Meshes,
 ) -> Result<Scene, SceneError> {
     let err = |message: String| SceneError { file: file.to_string(), message };
-    let scene: SceneFile = serde::Deserialize::deserialize(toml::Value::Table(table))
-        .map_err(|e: toml::de::Error| err(e.message().trim_end().to_string()))?;
+    // The path of a bad key (`materials.cloth.density`) with the message: there are no lines.
+    let scene: SceneFile = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(
+        |e: serde_path_to_error::Error<toml::de::Error>| {
+            let path = e.path().to_string();
+            let message = e.inner().message().trim_end().to_string();
+            err(if path == "." { message } else { format!("{path}: {message}") })
+        },
+    )?;
     build::build(&scene, default_name, base_dir, memory_limit, meshes).map_err(err)
 }
 

@@ -42,6 +42,23 @@ pub struct SceneFile {
     /// Scripted cuts (`[[cut]]`).
     #[serde(default)]
     pub cut: Vec<CutSection>,
+    /// Worlds 1, 2, … (`[[world]]`): independent scenes in the same model, each with its own
+    /// gravity and wind; a body or collider joins one with `world = k` (0, the default, is the
+    /// top level's). Made by the batch runner's packing (issue #13).
+    #[serde(default)]
+    pub world: Vec<WorldSection>,
+}
+
+/// `[[world]]`: a world's environment.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorldSection {
+    /// Gravity (m/s²), default [0, −9.81, 0].
+    pub gravity: Option<[f32; 3]>,
+    /// Wind velocity (m/s), default [0, 0, 0].
+    pub wind: Option<[f32; 3]>,
+    /// Gusts on top of the steady wind.
+    pub gust: Option<GustSection>,
 }
 
 /// `[solver]`.
@@ -211,6 +228,8 @@ pub struct MaterialSection {
 pub struct ClothSection {
     /// Body name (default `cloth<N>`).
     pub name: Option<String>,
+    /// The world it belongs to (default 0; see [`WorldSection`]).
+    pub world: Option<usize>,
     /// Name of a `[materials.NAME]` table (default: the engine's default cloth material).
     pub material: Option<String>,
     /// Grid rows (particles).
@@ -333,6 +352,8 @@ pub struct BoxSection {
 pub struct RopeSection {
     /// Body name (default `rope<N>`).
     pub name: Option<String>,
+    /// The world it belongs to (default 0; see [`WorldSection`]).
+    pub world: Option<usize>,
     /// Name of a `[materials.NAME]` table.
     pub material: Option<String>,
     /// First end (m).
@@ -369,6 +390,8 @@ pub struct RopeSection {
 pub struct ColliderSection {
     /// Name (default `<shape><N>`).
     pub name: Option<String>,
+    /// The world it belongs to (default 0; see [`WorldSection`]).
+    pub world: Option<usize>,
     /// Shape kind.
     pub shape: String,
     /// Plane: a point on it (m).
