@@ -169,6 +169,14 @@ impl Control {
     }
 }
 
+/// `wind` plus the gust `gust` at time `t` (s).
+fn gusty(wind: Vec3, gust: Option<Gust>, t: f64) -> Vec3 {
+    match gust {
+        Some(g) if g.period > 0.0 => wind + g.amplitude * (std::f64::consts::TAU * t / g.period as f64).sin() as f32,
+        _ => wind,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,13 +192,5 @@ mod tests {
         assert!(c.validate_wind().is_ok());
         c.gust = Some(Gust { amplitude: Vec3::X, period: 0.0 });
         assert!(c.validate_wind().is_err());
-    }
-}
-
-/// `wind` plus the gust `gust` at time `t` (s).
-fn gusty(wind: Vec3, gust: Option<Gust>, t: f64) -> Vec3 {
-    match gust {
-        Some(g) if g.period > 0.0 => wind + g.amplitude * (std::f64::consts::TAU * t / g.period as f64).sin() as f32,
-        _ => wind,
     }
 }
