@@ -147,13 +147,16 @@ def run_batch(
     resume: bool = False,
     backend: str = "cpu",
     jobs: int = 1,
+    worlds: int = 1,
 ) -> list:
     """Runs the samples of a batch manifest (the format of `hooke batch`) in shard `shard`
     ("i/n" or (i, n); default: all), each into its own folder under `out` (default: the
     manifest's). Returns the records of the samples it ran (dicts: sample, scene, set, status,
     reason, files, frames, max_residual_strain, max_penetration_m, ...). A sample that blows
     up or fails a quality check is recorded as failed and the shard goes on. `jobs` samples
-    are baked at the same time, each on a thread of its own (the results are the same).
+    are baked at the same time, each on a thread of its own (the results are the same);
+    `worlds` samples are packed into one model of worlds and solved together, with the same
+    results bit for bit (the samples of a pack must share their [solver] and [air]).
 
     Raises ValueError for a bad manifest, or samples already there without `resume`.
     """

@@ -37,6 +37,12 @@ pub struct BatchArgs {
     /// every thread). Small scenes keep about one core busy each: give the number of cores.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Pack this many samples into one model of worlds, solved together by the same sweeps
+    /// (default 1: each alone). Each sample's results are bit for bit its own run's; the
+    /// samples of a pack must share their `[solver]` and `[air]`, and neither tear nor iterate
+    /// "auto". On the GPU this is what fills the device with small scenes.
+    #[arg(long, default_value_t = 1)]
+    worlds: usize,
     /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; the samples run one after another).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: crate::Backend,
@@ -93,6 +99,11 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         options.context = Some(hooke_gpu::GpuContext::new().map_err(|e| anyhow::anyhow!("--backend gpu: {e}"))?);
     }
     anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
+    anyhow::ensure!(args.worlds >= 1, "--worlds must be ≥ 1, got {}", args.worlds);
+    anyhow::ensure!(
+        args.worlds == 1 || args.jobs == 1,
+        "--worlds and --jobs do not go together: a pack uses every thread"
+    );
     let settings = BatchSettings {
         out: out.clone(),
         shard,
@@ -100,6 +111,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         options,
         memory_limit: crate::memory_limit(),
         jobs: args.jobs,
+        worlds: args.worlds,
     };
     let mut n = 0;
     let summary = run_shard(&manifest, &settings, crate::run::interrupted(), |r| {

@@ -21,10 +21,11 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
-/// A rope pendulum of 12 particles, `frames` frames.
+/// A rope pendulum of 12 particles, `frames` frames (in the air of `drape()`, which acts on
+/// cloth triangles only, so that the two can be packed into worlds).
 fn pendulum(frames: usize) -> String {
     format!(
-        "name = \"pendulum\"\n[solver]\nsubsteps = 10\niterations = 4\nframes = {frames}\n\
+        "name = \"pendulum\"\n[solver]\nsubsteps = 10\niterations = 4\nframes = {frames}\n[air]\ndrag_coefficient = 1.0\n\
          [materials.cord]\ndensity = 0.2\nstretch_stiffness = 1e5\nradius = 0.004\n\
          [[rope]]\nname = \"pendulum\"\nmaterial = \"cord\"\nstart = [0.0, 2.0, 0.0]\nend = [0.5, 1.134, 0.0]\n\
          particles = 12\nend_mass = 1.0\npin_indices = [0]\n"
@@ -278,4 +279,73 @@ fn a_dataset_is_checked_against_its_manifest_and_scene_files() {
     let env = [("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "3"), ("SLURM_ARRAY_TASK_STEP", "2")];
     let o = hooke_env(&["batch", "batch.toml", "--out", "stepped"], tmp.path(), &env);
     assert!(!o.status.success() && text(&o).contains("SLURM_ARRAY_TASK_STEP"), "{}", text(&o));
+}
+
+/// A cloth dropped on a ball in the wind: the solver of `pendulum()`, so that both pack.
+fn drape(frames: usize) -> String {
+    format!(
+        "name = \"drape\"\n[solver]\nsubsteps = 10\niterations = 4\nframes = {frames}\n[air]\ndrag_coefficient = 1.0\n\
+         [materials.cotton]\ndensity = 0.2\nstretch_stiffness = 2000.0\nthickness = 0.01\n\
+         [[cloth]]\nname = \"sheet\"\nmaterial = \"cotton\"\nrows = 10\ncolumns = 10\nspacing = 0.05\ncenter = [0.0, 1.0, 0.0]\n\
+         [[collider]]\nname = \"ball\"\nshape = \"sphere\"\ncenter = [0.0, 0.5, 0.0]\nradius = 0.2\nstatic_friction = 0.4\nkinetic_friction = 0.3\n"
+    )
+}
+
+#[test]
+fn samples_packed_into_worlds_are_their_own_runs_bit_for_bit() {
+    let tmp = setup(60);
+    std::fs::write(tmp.path().join("scenes/drape.toml"), drape(60)).unwrap();
+    // Five drapes (ball moved, wind, gravity) and two pendulums: one model of worlds. Each
+    // world has its own ball, wind and gravity; their balls overlap in space.
+    let manifest = r#"
+format = "pc2"
+[[sweep]]
+scene = "scenes/drape.toml"
+vary = { "collider.0.center" = [[0.0, 0.5, 0.0], [0.1, 0.3, 0.0], [3.0, 0.5, 0.0]], "wind" = [[0.0, 0.0, 0.0], [5.0, 0.0, 0.0]] }
+[[sweep]]
+scene = "scenes/drape.toml"
+vary = { "gravity" = [[0.0, -3.7, 0.0]] }
+[[sample]]
+scene = "scenes/drape.toml"
+set = { "cloth.0.pin_groups" = [{ indices = [0], keyframes = [{ time = 0.0 }, { time = 0.1, translation = [1000.0, 0.0, 0.0] }] }] }
+[[sweep]]
+scene = "scenes/pendulum.toml"
+set = { "solver.frames" = 60 }
+vary = { "rope.0.end_mass" = [0.5, 2.0] }
+"#;
+    std::fs::write(tmp.path().join("packs.toml"), manifest).unwrap();
+    let o = hooke(&["batch", "packs.toml", "--out", "alone"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let o = hooke(&["batch", "packs.toml", "--out", "packed", "--worlds", "5"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let (alone, packed) = (index(&tmp.path().join("alone")), index(&tmp.path().join("packed")));
+    assert_eq!(packed.len(), 10);
+    // Sample 0 (the [[sample]] entry) drags a pin at 10 km/s: it blows up alone and packed,
+    // and its pack is made again without it.
+    for r in [&alone[0], &packed[0]] {
+        assert_eq!(r["status"], "failed");
+        assert!(r["reason"].as_str().unwrap().contains("blew up"), "{r}");
+    }
+    for (a, p) in alone.iter().zip(&packed).skip(1) {
+        let k = a["sample"].as_u64().unwrap();
+        assert_eq!(p["worlds"], if k < 5 { 4 } else { 5 }, "sample {k}");
+        assert!(a["files"] == p["files"], "sample {k}");
+        for f in a["files"].as_array().unwrap() {
+            let f = f.as_str().unwrap();
+            let (x, y) =
+                (std::fs::read(tmp.path().join("alone").join(f)), std::fs::read(tmp.path().join("packed").join(f)));
+            assert!(x.unwrap() == y.unwrap(), "sample {k}: {f} differs packed");
+        }
+        for key in ["max_stretch_strain", "max_residual_strain", "max_penetration_m", "status"] {
+            assert_eq!(a[key], p[key], "sample {k}: {key}");
+        }
+    }
+    // A pack must share its solver: a pendulum with other substeps cannot join.
+    std::fs::write(
+        tmp.path().join("mixed.toml"),
+        "[[sample]]\nscene = \"scenes/drape.toml\"\n[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substeps\" = 11 }\n",
+    )
+    .unwrap();
+    let o = hooke(&["batch", "mixed.toml", "--out", "mixed", "--worlds", "2"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("[solver] differs"), "{}", text(&o));
 }

@@ -652,7 +652,8 @@ fn interruptible<T: Send>(
 
 /// See hooke.pyi.
 #[pyfunction]
-#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu", jobs = 1))]
+#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu", jobs = 1, worlds = 1))]
+#[allow(clippy::too_many_arguments)]
 fn run_batch(
     py: Python<'_>,
     manifest: PathBuf,
@@ -660,10 +661,14 @@ fn run_batch(
     shard: Option<&Bound<'_, PyAny>>,
     resume: bool,
     backend: &str,
-    jobs: usize,
+    jobs: i64,
+    worlds: i64,
 ) -> PyResult<Py<PyAny>> {
-    if jobs == 0 {
-        return Err(PyValueError::new_err("jobs: must be ≥ 1"));
+    if !(1..=1024).contains(&jobs) {
+        return Err(PyValueError::new_err(format!("jobs: must be 1 to 1024, got {jobs}")));
+    }
+    if worlds < 1 {
+        return Err(PyValueError::new_err(format!("worlds: must be ≥ 1, got {worlds}")));
     }
     use hooke_sim::batch::{BatchError, BatchSettings, Shard};
     let m = read_manifest(&manifest)?;
@@ -691,7 +696,8 @@ fn run_batch(
         resume,
         options,
         memory_limit: MEMORY_LIMIT,
-        jobs,
+        jobs: jobs as usize,
+        worlds: worlds as usize,
     };
     let (result, signal) = interruptible(py, |stop| {
         let mut records = Vec::new();

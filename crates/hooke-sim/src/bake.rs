@@ -253,7 +253,7 @@ impl<'s> Bake<'s> {
         BodyConvergence::measure(&model, &state.particle_position, &pinned, None, &mut bodies);
         monitor.record(0, 0.0, &bodies);
         writer.write_frame(0, &state.particle_position)?;
-        csv.row(0, &first, [0; 4], &bodies)?;
+        csv.row(0, &first, [Some(0); 4], &bodies)?;
 
         let started = Instant::now();
         let mut worst = first;
@@ -319,7 +319,8 @@ impl<'s> Bake<'s> {
             worst.max_penetration = worst.max_penetration.max(d.max_penetration);
             worst.nan_count = worst.nan_count.max(d.nan_count);
             writer.write_frame(frame, &state.particle_position)?;
-            csv.row(frame, &d, [report.contacts, report.particle_contacts, tear.broken, tear.split], &bodies)?;
+            let counts = [report.contacts, report.particle_contacts, tear.broken, tear.split].map(Some);
+            csv.row(frame, &d, counts, &bodies)?;
             written += 1;
             worst.time = d.time;
             worst.kinetic_energy = d.kinetic_energy;
@@ -349,17 +350,17 @@ impl<'s> Bake<'s> {
 }
 
 /// Per-frame diagnostics as CSV, written to a temporary file and renamed when finished.
-struct CsvWriter {
+pub(crate) struct CsvWriter {
     tmp: PathBuf,
     path: PathBuf,
     out: Option<std::io::BufWriter<std::fs::File>>,
     /// Whether a body has self-collision (else `self_penetration_m` is left empty).
-    self_collision: bool,
+    pub(crate) self_collision: bool,
 }
 
 impl CsvWriter {
     /// Creates the file with its header: the global columns, then six per body (`names`).
-    fn create(path: &Path, names: &[&str]) -> Result<CsvWriter, BakeError> {
+    pub(crate) fn create(path: &Path, names: &[&str]) -> Result<CsvWriter, BakeError> {
         let dir = path.parent().unwrap_or(Path::new("."));
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -391,17 +392,18 @@ impl CsvWriter {
     }
 
     /// One frame's row; `counts` are the contacts with colliders, the particle contacts, and
-    /// the constraints broken and particles split by tearing after the frame.
-    fn row(
+    /// the constraints broken and particles split by tearing after the frame (`None`: not
+    /// known, an empty cell).
+    pub(crate) fn row(
         &mut self,
         frame: usize,
         d: &Diagnostics,
-        counts: [u32; 4],
+        counts: [Option<u32>; 4],
         bodies: &[BodyConvergence],
     ) -> Result<(), BakeError> {
         let out = self.out.as_mut().expect("open until finish");
         let worst = bodies.iter().map(BodyConvergence::residual).fold(f32::NAN, f32::max);
-        let [contacts, particle_contacts, broken, split] = counts;
+        let [contacts, particle_contacts, broken, split] = counts.map(|c| c.map_or(String::new(), |c| c.to_string()));
         let penetration = if self.self_collision { d.self_penetration } else { f32::NAN };
         let mut tail = format!("{},{particle_contacts},{},{broken},{split}", cell(worst), cell(penetration));
         for b in bodies {
@@ -428,7 +430,7 @@ impl CsvWriter {
         .map_err(|source| BakeError::Io { path: self.tmp.clone(), source })
     }
 
-    fn finish(mut self) -> Result<PathBuf, BakeError> {
+    pub(crate) fn finish(mut self) -> Result<PathBuf, BakeError> {
         let out = self.out.take().expect("open until finish");
         out.into_inner().map_err(|e| BakeError::Io { path: self.tmp.clone(), source: e.into_error() })?;
         std::fs::rename(&self.tmp, &self.path).map_err(|source| BakeError::Io { path: self.path.clone(), source })?;

@@ -163,13 +163,7 @@ impl Sample {
 /// A message naming the file, or the key set and what is wrong with it, or the scene's own
 /// error with the keys applied.
 pub fn load_scene(path: &Path, set: &toml::Table, memory_limit: u64) -> Result<Scene, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read the scene file: {e}", path.display()))?;
-    let mut table: toml::Table =
-        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
-    for (key, value) in set {
-        set_key(&mut table, key, value.clone()).map_err(|m| format!("set {key:?}: {m}"))?;
-    }
+    let (text, table) = scene_table(path, set)?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("scene");
     if set.is_empty() {
         // The file's own text, so that errors give its lines.
@@ -180,6 +174,22 @@ pub fn load_scene(path: &Path, set: &toml::Table, memory_limit: u64) -> Result<S
     let file = format!("{} with {}", path.display(), keys.join(", "));
     let meshes = hooke_io::scene::Meshes::new();
     hooke_io::scene::from_table(table, &file, stem, path.parent(), memory_limit, &meshes).map_err(|e| e.to_string())
+}
+
+/// The text of the scene file `path` and its keys as a table, with the dotted keys of `set`
+/// changed.
+///
+/// # Errors
+/// A message naming the file, or the key set and what is wrong with it.
+pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Table), String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read the scene file: {e}", path.display()))?;
+    let mut table: toml::Table =
+        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    for (key, value) in set {
+        set_key(&mut table, key, value.clone()).map_err(|m| format!("set {key:?}: {m}"))?;
+    }
+    Ok((text, table))
 }
 
 /// Sets the dotted `key` (`a.b.0.c`) of `table` to `value`.
@@ -497,6 +507,10 @@ pub struct Record {
     /// with what would help.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// When it was solved packed with other samples into one model of worlds: how many
+    /// (then `seconds` is the whole pack's, and the diagnostics' contact columns are empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worlds: Option<usize>,
 }
 
 /// Whether a sample passed.
@@ -600,6 +614,9 @@ pub struct BatchSettings {
     /// keep one core busy each, are baked `jobs` times as fast on `jobs` cores. Results do not
     /// depend on it.
     pub jobs: usize,
+    /// Samples packed into one model of worlds and solved together ([`crate::worlds`]; 1: each
+    /// alone). Results do not depend on it; every sample of a pack shares its `[solver]`.
+    pub worlds: usize,
 }
 
 /// What a shard did.
@@ -669,6 +686,14 @@ pub fn run_shard(
         }
         on_sample(record);
     };
+    if settings.worlds > 1 {
+        for pack in todo.chunks(settings.worlds) {
+            for record in run_pack(manifest, pack, settings, stop)? {
+                tally(&record);
+            }
+        }
+        return Ok(summary);
+    }
     if settings.jobs <= 1 {
         for sample in todo {
             tally(&run_sample(manifest, sample, settings, stop)?);
@@ -749,23 +774,273 @@ fn run_sample(
     settings: &BatchSettings,
     stop: &AtomicBool,
 ) -> Result<Record, BatchError> {
-    let out = &settings.out;
-    let id = sample.id();
-    let tmp = samples_dir(out).join(format!(".{id}.tmp-{}", std::process::id()));
-    let last = samples_dir(out).join(&id);
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    let tmp = fresh_folder(settings, sample)?;
     let mut scene = sample.load(settings.memory_limit)?;
     // Several samples at once: each on its own thread (the results are the same).
     scene.solver.set_parallel(settings.jobs <= 1 && rayon_threads() > 1);
     let bake_settings =
         BakeSettings { dir: tmp.clone(), format: manifest.format, options: settings.options.clone(), strict: false };
-    let quality = manifest.quality;
-    let relative =
-        |p: &Path| format!("samples/{id}/{}", p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-    let mut record = Record {
+    let mut record = new_record(sample, settings)?;
+    let baked = Bake::new(&mut scene, bake_settings).and_then(|bake| bake.run(stop, |_, _| {}));
+    let keep = match baked {
+        Ok(baked) => {
+            if let Some(f) = &baked.failure
+                && f.interrupted
+            {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(BatchError::Interrupted(sample.index));
+            }
+            let outcome = Outcome {
+                frames: baked.frames_written,
+                time: baked.time,
+                worst: &baked.worst,
+                residual: baked.monitor.worst_residual(),
+                seconds: baked.seconds,
+                warnings: baked.monitor.summary().1,
+                files: &baked.files,
+                diagnostics: &baked.diagnostics,
+                failure: baked.failure.as_ref().map(|f| f.to_string()),
+            };
+            judge(&mut record, &outcome, &manifest.quality)
+        }
+        // The disk, not the physics: the shard stops.
+        Err(e @ (BakeError::Io { .. } | BakeError::Cache(_))) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(BatchError::Bake { sample: sample.index, source: e });
+        }
+        // A tear that cannot be made, a solver that refuses the scene: this sample fails.
+        Err(e) => {
+            record.status = Status::Failed;
+            record.reason = Some(e.to_string());
+            false
+        }
+    };
+    commit(settings, sample, &tmp, record, keep)
+}
+
+/// Bakes `samples` packed into one model of as many worlds (see [`crate::worlds`]); a sample
+/// that blows up is recorded as failed and the others are baked again without it (their
+/// results do not depend on the company they keep).
+fn run_pack(
+    manifest: &Manifest,
+    samples: &[&Sample],
+    settings: &BatchSettings,
+    stop: &AtomicBool,
+) -> Result<Vec<Record>, BatchError> {
+    let mut records = Vec::new();
+    let mut left = samples.to_vec();
+    while !left.is_empty() {
+        match bake_pack(manifest, &left, settings, stop)? {
+            PackOutcome::Done(done) => {
+                records.extend(done);
+                break;
+            }
+            PackOutcome::BlewUp(k, record) => {
+                records.push(record);
+                left.remove(k);
+            }
+        }
+    }
+    records.sort_by_key(|r| r.sample);
+    Ok(records)
+}
+
+enum PackOutcome {
+    /// Every sample's record.
+    Done(Vec<Record>),
+    /// The k-th sample blew up (its record), nothing else was kept.
+    BlewUp(usize, Record),
+}
+
+/// One world of a pack while it runs.
+struct Member<'a> {
+    sample: &'a Sample,
+    /// The sample's scene alone: its caches and diagnostics are written as its own run's.
+    scene: Scene,
+    tmp: PathBuf,
+    writer: Box<dyn hooke_io::cache::CacheWriter>,
+    csv: crate::bake::CsvWriter,
+    monitor: crate::ConvergenceMonitor,
+    worst: hooke::Diagnostics,
+    residuals: hooke::diagnostics::ConstraintResiduals,
+}
+
+fn bake_pack(
+    manifest: &Manifest,
+    samples: &[&Sample],
+    settings: &BatchSettings,
+    stop: &AtomicBool,
+) -> Result<PackOutcome, BatchError> {
+    use hooke::diagnostics::{BodyConvergence, ConstraintResiduals, pinned_particles};
+    let first = samples[0];
+    let inputs: Vec<(&Path, &toml::Table)> = samples.iter().map(|s| (s.path.as_path(), &s.set)).collect();
+    let mut packed = crate::worlds::pack(&inputs, settings.memory_limit).map_err(|message| BatchError::Scene {
+        sample: first.index,
+        scene: format!("samples {}–{} packed into worlds", first.index, samples[samples.len() - 1].index),
+        message,
+    })?;
+    packed.scene.solver.set_parallel(rayon_threads() > 1);
+    let pack_error = |message: String| BatchError::Scene {
+        sample: first.index,
+        scene: format!("samples {}–{} packed into worlds", first.index, samples[samples.len() - 1].index),
+        message,
+    };
+    let crate::MadeSolver { mut solver, .. } =
+        crate::make_solver(&packed.scene, &settings.options).map_err(|e| pack_error(e.to_string()))?;
+    let solver_name = solver.info().name.to_string();
+    let mut state = hooke::State::from_model(&packed.scene.model);
+    solver.read_state(&mut state);
+    let bake_error = |sample: &Sample| {
+        let index = sample.index;
+        move |source: BakeError| BatchError::Bake { sample: index, source }
+    };
+    let mut members = Vec::with_capacity(samples.len());
+    for &sample in samples {
+        let tmp = fresh_folder(settings, sample)?;
+        let scene = sample.load(settings.memory_limit)?;
+        let spec = hooke_io::cache::CacheSpec {
+            dir: &tmp,
+            scene_name: &scene.name,
+            fps: scene.fps,
+            model: &scene.model,
+            vertex_maps: &scene.vertex_maps,
+        };
+        let writer = hooke_io::cache::create(manifest.format, &spec).map_err(|e| bake_error(sample)(e.into()))?;
+        let names: Vec<&str> = scene.model.bodies().iter().map(|b| b.name.as_str()).collect();
+        let mut csv =
+            crate::bake::CsvWriter::create(&tmp.join("diagnostics.csv"), &names).map_err(bake_error(sample))?;
+        csv.self_collision = scene.model.bodies().iter().any(|b| b.self_collision());
+        let monitor = crate::ConvergenceMonitor::new(&scene, &solver_name);
+        members.push(Member {
+            sample,
+            scene,
+            tmp,
+            writer,
+            csv,
+            monitor,
+            worst: hooke::Diagnostics::default(),
+            residuals: ConstraintResiduals::default(),
+        });
+    }
+    let (mut pinned, mut bodies, mut residuals) = (Vec::new(), Vec::new(), ConstraintResiduals::default());
+    // Frame 0, and every frame after each step: each world's slice of the state, measured and
+    // written against its own scene.
+    let mut record_frame = |members: &mut [Member],
+                            state: &hooke::State,
+                            frame: usize,
+                            control_time: f64,
+                            time: f64,
+                            measured: Option<&ConstraintResiduals>|
+     -> Result<(), BatchError> {
+        for (k, m) in members.iter_mut().enumerate() {
+            let r = packed.particles[k].clone();
+            let (x, v) = (&state.particle_position[r.clone()], &state.particle_velocity[r]);
+            let model = &m.scene.model;
+            let d = hooke::Diagnostics::measure(model, x, v, time, &m.scene.collider_poses_at(time));
+            pinned_particles(model, &m.scene.control_at(control_time), &mut pinned);
+            let mine = measured.map(|all| {
+                // The world's constraints, in the packed order: its own model's order.
+                m.residuals.clear();
+                let set = packed.scene.model.distance();
+                for c in 0..set.len() {
+                    if set.body_of(c).is_some_and(|b| packed.bodies[k].contains(&b)) {
+                        m.residuals.strain.push(all.strain[c]);
+                        m.residuals.compliance_dominated.push(all.compliance_dominated[c]);
+                    }
+                }
+                &m.residuals
+            });
+            BodyConvergence::measure(model, x, &pinned, mine, &mut bodies);
+            m.monitor.record(frame, time, &bodies);
+            if frame == 0 {
+                m.worst = d;
+            }
+            m.worst.max_stretch_strain = m.worst.max_stretch_strain.max(d.max_stretch_strain);
+            m.worst.max_penetration = m.worst.max_penetration.max(d.max_penetration);
+            m.worst.nan_count = m.worst.nan_count.max(d.nan_count);
+            m.worst.time = d.time;
+            m.writer.write_frame(frame, x).map_err(|e| bake_error(m.sample)(e.into()))?;
+            let counts = if frame == 0 { [Some(0); 4] } else { [None, None, Some(0), Some(0)] };
+            m.csv.row(frame, &d, counts, &bodies).map_err(bake_error(m.sample))?;
+        }
+        Ok(())
+    };
+    record_frame(&mut members, &state, 0, 0.0, 0.0, None)?;
+    let dt = 1.0 / packed.scene.fps;
+    let started = std::time::Instant::now();
+    let clean = |members: &[Member]| {
+        for m in members {
+            let _ = std::fs::remove_dir_all(&m.tmp);
+        }
+    };
+    for frame in 1..=packed.scene.frames {
+        if stop.load(Ordering::SeqCst) {
+            clean(&members);
+            return Err(BatchError::Interrupted(first.index));
+        }
+        let t0 = solver.time();
+        let control = packed.scene.control_at(t0);
+        if let Err(e) = solver.step(&control, dt) {
+            // The world that blew up fails; the others are made again without it.
+            let k = match &e {
+                hooke::SolverError::BlowUp { particle, .. } => {
+                    packed.particles.iter().position(|r| r.contains(&(*particle as usize)))
+                }
+                _ => None,
+            };
+            clean(&members);
+            let Some(k) = k else { return Err(pack_error(format!("frame {frame}: {e}"))) };
+            let sample = members[k].sample;
+            let tmp = fresh_folder(settings, sample)?;
+            let mut record = new_record(sample, settings)?;
+            record.status = Status::Failed;
+            record.reason = Some(format!("blew up: frame {frame}: {e}"));
+            record.frames = frame;
+            record.worlds = Some(samples.len());
+            return Ok(PackOutcome::BlewUp(k, commit(settings, sample, &tmp, record, false)?));
+        }
+        solver.read_state(&mut state);
+        let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
+        record_frame(&mut members, &state, frame, t0, solver.time(), measured)?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let mut records = Vec::with_capacity(members.len());
+    for m in members {
+        let files = m.writer.finish().map_err(|e| bake_error(m.sample)(e.into()))?;
+        let diagnostics = m.csv.finish().map_err(bake_error(m.sample))?;
+        let mut record = new_record(m.sample, settings)?;
+        record.worlds = Some(samples.len());
+        let outcome = Outcome {
+            frames: packed.scene.frames + 1,
+            time: solver.time(),
+            worst: &m.worst,
+            residual: m.monitor.worst_residual(),
+            seconds,
+            warnings: m.monitor.summary().1,
+            files: &files,
+            diagnostics: &diagnostics,
+            failure: None,
+        };
+        let keep = judge(&mut record, &outcome, &manifest.quality);
+        records.push(commit(settings, m.sample, &m.tmp, record, keep)?);
+    }
+    Ok(PackOutcome::Done(records))
+}
+
+/// The sample's temporary folder, made empty.
+fn fresh_folder(settings: &BatchSettings, sample: &Sample) -> Result<PathBuf, BatchError> {
+    let tmp = samples_dir(&settings.out).join(format!(".{}.tmp-{}", sample.id(), std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    Ok(tmp)
+}
+
+/// A record of `sample` before it runs.
+fn new_record(sample: &Sample, settings: &BatchSettings) -> Result<Record, BatchError> {
+    let id = sample.id();
+    Ok(Record {
         sample: sample.index,
         scene: sample.scene.clone(),
         scene_digest: Some(scene_digest(&sample.path)?),
@@ -784,67 +1059,77 @@ fn run_sample(
         seconds: 0.0,
         shard: settings.shard.to_string(),
         warnings: Vec::new(),
-    };
-    let baked = Bake::new(&mut scene, bake_settings).and_then(|bake| bake.run(stop, |_, _| {}));
+        worlds: None,
+    })
+}
+
+/// What a sample's run made, for its record.
+struct Outcome<'a> {
+    frames: usize,
+    time: f64,
+    worst: &'a hooke::Diagnostics,
+    residual: f32,
+    seconds: f64,
+    warnings: Vec<String>,
+    files: &'a [PathBuf],
+    diagnostics: &'a Path,
+    /// Why it stopped early (a blow-up), if it did.
+    failure: Option<String>,
+}
+
+/// Fills `record` from `outcome` and the quality checks; returns whether its files are kept.
+fn judge(record: &mut Record, outcome: &Outcome, quality: &Quality) -> bool {
+    let relative =
+        |p: &Path| format!("{}/{}", record.dir, p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    record.frames = outcome.frames;
+    record.time_s = outcome.time;
+    record.max_stretch_strain = outcome.worst.max_stretch_strain;
+    record.max_residual_strain = (!outcome.residual.is_nan()).then_some(outcome.residual);
+    record.max_penetration_m = outcome.worst.max_penetration;
+    record.nan_count = outcome.worst.nan_count;
+    record.seconds = outcome.seconds;
+    record.warnings = outcome.warnings.clone();
+    record.files = outcome.files.iter().map(|p| relative(p)).collect();
+    record.diagnostics = Some(relative(outcome.diagnostics));
     let mut keep = true;
-    match baked {
-        Ok(baked) => {
-            if let Some(f) = &baked.failure
-                && f.interrupted
-            {
-                let _ = std::fs::remove_dir_all(&tmp);
-                return Err(BatchError::Interrupted(sample.index));
-            }
-            record.frames = baked.frames_written;
-            record.time_s = baked.time;
-            record.max_stretch_strain = baked.worst.max_stretch_strain;
-            let residual = baked.monitor.worst_residual();
-            record.max_residual_strain = (!residual.is_nan()).then_some(residual);
-            record.max_penetration_m = baked.worst.max_penetration;
-            record.nan_count = baked.worst.nan_count;
-            record.seconds = baked.seconds;
-            record.warnings = baked.monitor.summary().1;
-            record.files = baked.files.iter().map(|p| relative(p)).collect();
-            record.diagnostics = Some(relative(&baked.diagnostics));
-            let reason = if let Some(f) = &baked.failure {
-                // A run that blew up keeps no cache: its frames are not data.
-                keep = false;
-                Some(format!("blew up: {f}"))
-            } else if baked.worst.nan_count > 0 {
-                keep = false;
-                Some(format!("NaN positions in {} particles", baked.worst.nan_count))
-            } else if let (Some(limit), Some(r)) = (quality.max_residual_strain, record.max_residual_strain)
-                && r > limit
-            {
-                Some(format!("residual stretch strain {r} over quality.max_residual_strain = {limit}"))
-            } else if let Some(limit) = quality.max_penetration
-                && record.max_penetration_m > limit
-            {
-                Some(format!("penetration {} m over quality.max_penetration = {limit} m", record.max_penetration_m))
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                record.status = Status::Failed;
-                record.reason = Some(reason);
-                keep &= quality.failed == OnFailure::Mark;
-            }
-        }
-        // The disk, not the physics: the shard stops.
-        Err(e @ (BakeError::Io { .. } | BakeError::Cache(_))) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(BatchError::Bake { sample: sample.index, source: e });
-        }
-        // A tear that cannot be made, a solver that refuses the scene: this sample fails.
-        Err(e) => {
-            keep = false;
-            record.status = Status::Failed;
-            record.reason = Some(e.to_string());
-        }
+    let reason = if let Some(f) = &outcome.failure {
+        // A run that blew up keeps no cache: its frames are not data.
+        keep = false;
+        Some(format!("blew up: {f}"))
+    } else if outcome.worst.nan_count > 0 {
+        keep = false;
+        Some(format!("NaN positions in {} particles", outcome.worst.nan_count))
+    } else if let (Some(limit), Some(r)) = (quality.max_residual_strain, record.max_residual_strain)
+        && r > limit
+    {
+        Some(format!("residual stretch strain {r} over quality.max_residual_strain = {limit}"))
+    } else if let Some(limit) = quality.max_penetration
+        && record.max_penetration_m > limit
+    {
+        Some(format!("penetration {} m over quality.max_penetration = {limit} m", record.max_penetration_m))
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        record.status = Status::Failed;
+        record.reason = Some(reason);
+        keep &= quality.failed == OnFailure::Mark;
     }
+    keep
+}
+
+/// Writes the record into the temporary folder `tmp` (emptied first unless `keep`) and
+/// renames it into place.
+fn commit(
+    settings: &BatchSettings,
+    sample: &Sample,
+    tmp: &Path,
+    mut record: Record,
+    keep: bool,
+) -> Result<Record, BatchError> {
     if !keep {
-        for f in std::fs::read_dir(&tmp).map_err(io(&tmp))? {
-            let path = f.map_err(io(&tmp))?.path();
+        for f in std::fs::read_dir(tmp).map_err(io(tmp))? {
+            let path = f.map_err(io(tmp))?.path();
             std::fs::remove_file(&path).map_err(io(&path))?;
         }
         record.files.clear();
@@ -853,7 +1138,8 @@ fn run_sample(
     let json = serde_json::to_string_pretty(&record).expect("a record serialises");
     let path = tmp.join("sample.json");
     std::fs::write(&path, json + "\n").map_err(io(&path))?;
-    std::fs::rename(&tmp, &last).map_err(|source| BatchError::Io { path: last.clone(), source })?;
+    let last = samples_dir(&settings.out).join(sample.id());
+    std::fs::rename(tmp, &last).map_err(|source| BatchError::Io { path: last.clone(), source })?;
     Ok(record)
 }
 

@@ -22,6 +22,7 @@ pub mod bake;
 pub mod batch;
 mod factory;
 pub mod tearing;
+pub mod worlds;
 
 pub use bake::{Bake, BakeError, BakeSettings, Baked, ConvergenceMonitor, Failure, TornTotals};
 pub use factory::{Backend, FactoryError, MadeSolver, SolverOptions, make_cpu_solver, make_gpu_solver, make_solver};

@@ -1,0 +1,157 @@
+//! Packing scenes into worlds (issue #13, item 1): several independent scenes — a batch's
+//! samples, say — made into one scene of several worlds ([`hooke::World`]) and solved by the
+//! same sweeps, each with its own bodies, colliders, pins, gravity and wind, none touching
+//! another. Each world's positions are bit for bit those of its scene run alone.
+//!
+//! The packing works on the scene files' keys: world k takes scene k's `gravity`, `wind` and
+//! `gust` (`[[world]]` sections for k ≥ 1), and its cloths, ropes and colliders with
+//! `world = k`, their names and materials prefixed `w<k>_` so that they stay apart. What the
+//! worlds share must agree: the `[solver]` section (substeps, iterations, frames, fps, …) and
+//! the `[air]`. Scenes that tear cannot be packed (a tear renumbers the particles), and
+//! `iterations = "auto"` neither (its residual would be measured over every world).
+
+use crate::batch::scene_table;
+use hooke_io::scene::Scene;
+use std::ops::Range;
+use std::path::Path;
+
+/// A packed scene and where each of its scenes is in it.
+pub struct Packed {
+    /// The scene of every world.
+    pub scene: Scene,
+    /// Per packed scene, in order: its particles in the packed model.
+    pub particles: Vec<Range<usize>>,
+    /// Per packed scene: its bodies in the packed model.
+    pub bodies: Vec<Range<usize>>,
+    /// Per packed scene: its colliders in the packed model.
+    pub colliders: Vec<Range<usize>>,
+}
+
+/// Packs the scene files `scenes` (each with the dotted keys of its table changed, as a batch
+/// sample does) into one scene of as many worlds.
+///
+/// # Errors
+/// A message naming the scene and the key: a `[solver]` or `[air]` that differs from the
+/// first scene's, a scene that tears or has worlds of its own, `iterations = "auto"`, or the
+/// packed scene's own error.
+pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packed, String> {
+    if scenes.is_empty() {
+        return Err("no scenes to pack".into());
+    }
+    let mut packed = toml::Table::new();
+    let mut worlds = Vec::new();
+    let mut materials = toml::Table::new();
+    let (mut cloths, mut ropes, mut colliders) = (Vec::new(), Vec::new(), Vec::new());
+    let mut reference: Option<(toml::Value, toml::Value)> = None;
+    for (k, (path, set)) in scenes.iter().enumerate() {
+        let who = format!("{} (world {k})", path.display());
+        let (_, t) = scene_table(path, set)?;
+        for key in ["cut", "world"] {
+            if t.contains_key(key) {
+                return Err(format!("{who}: a scene with [[{key}]] cannot be packed into worlds"));
+            }
+        }
+        let shared = (
+            t.get("solver").cloned().unwrap_or(toml::Value::Table(Default::default())),
+            t.get("air").cloned().unwrap_or(toml::Value::Table(Default::default())),
+        );
+        if let Some(iterations) = shared.0.get("iterations")
+            && iterations.as_str() == Some("auto")
+        {
+            return Err(format!(
+                "{who}: iterations = \"auto\" measures the residual over the whole model; set a fixed count to pack \
+                 scenes into worlds"
+            ));
+        }
+        match &reference {
+            None => reference = Some(shared.clone()),
+            Some((solver, air)) => {
+                if *solver != shared.0 {
+                    return Err(format!(
+                        "{who}: its [solver] differs from the first scene's ({} against {}): worlds share one solver",
+                        shared.0, solver
+                    ));
+                }
+                if *air != shared.1 {
+                    return Err(format!("{who}: its [air] differs from the first scene's: worlds share the air"));
+                }
+            }
+        }
+        let base = path.parent().unwrap_or(Path::new("."));
+        let prefix = |name: &str| format!("w{k}_{name}");
+        if let Some(toml::Value::Table(m)) = t.get("materials") {
+            for (name, material) in m {
+                if material.get("tear_strain").is_some() {
+                    return Err(format!(
+                        "{who}: materials.{name} tears (tear_strain): it cannot be packed into worlds"
+                    ));
+                }
+                materials.insert(prefix(name), material.clone());
+            }
+        }
+        let entries = |key: &str, default: &dyn Fn(usize, &toml::Table) -> String| -> Vec<toml::Value> {
+            let list = match t.get(key) {
+                Some(toml::Value::Array(a)) => a.clone(),
+                _ => Vec::new(),
+            };
+            list.into_iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    let toml::Value::Table(mut e) = e else { return e };
+                    let name =
+                        e.get("name").and_then(|n| n.as_str()).map(str::to_string).unwrap_or_else(|| default(i, &e));
+                    e.insert("name".into(), prefix(&name).into());
+                    if let Some(m) = e.get("material").and_then(|m| m.as_str()).map(str::to_string) {
+                        e.insert("material".into(), prefix(&m).into());
+                    }
+                    // Files (a cloth's mesh, a collider's) from the scene's own folder.
+                    for file in ["mesh", "path"] {
+                        if let Some(f) = e.get(file).and_then(|f| f.as_str()).map(str::to_string) {
+                            e.insert(file.into(), base.join(f).display().to_string().into());
+                        }
+                    }
+                    e.insert("world".into(), (k as i64).into());
+                    toml::Value::Table(e)
+                })
+                .collect()
+        };
+        cloths.extend(entries("cloth", &|i, _| format!("cloth{i}")));
+        ropes.extend(entries("rope", &|i, _| format!("rope{i}")));
+        colliders.extend(entries("collider", &|i, e| {
+            format!("{}{i}", e.get("shape").and_then(|s| s.as_str()).unwrap_or("collider"))
+        }));
+        let mut world = toml::Table::new();
+        for key in ["gravity", "wind", "gust"] {
+            if let Some(v) = t.get(key) {
+                world.insert(key.into(), v.clone());
+            }
+        }
+        if k == 0 {
+            packed.extend(world);
+        } else {
+            worlds.push(toml::Value::Table(world));
+        }
+    }
+    let (solver, air) = reference.expect("at least one scene");
+    packed.insert("name".into(), "worlds".into());
+    packed.insert("solver".into(), solver);
+    if air.as_table().is_some_and(|a| !a.is_empty()) {
+        packed.insert("air".into(), air);
+    }
+    packed.insert("materials".into(), toml::Value::Table(materials));
+    packed.insert("cloth".into(), toml::Value::Array(cloths));
+    packed.insert("rope".into(), toml::Value::Array(ropes));
+    packed.insert("collider".into(), toml::Value::Array(colliders));
+    packed.insert("world".into(), toml::Value::Array(worlds));
+    let meshes = hooke_io::scene::Meshes::new();
+    let scene = hooke_io::scene::from_table(packed, "packed worlds", "worlds", None, memory_limit, &meshes)
+        .map_err(|e| e.to_string())?;
+    let w = scene.model.worlds();
+    let range = |r: &Range<u32>| r.start as usize..r.end as usize;
+    Ok(Packed {
+        particles: w.iter().map(|w| range(&w.particles)).collect(),
+        bodies: w.iter().map(|w| range(&w.bodies)).collect(),
+        colliders: w.iter().map(|w| range(&w.colliders)).collect(),
+        scene,
+    })
+}
