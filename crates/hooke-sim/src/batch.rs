@@ -836,7 +836,7 @@ fn run_pack(
                 break;
             }
             PackOutcome::BlewUp(k, record) => {
-                records.push(record);
+                records.push(*record);
                 left.remove(k);
             }
         }
@@ -849,7 +849,7 @@ enum PackOutcome {
     /// Every sample's record.
     Done(Vec<Record>),
     /// The k-th sample blew up (its record), nothing else was kept.
-    BlewUp(usize, Record),
+    BlewUp(usize, Box<Record>),
 }
 
 /// One world of a pack while it runs.
@@ -997,7 +997,7 @@ fn bake_pack(
             record.reason = Some(format!("blew up: frame {frame}: {e}"));
             record.frames = frame;
             record.worlds = Some(samples.len());
-            return Ok(PackOutcome::BlewUp(k, commit(settings, sample, &tmp, record, false)?));
+            return Ok(PackOutcome::BlewUp(k, Box::new(commit(settings, sample, &tmp, record, false)?)));
         }
         solver.read_state(&mut state);
         let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
