@@ -462,8 +462,8 @@ impl Model {
 
     /// Whether `other` has this model's topology: the same particles, constraints (particles
     /// and colours), triangles, which cloths' triangles touch colliders
-    /// ([`ClothMaterial::triangle_contact`]) and collider shapes (for a mesh collider, the same
-    /// distance grid) — what a solver may keep across
+    /// ([`ClothMaterial::triangle_contact`]), the worlds' ranges, and collider shapes (for a mesh
+    /// collider, the same distance grid) — what a solver may keep across
     /// [`Solver::notify_model_changed`](crate::Solver::notify_model_changed).
     pub fn same_topology(&self, other: &Model) -> bool {
         self.particle_count() == other.particle_count()
@@ -475,6 +475,12 @@ impl Model {
             && self.triangles == other.triangles
             && self.bodies.len() == other.bodies.len()
             && self.bodies.iter().zip(&other.bodies).all(|(a, b)| triangle_contact(a) == triangle_contact(b))
+            && self.worlds.len() == other.worlds.len()
+            && self
+                .worlds
+                .iter()
+                .zip(&other.worlds)
+                .all(|(a, b)| (&a.particles, &a.bodies, &a.colliders) == (&b.particles, &b.bodies, &b.colliders))
             && self.colliders.len() == other.colliders.len()
             && self.colliders.iter().zip(&other.colliders).all(|(a, b)| match (&a.shape, &b.shape) {
                 (Shape::Sdf(x), Shape::Sdf(y)) => std::sync::Arc::ptr_eq(x, y) || x == y,
