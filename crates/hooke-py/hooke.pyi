@@ -156,11 +156,13 @@ def run_batch(
     up or fails a quality check is recorded as failed and the shard goes on. `jobs` samples
     are baked at the same time, each on a thread of its own (the results are the same);
     `worlds` samples are packed into one model of worlds and solved together, with the same
-    results bit for bit (the samples of a pack must share their [solver] and [air]).
+    results bit for bit (the samples of a pack must share their [solver] and [air]; CPU only,
+    and not with `jobs`).
 
     Raises ValueError for a bad manifest, or samples already there without `resume`.
     """
 
-def write_index(out: _Path) -> list:
+def write_index(out: _Path, manifest: Optional[_Path] = None) -> list:
     """Writes out/index.jsonl from every complete sample under `out`, and returns the records
-    in sample order."""
+    in sample order; with `manifest`, each record is checked against it (ValueError naming the
+    sample if it is not the manifest's). `run_batch` writes it too when its shard ends."""

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 pub struct BatchArgs {
     /// The manifest: TOML with `[[sample]]` and `[[sweep]]` entries, or JSON Lines (`.jsonl`).
     manifest: PathBuf,
-    /// Output folder (default: the manifest's `out`, else `out/<manifest stem>`).
+    /// Output folder (default: the manifest's `out`, relative to the manifest, else
+    /// `out/<manifest stem>` relative to the current folder, as `hooke run`'s).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Run only shard i of n (the samples whose number is i modulo n). Default: the task of a
@@ -73,19 +74,43 @@ pub fn batch(args: BatchArgs) -> Result<()> {
             None => Shard::ALL,
         },
     };
+    anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
+    anyhow::ensure!(args.worlds >= 1, "--worlds must be ≥ 1, got {}", args.worlds);
+    anyhow::ensure!(
+        args.worlds == 1 || args.backend == crate::Backend::Cpu,
+        "--worlds runs on the CPU only for now (the GPU solver takes one world)"
+    );
+    anyhow::ensure!(
+        args.worlds == 1 || args.jobs == 1,
+        "--worlds and --jobs do not go together: a pack uses every thread"
+    );
     let mine = manifest.shard(shard).count();
     if args.dry_run {
-        for s in manifest.shard(shard) {
+        let samples: Vec<_> = manifest.shard(shard).collect();
+        for s in &samples {
             println!("{} {} {}", s.id(), s.scene, serde_json::to_string(&s.set).unwrap_or_default());
             s.load(crate::memory_limit())?;
         }
-        println!("{mine} of {} samples in shard {shard}, every scene loaded", manifest.samples.len());
+        if args.worlds > 1 {
+            // The packs the run would make, made (and dropped) here.
+            for pack in samples.chunks(args.worlds) {
+                let inputs: Vec<_> = pack.iter().map(|s| (s.path.as_path(), &s.set)).collect();
+                hooke_sim::worlds::pack(&inputs, crate::memory_limit())
+                    .map_err(|(k, e)| anyhow::anyhow!("sample {}: {e}", pack[k].index))?;
+            }
+        }
+        let packed = if args.worlds > 1 { format!(", packed by {}", args.worlds) } else { String::new() };
+        println!(
+            "{} of {} in shard {shard}, every scene loaded{packed}",
+            crate::count(mine, "sample", "samples"),
+            manifest.samples.len()
+        );
         return Ok(());
     }
     println!(
-        "{}: {} samples, {mine} in shard {shard}, into {} ({} on {})",
+        "{}: {}, {mine} in shard {shard}, into {} ({} on {})",
         args.manifest.display(),
-        manifest.samples.len(),
+        crate::count(manifest.samples.len(), "sample", "samples"),
         out.display(),
         manifest.format,
         match args.backend {
@@ -98,16 +123,6 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         // One device for every sample: its kernels are compiled once.
         options.context = Some(hooke_gpu::GpuContext::new().map_err(|e| anyhow::anyhow!("--backend gpu: {e}"))?);
     }
-    anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
-    anyhow::ensure!(args.worlds >= 1, "--worlds must be ≥ 1, got {}", args.worlds);
-    anyhow::ensure!(
-        args.worlds == 1 || args.backend == crate::Backend::Cpu,
-        "--worlds runs on the CPU only for now (the GPU solver takes one world)"
-    );
-    anyhow::ensure!(
-        args.worlds == 1 || args.jobs == 1,
-        "--worlds and --jobs do not go together: a pack uses every thread"
-    );
     let settings = BatchSettings {
         out: out.clone(),
         shard,
@@ -150,10 +165,19 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         eprintln!("warning: sample {} failed: {}", r.sample, r.reason.as_deref().unwrap_or("(no reason)"));
     }
     if records.len() < manifest.samples.len() && shard.count > 1 {
-        println!("when every shard is done, `hooke batch {} --index-only` lists them all", args.manifest.display());
+        let out_flag = match &args.out {
+            Some(o) => format!(" --out {}", o.display()),
+            None => String::new(),
+        };
+        println!(
+            "when every shard is done, `hooke batch {}{out_flag} --index-only` lists them all",
+            args.manifest.display()
+        );
     }
     if summary.samples == 0 {
-        bail!("shard {shard} has no samples: the manifest has {} (fewer than the shards)", manifest.samples.len());
+        // A job array larger than the manifest: this task has nothing to do, which is not an
+        // error.
+        println!("shard {shard} has no samples: the manifest has {} (fewer than the shards)", manifest.samples.len());
     }
     if summary.ok == 0 && !summary.failed.is_empty() {
         bail!("every sample this run made failed ({}): see the warnings above", summary.failed.len());

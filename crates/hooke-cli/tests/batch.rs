@@ -326,6 +326,11 @@ vary = { "rope.0.end_mass" = [0.5, 2.0] }
         assert_eq!(r["status"], "failed");
         assert!(r["reason"].as_str().unwrap().contains("blew up"), "{r}");
     }
+    // Its record is its own run's, made alone: the same reason, in its own numbering.
+    for key in ["reason", "max_stretch_strain", "frames", "time_s"] {
+        assert_eq!(alone[0][key], packed[0][key], "{key}");
+    }
+    assert!(packed[0].get("worlds").is_none_or(|w| w.is_null()), "{}", packed[0]);
     for (a, p) in alone.iter().zip(&packed).skip(1) {
         let k = a["sample"].as_u64().unwrap();
         assert_eq!(p["worlds"], if k < 5 { 4 } else { 5 }, "sample {k}");

@@ -290,7 +290,8 @@ impl Simulation {
         for (k, c) in tri.chunks(3).enumerate() {
             if c.iter().any(|&i| i < 0.0 || i.fract() != 0.0 || i >= n as f64) {
                 return Err(PyValueError::new_err(format!(
-                    "triangles: row {k} {c:?} is not three indices of vertices (there are {n})"
+                    "triangles: row {k} ({}, {}, {}) is not three indices of vertices (there are {n})",
+                    c[0], c[1], c[2]
                 )));
             }
             tris.push([c[0] as u32, c[1] as u32, c[2] as u32]);
@@ -670,6 +671,12 @@ fn run_batch(
     if worlds < 1 {
         return Err(PyValueError::new_err(format!("worlds: must be ≥ 1, got {worlds}")));
     }
+    if worlds > 1 && jobs > 1 {
+        return Err(PyValueError::new_err("worlds and jobs do not go together: a pack uses every thread"));
+    }
+    if worlds > 1 && backend != "cpu" {
+        return Err(PyValueError::new_err("worlds: runs on the CPU only for now (the GPU solver takes one world)"));
+    }
     use hooke_sim::batch::{BatchError, BatchSettings, Shard};
     let m = read_manifest(&manifest)?;
     let shard = match shard {
@@ -702,6 +709,8 @@ fn run_batch(
     let (result, signal) = interruptible(py, |stop| {
         let mut records = Vec::new();
         hooke_sim::batch::run_shard(&m, &settings, stop, |r| records.push(r.clone()))?;
+        // As `hooke batch` does: the index of what is complete when the shard ends.
+        hooke_sim::batch::write_index(&settings.out, Some(&m))?;
         Ok::<_, BatchError>(records)
     })?;
     if let Some(signal) = signal {

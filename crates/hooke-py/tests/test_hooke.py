@@ -224,7 +224,9 @@ def test_bake_and_batches_shard_by_shard(tmp_path):
     for i in range(2):
         ran += hooke.run_batch(manifest, out=tmp_path / "data", shard=(i, 2))
     assert sorted(r["sample"] for r in ran) == [0, 1, 2, 3, 4]
-    index = hooke.write_index(tmp_path / "data")
+    # Each shard wrote the index of what was complete when it ended, as `hooke batch` does.
+    assert len((tmp_path / "data" / "index.jsonl").read_text().splitlines()) == 5
+    index = hooke.write_index(tmp_path / "data", manifest=manifest)
     assert [r["sample"] for r in index] == [0, 1, 2, 3, 4]
     assert all(r["status"] == "ok" for r in index)
     lines = (tmp_path / "data" / "index.jsonl").read_text().splitlines()
@@ -234,6 +236,12 @@ def test_bake_and_batches_shard_by_shard(tmp_path):
     assert strain == sorted(strain)
     with pytest.raises(ValueError, match="--resume"):
         hooke.run_batch(manifest, out=tmp_path / "data")
+    # Packed into worlds: the same records, bit for bit.
+    packed = hooke.run_batch(manifest, out=tmp_path / "packed", worlds=5)
+    assert [r["max_stretch_strain"] for r in packed] == strain
+    assert all(r["worlds"] == 5 for r in packed)
+    with pytest.raises(ValueError, match="jobs"):
+        hooke.run_batch(manifest, out=tmp_path / "x", worlds=2, jobs=2)
 
 
 def test_wind_set_from_python_blows_a_hanging_cloth_downwind():

@@ -665,7 +665,7 @@ pub fn run_shard(
     }
     if done > 0 && !settings.resume {
         return Err(BatchError::Conflict(format!(
-            "{} already holds {done} of the {} samples of shard {}: pass --resume to skip them, or write to another \
+            "{} already holds {done} of the {} samples of shard {}: resume (--resume, or resume=True) to skip them, or write to another \
              folder",
             out.display(),
             mine.len(),
@@ -835,8 +835,9 @@ fn run_pack(
                 records.extend(done);
                 break;
             }
-            PackOutcome::BlewUp(k, record) => {
-                records.push(*record);
+            PackOutcome::BlewUp(k) => {
+                // Its own run, alone, makes its record: its blow-up in its own numbering.
+                records.push(run_sample(manifest, left[k], settings, stop)?);
                 left.remove(k);
             }
         }
@@ -848,8 +849,8 @@ fn run_pack(
 enum PackOutcome {
     /// Every sample's record.
     Done(Vec<Record>),
-    /// The k-th sample blew up (its record), nothing else was kept.
-    BlewUp(usize, Box<Record>),
+    /// The k-th sample blew up; nothing was kept.
+    BlewUp(usize),
 }
 
 /// One world of a pack while it runs.
@@ -874,9 +875,9 @@ fn bake_pack(
     use hooke::diagnostics::{BodyConvergence, ConstraintResiduals, pinned_particles};
     let first = samples[0];
     let inputs: Vec<(&Path, &toml::Table)> = samples.iter().map(|s| (s.path.as_path(), &s.set)).collect();
-    let mut packed = crate::worlds::pack(&inputs, settings.memory_limit).map_err(|message| BatchError::Scene {
-        sample: first.index,
-        scene: format!("samples {}–{} packed into worlds", first.index, samples[samples.len() - 1].index),
+    let mut packed = crate::worlds::pack(&inputs, settings.memory_limit).map_err(|(k, message)| BatchError::Scene {
+        sample: samples[k].index,
+        scene: format!("packed into worlds with samples {}–{}", first.index, samples[samples.len() - 1].index),
         message,
     })?;
     packed.scene.solver.set_parallel(rayon_threads() > 1);
@@ -990,14 +991,7 @@ fn bake_pack(
             };
             clean(&members);
             let Some(k) = k else { return Err(pack_error(format!("frame {frame}: {e}"))) };
-            let sample = members[k].sample;
-            let tmp = fresh_folder(settings, sample)?;
-            let mut record = new_record(sample, settings)?;
-            record.status = Status::Failed;
-            record.reason = Some(format!("blew up: frame {frame}: {e}"));
-            record.frames = frame;
-            record.worlds = Some(samples.len());
-            return Ok(PackOutcome::BlewUp(k, Box::new(commit(settings, sample, &tmp, record, false)?)));
+            return Ok(PackOutcome::BlewUp(k));
         }
         solver.read_state(&mut state);
         let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);

@@ -31,12 +31,13 @@ pub struct Packed {
 /// sample does) into one scene of as many worlds.
 ///
 /// # Errors
-/// A message naming the scene and the key: a `[solver]` or `[air]` that differs from the
-/// first scene's, a scene that tears or has worlds of its own, `iterations = "auto"`, or the
-/// packed scene's own error.
-pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packed, String> {
+/// The index of the scene at fault and a message naming it and the key: a `[solver]` or
+/// `[air]` that differs from the first scene's (compared key by key as written: a key left to
+/// its default differs from one written with the default's value), a scene that tears or has
+/// worlds of its own, `iterations = "auto"`, or the packed scene's own error (index 0).
+pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packed, (usize, String)> {
     if scenes.is_empty() {
-        return Err("no scenes to pack".into());
+        return Err((0, "no scenes to pack".into()));
     }
     let mut packed = toml::Table::new();
     let mut worlds = Vec::new();
@@ -45,10 +46,11 @@ pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packe
     let mut reference: Option<(toml::Value, toml::Value)> = None;
     for (k, (path, set)) in scenes.iter().enumerate() {
         let who = format!("{} (world {k})", path.display());
-        let (_, t) = scene_table(path, set)?;
+        let at = |message: String| (k, message);
+        let (_, t) = scene_table(path, set).map_err(at)?;
         for key in ["cut", "world"] {
             if t.contains_key(key) {
-                return Err(format!("{who}: a scene with [[{key}]] cannot be packed into worlds"));
+                return Err(at(format!("{who}: a scene with [[{key}]] cannot be packed into worlds")));
             }
         }
         let shared = (
@@ -58,22 +60,22 @@ pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packe
         if let Some(iterations) = shared.0.get("iterations")
             && iterations.as_str() == Some("auto")
         {
-            return Err(format!(
+            return Err(at(format!(
                 "{who}: iterations = \"auto\" measures the residual over the whole model; set a fixed count to pack \
                  scenes into worlds"
-            ));
+            )));
         }
         match &reference {
             None => reference = Some(shared.clone()),
             Some((solver, air)) => {
                 if *solver != shared.0 {
-                    return Err(format!(
+                    return Err(at(format!(
                         "{who}: its [solver] differs from the first scene's ({} against {}): worlds share one solver",
                         shared.0, solver
-                    ));
+                    )));
                 }
                 if *air != shared.1 {
-                    return Err(format!("{who}: its [air] differs from the first scene's: worlds share the air"));
+                    return Err(at(format!("{who}: its [air] differs from the first scene's: worlds share the air")));
                 }
             }
         }
@@ -82,9 +84,9 @@ pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packe
         if let Some(toml::Value::Table(m)) = t.get("materials") {
             for (name, material) in m {
                 if material.get("tear_strain").is_some() {
-                    return Err(format!(
+                    return Err(at(format!(
                         "{who}: materials.{name} tears (tear_strain): it cannot be packed into worlds"
-                    ));
+                    )));
                 }
                 materials.insert(prefix(name), material.clone());
             }
@@ -145,7 +147,7 @@ pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packe
     packed.insert("world".into(), toml::Value::Array(worlds));
     let meshes = hooke_io::scene::Meshes::new();
     let scene = hooke_io::scene::from_table(packed, "packed worlds", "worlds", None, memory_limit, &meshes)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| (0, e.to_string()))?;
     let w = scene.model.worlds();
     let range = |r: &Range<u32>| r.start as usize..r.end as usize;
     Ok(Packed {
