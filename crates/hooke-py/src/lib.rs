@@ -161,8 +161,7 @@ fn particles(obj: &Bound<'_, PyAny>, n: usize, name: &str) -> PyResult<Vec<u32>>
     let v: Vec<i64> = match obj.extract::<i64>() {
         Ok(i) => vec![i],
         Err(_) => obj
-            .call_method0("__iter__")
-            .and_then(|_| obj.extract::<Vec<i64>>())
+            .extract::<Vec<i64>>()
             .or_else(|_| obj.call_method0("tolist").and_then(|l| l.extract()))
             .map_err(|_| PyValueError::new_err(format!("{name}: expected particle indices")))?,
     };

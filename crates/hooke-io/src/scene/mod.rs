@@ -147,12 +147,17 @@ pub fn parse(
     base_dir: Option<&Path>,
     memory_limit: u64,
 ) -> Result<Scene, SceneError> {
-    parse_with_meshes(text, file, default_name, base_dir, memory_limit, &Meshes::new())
+    let err = |message: String| SceneError { file: file.to_string(), message };
+    let scene: SceneFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+    build::build(&scene, default_name, base_dir, memory_limit, &Meshes::new()).map_err(err)
 }
 
 /// Builds a scene from its keys as a TOML table (a scene file's content, made by a program:
-/// the Python bindings). `file` names it in errors; the other arguments are those of
-/// [`parse_with_meshes`].
+/// the Python bindings, the batch runner). `file` names it in errors; `default_name` and
+/// `base_dir` are as for [`parse`]. A `[[cloth]]` whose `mesh` names one of `meshes` takes it
+/// (welded, scaled and placed as a file's would be) instead of reading a file: this is how the
+/// Python bindings build a cloth from NumPy arrays through the very code that builds a
+/// scene's.
 ///
 /// # Errors
 /// As [`load`]; unknown keys and bad values are named by their key.
@@ -176,26 +181,5 @@ pub fn from_table(
     build::build(&scene, default_name, base_dir, memory_limit, meshes).map_err(err)
 }
 
-/// Meshes held in memory, by the name a cloth's `mesh` key gives them (see
-/// [`parse_with_meshes`]).
+/// Meshes held in memory, by the name a cloth's `mesh` key gives them (see [`from_table`]).
 pub type Meshes = std::collections::BTreeMap<String, crate::mesh::ObjMesh>;
-
-/// As [`parse`], with meshes given in memory: a `[[cloth]]` whose `mesh` names one of
-/// `meshes` takes it (welded, scaled and placed as a file's would be) instead of reading a
-/// file. This is how the Python bindings build a cloth from NumPy arrays through the very code
-/// that builds a scene's.
-///
-/// # Errors
-/// As [`load`].
-pub fn parse_with_meshes(
-    text: &str,
-    file: &str,
-    default_name: &str,
-    base_dir: Option<&Path>,
-    memory_limit: u64,
-    meshes: &Meshes,
-) -> Result<Scene, SceneError> {
-    let err = |message: String| SceneError { file: file.to_string(), message };
-    let scene: SceneFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
-    build::build(&scene, default_name, base_dir, memory_limit, meshes).map_err(err)
-}
