@@ -156,8 +156,8 @@ def run_batch(
     up or fails a quality check is recorded as failed and the shard goes on. `jobs` samples
     are baked at the same time, each on a thread of its own (the results are the same);
     `worlds` samples are packed into one model of worlds and solved together, with the same
-    results bit for bit (the samples of a pack must share their [solver] and [air]; CPU only,
-    and not with `jobs`).
+    results bit for bit (the samples of a pack must share their [solver] and [air]; not with
+    `jobs`). On the GPU a pack is one model solved by the same dispatches.
 
     Raises ValueError for a bad manifest, or samples already there without `resume`.
     """

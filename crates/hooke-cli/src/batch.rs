@@ -77,10 +77,6 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
     anyhow::ensure!(args.worlds >= 1, "--worlds must be ≥ 1, got {}", args.worlds);
     anyhow::ensure!(
-        args.worlds == 1 || args.backend == crate::Backend::Cpu,
-        "--worlds runs on the CPU only for now (the GPU solver takes one world)"
-    );
-    anyhow::ensure!(
         args.worlds == 1 || args.jobs == 1,
         "--worlds and --jobs do not go together: a pack uses every thread"
     );

@@ -79,6 +79,16 @@ pub struct BenchArgs {
     /// the solver rebuilt on it). Without it a scene's tearing is ignored.
     #[arg(long)]
     tearing: bool,
+    /// Pack this many copies of the scene file into one model of worlds (`hooke batch
+    /// --worlds`'s packing) and time a frame of all of them together. Scene files only, not
+    /// presets.
+    #[arg(long, default_value_t = 1)]
+    worlds: usize,
+    /// GPU only: after the timed frames, time each stage of 10 more frames with timestamps
+    /// inside the compute pass (where the adapter offers them) and report ms per frame per
+    /// stage.
+    #[arg(long)]
+    stages: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -109,6 +119,20 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     // The pool first: loading a scene may already use it (a mesh collider's grid).
     let threads = crate::set_threads(args.threads)?;
     let mut scene = crate::presets::resolve(&args.scene)?;
+    anyhow::ensure!(args.worlds >= 1, "--worlds must be ≥ 1, got {}", args.worlds);
+    if args.worlds > 1 {
+        let path = std::path::Path::new(&args.scene);
+        anyhow::ensure!(
+            path.is_file(),
+            "--worlds packs copies of a scene file, and {:?} is a preset; write the scene to a file",
+            args.scene
+        );
+        let unchanged = toml::Table::new();
+        let copies = vec![(path, &unchanged); args.worlds];
+        scene = hooke_sim::worlds::pack(&copies, crate::memory_limit())
+            .map_err(|(_, e)| anyhow::anyhow!("--worlds {}: {e}", args.worlds))?
+            .scene;
+    }
     if let Some(on) = args.self_collision {
         crate::set_self_collision(&mut scene, on)?;
     }
@@ -161,6 +185,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut jacobi = None;
     // Mean wall time per frame (s) with the cloth drawn after each frame (--draw).
     let mut drawn = None;
+    // Mean GPU time per frame of each stage (--stages), and of the rest of the frame (s).
+    let mut stage_times: Option<hooke::StageTimes> = None;
     // The renderer's level of detail of cloth grids (--draw): the stride of rows and columns.
     let mut stride = 1;
     // With --tearing: the time of each frame's check (read-back and strains) when nothing
@@ -219,6 +245,20 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         jacobi = solver.jacobi_parameters();
         if timed {
             gpu_times = solver.read_frame_times().filter(|t| !t.is_empty());
+        }
+        if args.stages && hooke::Solver::measure_stages(&mut solver, true) {
+            let mut sum = hooke::StageTimes::default();
+            for _ in 0..10 {
+                solver.step(&scene.control_at(solver.time()), dt)?;
+                if let Some(t) = hooke::Solver::take_stage_times(&mut solver) {
+                    sum.seconds.iter_mut().zip(t.seconds).for_each(|(a, b)| *a += b);
+                    sum.other += t.other;
+                    sum.frames += t.frames;
+                }
+            }
+            hooke::Solver::measure_stages(&mut solver, false);
+            solver.try_read_state(&mut state)?;
+            stage_times = (sum.frames > 0).then_some(sum);
         }
         if let Some((width, height)) = draw {
             let settings = hooke_render::RenderSettings {
@@ -323,6 +363,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "relaxation": jacobi.map(|(w, _)| w),
         "spectral_radius": jacobi.map(|(_, rho)| rho),
         "threads": threads,
+        "worlds": scene.model.worlds().len(),
         "particles": scene.model.particle_count(),
         "constraints": scene.model.distance().constraints().len(),
         "colours": scene.model.distance().colour_count(),
@@ -353,6 +394,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "draw_stride": draw.map(|_| stride),
         "ms_per_frame_drawn": drawn.map(|t| t * 1e3),
         "drawing_share": drawn.map(|t| 1.0 - median / t),
+        "stage_ms_per_frame": stage_times.map(|t| {
+            let mut m = serde_json::Map::new();
+            for stage in hooke::Stage::ORDER {
+                m.insert(stage.name().into(), (t.of(stage) * 1e3 / t.frames as f64).into());
+            }
+            m.insert("other".into(), (t.other * 1e3 / t.frames as f64).into());
+            m
+        }),
     });
     let tear_max = events.iter().copied().fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
     let tearing_json = serde_json::json!({
@@ -423,8 +472,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             None => String::new(),
         };
         println!(
-            "{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}{}",
+            "{}{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}{}",
             scene.name,
+            match scene.model.worlds().len() {
+                1 => String::new(),
+                w => format!(", {w} worlds"),
+            },
             solver.info().name,
             jacobi_text,
             device,
@@ -453,6 +506,22 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             timestamps,
             drawn_text
         );
+        if args.stages {
+            match stage_times {
+                Some(t) => {
+                    let per = |s: f64| s * 1e3 / t.frames as f64;
+                    let list: Vec<String> =
+                        hooke::Stage::ORDER.iter().map(|&st| format!("{} {:.3}", st.name(), per(t.of(st)))).collect();
+                    println!(
+                        "  stages (GPU timestamps, ms per frame over {} frames): {}; rest of the frame {:.3}",
+                        t.frames,
+                        list.join(", "),
+                        per(t.other)
+                    );
+                }
+                None => println!("  stages: not measured (GPU only, with timestamps inside passes)"),
+            }
+        }
         if args.tearing {
             println!("{tear_text}");
         }

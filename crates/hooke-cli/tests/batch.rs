@@ -318,7 +318,34 @@ vary = { "rope.0.end_mass" = [0.5, 2.0] }
     assert!(o.status.success(), "{}", text(&o));
     let o = hooke(&["batch", "packs.toml", "--out", "packed", "--worlds", "5"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
-    let (alone, packed) = (index(&tmp.path().join("alone")), index(&tmp.path().join("packed")));
+    same_as_alone(tmp.path(), "alone", "packed");
+    // The same on the GPU: packed into one GPU model, each sample's caches are its GPU run's
+    // alone. Skipped without an adapter unless HOOKE_REQUIRE_GPU is set.
+    let o = hooke(&["batch", "packs.toml", "--out", "gpu_alone", "--backend", "gpu"], tmp.path());
+    if !o.status.success() && text(&o).contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
+        println!("skipped on the GPU: no adapter ({})", text(&o).lines().last().unwrap_or(""));
+    } else {
+        assert!(o.status.success(), "{}", text(&o));
+        let o = hooke(&["batch", "packs.toml", "--out", "gpu_packed", "--worlds", "5", "--backend", "gpu"], tmp.path());
+        assert!(o.status.success(), "{}", text(&o));
+        same_as_alone(tmp.path(), "gpu_alone", "gpu_packed");
+    }
+    // A pack must share its solver: a pendulum with other substeps cannot join.
+    std::fs::write(
+        tmp.path().join("mixed.toml"),
+        "[[sample]]\nscene = \"scenes/drape.toml\"\n[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substeps\" = 11 }\n",
+    )
+    .unwrap();
+    let o = hooke(&["batch", "mixed.toml", "--out", "mixed", "--worlds", "2"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("[solver] differs"), "{}", text(&o));
+}
+
+/// The samples of `packs.toml` baked alone into `alone` and packed by 5 into `packed` (both
+/// under `root`) have the same records and byte-identical caches, the blow-up of sample 0
+/// included.
+fn same_as_alone(root: &Path, alone_name: &str, packed_name: &str) {
+    let (alone_dir, packed_dir) = (root.join(alone_name), root.join(packed_name));
+    let (alone, packed) = (index(&alone_dir), index(&packed_dir));
     assert_eq!(packed.len(), 10);
     // Sample 0 (the [[sample]] entry) drags a pin at 10 km/s: it blows up alone and packed,
     // and its pack is made again without it.
@@ -337,20 +364,11 @@ vary = { "rope.0.end_mass" = [0.5, 2.0] }
         assert!(a["files"] == p["files"], "sample {k}");
         for f in a["files"].as_array().unwrap() {
             let f = f.as_str().unwrap();
-            let (x, y) =
-                (std::fs::read(tmp.path().join("alone").join(f)), std::fs::read(tmp.path().join("packed").join(f)));
-            assert!(x.unwrap() == y.unwrap(), "sample {k}: {f} differs packed");
+            let (x, y) = (std::fs::read(alone_dir.join(f)), std::fs::read(packed_dir.join(f)));
+            assert!(x.unwrap() == y.unwrap(), "sample {k}: {f} differs packed ({packed_name})");
         }
         for key in ["max_stretch_strain", "max_residual_strain", "max_penetration_m", "status"] {
-            assert_eq!(a[key], p[key], "sample {k}: {key}");
+            assert_eq!(a[key], p[key], "sample {k}: {key} ({packed_name})");
         }
     }
-    // A pack must share its solver: a pendulum with other substeps cannot join.
-    std::fs::write(
-        tmp.path().join("mixed.toml"),
-        "[[sample]]\nscene = \"scenes/drape.toml\"\n[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substeps\" = 11 }\n",
-    )
-    .unwrap();
-    let o = hooke(&["batch", "mixed.toml", "--out", "mixed", "--worlds", "2"], tmp.path());
-    assert!(!o.status.success() && text(&o).contains("[solver] differs"), "{}", text(&o));
 }

@@ -19,7 +19,7 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "aerodynamics.wgsl",
     source: crate::shaders::AERODYNAMICS,
     entries: &["triangle_forces", "gather"],
-    access: &[Read, Read, Read, ReadWrite, Read, Read, ReadWrite],
+    access: &[Read, Read, Read, ReadWrite, Read, Read, ReadWrite, Read],
     slot: false,
 };
 
@@ -38,6 +38,7 @@ impl Aerodynamics {
                 &b.particle_triangle_offsets,
                 &b.particle_triangles,
                 &b.force,
+                &b.worlds,
             ],
         ))
     }

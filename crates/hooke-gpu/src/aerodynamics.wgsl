@@ -9,9 +9,10 @@
 @group(0) @binding(4) var<storage, read> particle_triangle_offsets: array<u32>;
 @group(0) @binding(5) var<storage, read> particle_triangles: array<u32>;
 @group(0) @binding(6) var<storage, read_write> force: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> worlds: array<vec4<u32>>;
 
 // A third of the force on triangle t (N, xyz) and of its drag rate κ (kg/s, w), i.e. its
-// share per vertex.
+// share per vertex, in the wind of the world of its first vertex.
 @compute @workgroup_size(64)
 fn triangle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let t = thread_index(gid, nwg);
@@ -29,7 +30,11 @@ fn triangle_forces(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     if len > 1e-20 {
         let n = c / len;
         let area = 0.5 * len;
-        let v_rel = (velocity[i0].xyz + velocity[i1].xyz + velocity[i2].xyz) * (1.0 / 3.0) - P.wind;
+        var wind = P.wind;
+        if P.world_count > 1u {
+            wind = world_wind(world_of(i0));
+        }
+        let v_rel = (velocity[i0].xyz + velocity[i1].xyz + velocity[i2].xyz) * (1.0 / 3.0) - wind;
         let vn = dot3(v_rel, n);
         let k = 0.5 * P.air_density * area;
         let q = -k;

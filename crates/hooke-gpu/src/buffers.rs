@@ -47,6 +47,9 @@ pub(crate) struct Params {
     pub structural_count: u32,
     pub tangent_scale: f32,
     pub tangent_clamp: f32,
+    pub world_count: u32,
+    /// (WGSL rounds the struct's size up to its 16-byte alignment.)
+    pub _pad: [u32; 3],
 }
 
 /// One colour of the constraint sweep; `Colour` in `distance.wgsl`.
@@ -168,6 +171,9 @@ pub(crate) struct Buffers {
     pub colliders: wgpu::Buffer,
     /// Collider placements, `substeps × colliders`, rewritten each frame.
     pub placements: wgpu::Buffer,
+    /// The worlds' ranges, gravity and per-substep wind (`worlds.rs`), rewritten each frame
+    /// when there are several.
+    pub worlds: wgpu::Buffer,
     /// The mesh colliders' signed distance grids, one after another (`f32`, x fastest); 16
     /// zero bytes without any.
     pub sdf: wgpu::Buffer,
@@ -298,6 +304,7 @@ impl Buffers {
                 "hooke placements",
                 substeps * colliders.len().max(1) as u64 * size_of::<Placement>() as u64,
             ),
+            worlds: storage(device, "hooke worlds", &crate::worlds::records(model, substeps as u32, None)),
             triangles: storage_with(device, "hooke triangles", &triangles, wgpu::BufferUsages::INDEX),
             triangle_force: zeroed(device, "hooke triangle force", v4(model.triangles().len())),
             particle_triangle_offsets: storage(device, "hooke particle triangle offsets", &offsets),
@@ -498,7 +505,7 @@ mod tests {
             fields!(Params; gravity, h, wind, inv_h, inv_h2, decay, frac, pbd_stiffness, particle_count, pin_count,
                 collider_count, substep, triangle_count, method, last_substep, max_speed2, air_density,
                 drag_coefficient, lift_coefficient, aero, normal_scale, normal_clamp, one_minus_frac, zero,
-                max_strain, structural_count, tangent_scale, tangent_clamp),
+                max_strain, structural_count, tangent_scale, tangent_clamp, world_count),
             size_of::<Params>(),
         );
         check(DISTANCE, "Colour", fields!(ColourSlot; start, count, first, _pad), size_of::<ColourSlot>());

@@ -20,7 +20,7 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "collide.wgsl",
     source: crate::shaders::COLLIDE,
     entries: &["collide"],
-    access: &[Read, ReadWrite, Read, Read, Read, ReadWrite, Read],
+    access: &[Read, ReadWrite, Read, Read, Read, ReadWrite, Read, Read],
     slot: false,
 };
 
@@ -29,12 +29,10 @@ pub(crate) struct Collide(Bound);
 
 impl Collide {
     pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Collide {
-        Collide(
-            kernels.get(&SPEC).bind(
-                device,
-                &[&b.position, &b.displacement, &b.radius, &b.colliders, &b.placements, &b.health, &b.sdf],
-            ),
-        )
+        Collide(kernels.get(&SPEC).bind(
+            device,
+            &[&b.position, &b.displacement, &b.radius, &b.colliders, &b.placements, &b.health, &b.sdf, &b.worlds],
+        ))
     }
 
     /// Records the collision pass of one substep.

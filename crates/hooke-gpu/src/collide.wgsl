@@ -7,6 +7,7 @@
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> radius: array<f32>;
 @group(0) @binding(5) var<storage, read_write> health: Health;
+@group(0) @binding(7) var<storage, read> worlds: array<vec4<u32>>;
 
 // The first fraction s ∈ [0, 1] of the straight path p0 → p1 at which a particle of radius r
 // touches the collider, by sphere tracing; −1 when the path stays clear (hooke's `sweep`).
@@ -46,7 +47,12 @@ fn collide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     var d = displacement[i].xyz;
     let r = radius[i];
     var deepest = 0.0;
-    for (var k = 0u; k < P.collider_count; k++) {
+    // The colliders of the particle's world.
+    var within = vec2<u32>(0u, P.collider_count);
+    if P.world_count > 1u {
+        within = world_colliders(world_of(i));
+    }
+    for (var k = within.x; k < within.y; k++) {
         let m = placements[P.substep * P.collider_count + k];
         // Broad phase (hooke's `ColliderBroadPhase`): a collider whose swept box misses the
         // particle's path box cannot touch it; skipping it changes nothing.

@@ -36,6 +36,8 @@ struct Params {
     structural_count: u32,
     tangent_scale: f32,
     tangent_clamp: f32,
+    // Worlds packed in the model (issue #13; worlds.wgsl): 1 for a model of one.
+    world_count: u32,
 }
 
 @group(1) @binding(0) var<uniform> P: Params;
@@ -95,7 +97,7 @@ struct Health {
 
 // The spatial hash of the particle contacts (spatial_hash.wgsl builds it, self_collision.wgsl
 // queries it; hooke's `collision/spatial_hash.rs`): its constants, then per body the friction
-// of its self-contacts (static, kinetic; z and w unused). Rust twin: `spatial_hash::HashInfo`.
+// of its self-contacts (static, kinetic), its world (z, a whole number; w unused). Rust twin: `spatial_hash::HashInfo`.
 struct HashInfo {
     table_size: u32,
     member_count: u32,

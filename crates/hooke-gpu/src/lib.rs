@@ -120,6 +120,7 @@ mod tangents;
 mod tethers;
 mod timing;
 mod triangle_contact;
+mod worlds;
 
 pub use context::{GpuContext, GpuError};
 pub use solver::{GpuSettings, GpuSolve, GpuXpbdSolver};

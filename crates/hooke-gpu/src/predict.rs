@@ -18,7 +18,7 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "predict.wgsl",
     source: crate::shaders::PREDICT,
     entries: &["reset_w", "pin_begin", "predict", "pin_predict"],
-    access: &[ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite, Read],
+    access: &[ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite, Read, Read],
     slot: false,
 };
 
@@ -30,7 +30,7 @@ impl Predict {
         Predict(
             kernels
                 .get(&SPEC)
-                .bind(device, &[&b.position, &b.displacement, &b.velocity, &b.inv_mass, &b.pins, &b.force]),
+                .bind(device, &[&b.position, &b.displacement, &b.velocity, &b.inv_mass, &b.pins, &b.force, &b.worlds]),
         )
     }
 

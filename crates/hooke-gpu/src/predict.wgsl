@@ -17,6 +17,7 @@ struct Pin {
 @group(0) @binding(3) var<storage, read> inv_mass: array<f32>;
 @group(0) @binding(4) var<storage, read_write> pins: array<Pin>;
 @group(0) @binding(5) var<storage, read> force: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> worlds: array<vec4<u32>>;
 
 // w ← the model's inverse mass: pins of the previous frame are released.
 @compute @workgroup_size(64)
@@ -45,7 +46,8 @@ fn pin_begin(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     }
 }
 
-// v ← v·e^{−c h} + h (g + w f), d ← h v for free particles; d ← 0 for pinned ones.
+// v ← v·e^{−c h} + h (g + w f), d ← h v for free particles, with g the gravity of the
+// particle's world; d ← 0 for pinned ones.
 @compute @workgroup_size(64)
 fn predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = thread_index(gid, nwg);
@@ -54,9 +56,13 @@ fn predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     }
     let w = position[i].w;
     if w > 0.0 {
-        var a = P.gravity;
+        var g = P.gravity;
+        if P.world_count > 1u {
+            g = world_gravity(world_of(i));
+        }
+        var a = g;
         if P.aero != 0u {
-            a = P.gravity + force[i].xyz * w;
+            a = g + force[i].xyz * w;
         }
         let v = velocity[i].xyz * P.decay + a * P.h;
         velocity[i] = vec4<f32>(v, 0.0);

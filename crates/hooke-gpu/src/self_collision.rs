@@ -40,7 +40,9 @@ impl SelfCollision {
         if members.is_empty() {
             return None;
         }
-        let bodies: Vec<[f32; 4]> = model
+        // Per body: its self-contacts' friction and its world (a whole number, exact in f32 up
+        // to 2²⁴ worlds), whose particles are the only ones it meets.
+        let mut bodies: Vec<[f32; 4]> = model
             .bodies()
             .iter()
             .map(|body| {
@@ -48,6 +50,11 @@ impl SelfCollision {
                 [f.static_coefficient, f.kinetic_coefficient, 0.0, 0.0]
             })
             .collect();
+        for (k, world) in model.worlds().iter().enumerate() {
+            for body in &mut bodies[world.bodies.start as usize..world.bodies.end as usize] {
+                body[2] = k as f32;
+            }
+        }
         // The speed clamp rides in the top bit of each member's index.
         let flagged: Vec<u32> = members
             .iter()

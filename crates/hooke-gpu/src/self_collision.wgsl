@@ -103,6 +103,10 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             let rest_j = rest[j];
             let tag_j = tag[j];
             let bj = tag_j & 0xfffffu;
+            // Particles of two worlds never touch (the world of each body is in its record).
+            if info.friction[bi].z != info.friction[bj].z {
+                continue;
+            }
             let rd = rest_i.xyz - rest_j.xyz;
             if bi == bj && dot3(rd, rd) < t * t {
                 continue;

@@ -1,10 +1,12 @@
 //! The WGSL sources of every kernel, each with `common.wgsl` prepended, as the device compiles
 //! them. Listed here so that tests can validate all of them (with naga, and on a device).
 
-/// `predict.wgsl`: pins, gravity, air damping, external forces.
-pub const PREDICT: &str = concat!(include_str!("common.wgsl"), include_str!("predict.wgsl"));
-/// `aerodynamics.wgsl`: drag and lift per triangle, gathered per particle.
-pub const AERODYNAMICS: &str = concat!(include_str!("common.wgsl"), include_str!("aerodynamics.wgsl"));
+/// `predict.wgsl`: pins, gravity, air damping, external forces (after `worlds.wgsl`).
+pub const PREDICT: &str =
+    concat!(include_str!("common.wgsl"), include_str!("worlds.wgsl"), include_str!("predict.wgsl"));
+/// `aerodynamics.wgsl`: drag and lift per triangle, gathered per particle (after `worlds.wgsl`).
+pub const AERODYNAMICS: &str =
+    concat!(include_str!("common.wgsl"), include_str!("worlds.wgsl"), include_str!("aerodynamics.wgsl"));
 /// `distance.wgsl`: the XPBD/PBD distance-constraint sweep of one colour.
 pub const DISTANCE: &str = concat!(include_str!("common.wgsl"), include_str!("distance.wgsl"));
 /// `dihedral.wgsl`: the XPBD/PBD sweep of one colour of cloth hinges (dihedral bending).
@@ -21,9 +23,13 @@ pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jaco
 pub const SPATIAL_HASH: &str = concat!(include_str!("common.wgsl"), include_str!("spatial_hash.wgsl"));
 /// `self_collision.wgsl`: particle contacts, one Jacobi gather per member.
 pub const SELF_COLLISION: &str = concat!(include_str!("common.wgsl"), include_str!("self_collision.wgsl"));
-/// `collide.wgsl`: colliders and Coulomb friction (after `collider_shapes.wgsl`).
-pub const COLLIDE: &str =
-    concat!(include_str!("common.wgsl"), include_str!("collider_shapes.wgsl"), include_str!("collide.wgsl"));
+/// `collide.wgsl`: colliders and Coulomb friction (after `worlds.wgsl` and `collider_shapes.wgsl`).
+pub const COLLIDE: &str = concat!(
+    include_str!("common.wgsl"),
+    include_str!("worlds.wgsl"),
+    include_str!("collider_shapes.wgsl"),
+    include_str!("collide.wgsl")
+);
 /// `triangle_contact.wgsl`: the cloth triangles' virtual particles against the colliders
 /// (after `collider_shapes.wgsl`).
 pub const TRIANGLE_CONTACT: &str =

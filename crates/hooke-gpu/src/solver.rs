@@ -289,16 +289,7 @@ impl GpuXpbdSolver {
     pub fn new(ctx: Arc<GpuContext>, model: Arc<Model>, settings: impl Into<GpuSettings>) -> Result<Self, GpuError> {
         let settings: GpuSettings = settings.into();
         settings.validate()?;
-        if model.worlds().len() > 1 {
-            // Not yet: its kernels take one gravity, one wind and every collider.
-            return Err(GpuError::Solver(hooke::SolverError::InvalidSettings {
-                setting: "worlds",
-                message: format!(
-                    "the model has {} worlds; the GPU solver runs one world (use the CPU)",
-                    model.worlds().len()
-                ),
-            }));
-        }
+        check_worlds(&model, &settings)?;
         crate::self_collision::check_bodies(&model)?;
         let kernels = ctx.kernels()?;
         let device = ctx.device();
@@ -587,6 +578,10 @@ impl GpuXpbdSolver {
             .map(|(k, p)| Placement::new(p, &colliders[k % colliders.len()].shape))
             .collect();
         upload(device, encoder, &self.b.placements, bytemuck::cast_slice(&placements));
+        if self.model.worlds().len() > 1 {
+            let worlds = crate::worlds::records(&self.model, s.substeps, Some(&plan));
+            upload(device, encoder, &self.b.worlds, bytemuck::cast_slice(&worlds));
+        }
         upload(device, encoder, &self.b.pins, bytemuck::cast_slice(&pins));
         if let Some(tethers) = &mut self.k.tethers {
             let particles: Vec<u32> = plan.pins.iter().map(|p| p.particle).collect();
@@ -665,6 +660,8 @@ impl GpuXpbdSolver {
                 structural_count: self.structural,
                 tangent_scale: self.tangent_scale.0,
                 tangent_clamp: self.tangent_scale.1,
+                world_count: model.worlds().len() as u32,
+                _pad: [0; 3],
             };
             let at = sub * UNIFORM_SLOT as usize;
             bytes[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&p));
@@ -814,6 +811,25 @@ pub(crate) fn upload(device: &wgpu::Device, enc: &mut wgpu::CommandEncoder, dst:
         usage: wgpu::BufferUsages::COPY_SRC,
     });
     enc.copy_buffer_to_buffer(&src, 0, dst, 0, bytes.len() as u64);
+}
+
+/// Refuses what would make one world's result depend on another's in a model of several: the
+/// Jacobi solve's relaxation ω and spectral radius ρ estimated from the whole model's spectrum.
+fn check_worlds(model: &Model, settings: &GpuSettings) -> Result<(), SolverError> {
+    let worlds = model.worlds().len();
+    if worlds > 1
+        && let GpuSolve::Jacobi { relaxation, spectral_radius } = settings.solve
+        && (relaxation.is_none() || spectral_radius.is_none())
+    {
+        return Err(SolverError::InvalidSettings {
+            setting: "solve",
+            message: format!(
+                "the Jacobi solve estimates its relaxation ω and spectral radius ρ from the whole model; a model of \
+                 {worlds} worlds needs both given, or Gauss–Seidel"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The (start, count) of each colour of the distance set, the hinges and the rope joints, each
@@ -1000,6 +1016,7 @@ impl Solver for GpuXpbdSolver {
     /// loads `state`.
     fn rebuild(&mut self, model: Arc<Model>, state: &State) -> Result<(), SolverError> {
         check_state(&model, state)?;
+        check_worlds(&model, &self.settings)?;
         crate::self_collision::check_bodies(&model)?;
         let device = self.ctx.device();
         let jacobi = matches!(self.settings.solve, GpuSolve::Jacobi { .. });

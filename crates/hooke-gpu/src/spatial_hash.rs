@@ -63,7 +63,7 @@ pub(crate) struct SpatialHash {
 impl SpatialHash {
     /// The hash of `members` (increasing particle indices, not empty; the top bit set where
     /// the body has the speed clamp) with cells of [`CELL_RADII`]·`max_radius` (m);
-    /// `bodies` holds per body [μₛ, μₖ, 0, 0] for the contact kernel; `rest` (rest position
+    /// `bodies` holds per body [μₛ, μₖ, world, 0] for the contact kernel; `rest` (rest position
     /// and radius per particle) and `work` (M corrections, then M entry points) are shared
     /// with the contact kernel.
     #[allow(clippy::too_many_arguments)]

@@ -33,10 +33,14 @@ impl TriangleContact {
         }
         let slots = plan.triangles().len() as u32;
         let (offsets, entries) = plan.adjacency();
-        let mut contact = Vec::with_capacity(1 + 3 * slots as usize + offsets.len() + entries.len());
+        let mut contact = Vec::with_capacity(1 + 5 * slots as usize + offsets.len() + entries.len());
         contact.push(slots);
         for &t in plan.triangles() {
-            contact.extend_from_slice(&model.triangles()[t as usize]);
+            let corners = model.triangles()[t as usize];
+            contact.extend_from_slice(&corners);
+            // The colliders of the triangle's world: that of its first corner, as on the CPU.
+            let within = model.colliders_of_particle(corners[0] as usize);
+            contact.extend_from_slice(&[within.start as u32, within.end as u32]);
         }
         contact.extend_from_slice(offsets);
         contact.extend_from_slice(entries);

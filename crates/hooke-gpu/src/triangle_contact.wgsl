@@ -8,17 +8,21 @@
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> radius: array<f32>;
-// [0] slots S, then the slots' corners (3 per slot), then the per-particle CSR offsets
-// (particle count + 1) and entries (slot << 2 | corner).
+// [0] slots S, then per slot its triangle's corners and the colliders of its world (first,
+// end: 5 words per slot), then the per-particle CSR offsets (particle count + 1) and entries
+// (slot << 2 | corner).
 @group(0) @binding(5) var<storage, read> contact: array<u32>;
 // The corrections, 4 per slot: centroid, then the midpoints of edges 0–1, 1–2, 2–0.
 @group(0) @binding(7) var<storage, read_write> delta: array<vec4<f32>>;
 
+// Words per slot in `contact`.
+const SLOT_WORDS: u32 = 5u;
+
 // hooke's `project_point`: the correction of a virtual particle of radius r, at x0 at the
-// start of the substep and moved by d since.
-fn project_point(x0: vec3<f32>, d: vec3<f32>, r: f32) -> vec3<f32> {
+// start of the substep and moved by d since, against the colliders [within.x, within.y).
+fn project_point(x0: vec3<f32>, d: vec3<f32>, r: f32, within: vec2<u32>) -> vec3<f32> {
     var moved = d;
-    for (var k = 0u; k < P.collider_count; k++) {
+    for (var k = within.x; k < within.y; k++) {
         let m = placements[P.substep * P.collider_count + k];
         let q = x0 + moved;
         if out_of_reach(m, q, q, r) {
@@ -40,7 +44,7 @@ fn project_point(x0: vec3<f32>, d: vec3<f32>, r: f32) -> vec3<f32> {
 // x0, x1, x2 (current positions) and largest corner radius r can touch a collider — each
 // collider within reach is farther from the centroid than r plus its growth bound times the
 // largest distance from it to an edge midpoint, with rounding to spare. Then the four projections would find nothing.
-fn clear_of_colliders(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, r: f32) -> bool {
+fn clear_of_colliders(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, r: f32, within: vec2<u32>) -> bool {
     let centroid = (x0 + x1 + x2) / 3.0;
     let m01 = (x0 + x1) * 0.5 - centroid;
     let m12 = (x1 + x2) * 0.5 - centroid;
@@ -50,7 +54,7 @@ fn clear_of_colliders(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, r: f32) -> bo
     let spare = 1e-5 + 1e-6 * max(big.x, max(big.y, big.z));
     let lo = min(x0, min(x1, x2));
     let hi = max(x0, max(x1, x2));
-    for (var k = 0u; k < P.collider_count; k++) {
+    for (var k = within.x; k < within.y; k++) {
         let m = placements[P.substep * P.collider_count + k];
         if out_of_reach(m, lo, hi, r) {
             continue;
@@ -69,9 +73,11 @@ fn push(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if slot >= contact[0] {
         return;
     }
-    let i = contact[1u + 3u * slot];
-    let j = contact[2u + 3u * slot];
-    let k = contact[3u + 3u * slot];
+    let at = 1u + SLOT_WORDS * slot;
+    let i = contact[at];
+    let j = contact[at + 1u];
+    let k = contact[at + 2u];
+    let within = vec2<u32>(contact[at + 3u], contact[at + 4u]);
     let a = position[i].xyz;
     let b = position[j].xyz;
     let c = position[k].xyz;
@@ -81,16 +87,16 @@ fn push(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let ra = radius[i];
     let rb = radius[j];
     let rc = radius[k];
-    if clear_of_colliders(a + da, b + db, c + dc, max(ra, max(rb, rc))) {
+    if clear_of_colliders(a + da, b + db, c + dc, max(ra, max(rb, rc)), within) {
         for (var q = 0u; q < 4u; q++) {
             delta[4u * slot + q] = vec4<f32>(0.0);
         }
         return;
     }
-    delta[4u * slot] = vec4<f32>(project_point((a + b + c) / 3.0, (da + db + dc) / 3.0, (ra + rb + rc) / 3.0), 0.0);
-    delta[4u * slot + 1u] = vec4<f32>(project_point((a + b) * 0.5, (da + db) * 0.5, (ra + rb) * 0.5), 0.0);
-    delta[4u * slot + 2u] = vec4<f32>(project_point((b + c) * 0.5, (db + dc) * 0.5, (rb + rc) * 0.5), 0.0);
-    delta[4u * slot + 3u] = vec4<f32>(project_point((c + a) * 0.5, (dc + da) * 0.5, (rc + ra) * 0.5), 0.0);
+    delta[4u * slot] = vec4<f32>(project_point((a + b + c) / 3.0, (da + db + dc) / 3.0, (ra + rb + rc) / 3.0, within), 0.0);
+    delta[4u * slot + 1u] = vec4<f32>(project_point((a + b) * 0.5, (da + db) * 0.5, (ra + rb) * 0.5, within), 0.0);
+    delta[4u * slot + 2u] = vec4<f32>(project_point((b + c) * 0.5, (db + dc) * 0.5, (rb + rc) * 0.5, within), 0.0);
+    delta[4u * slot + 3u] = vec4<f32>(project_point((c + a) * 0.5, (dc + da) * 0.5, (rc + ra) * 0.5, within), 0.0);
 }
 
 fn touches(v: vec3<f32>) -> bool {
@@ -108,7 +114,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         return;
     }
     let slots = contact[0];
-    let offsets = 1u + 3u * slots;
+    let offsets = 1u + SLOT_WORDS * slots;
     let entries = offsets + P.particle_count + 1u;
     var sum = vec3<f32>(0.0);
     var count = 0u;
@@ -117,9 +123,9 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         let slot = entry >> 2u;
         let corner = entry & 3u;
         let wc = vec3<f32>(
-            position[contact[1u + 3u * slot]].w,
-            position[contact[2u + 3u * slot]].w,
-            position[contact[3u + 3u * slot]].w,
+            position[contact[1u + SLOT_WORDS * slot]].w,
+            position[contact[2u + SLOT_WORDS * slot]].w,
+            position[contact[3u + SLOT_WORDS * slot]].w,
         );
         let d0 = delta[4u * slot].xyz;
         if touches(d0) {

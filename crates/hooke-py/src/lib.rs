@@ -673,9 +673,6 @@ fn run_batch(
     if worlds > 1 && jobs > 1 {
         return Err(PyValueError::new_err("worlds and jobs do not go together: a pack uses every thread"));
     }
-    if worlds > 1 && backend != "cpu" {
-        return Err(PyValueError::new_err("worlds: runs on the CPU only for now (the GPU solver takes one world)"));
-    }
     use hooke_sim::batch::{BatchError, BatchSettings, Shard};
     let m = read_manifest(&manifest)?;
     let shard = match shard {

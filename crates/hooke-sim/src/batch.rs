@@ -924,6 +924,21 @@ fn bake_pack(
         });
     }
     let (mut pinned, mut bodies, mut residuals) = (Vec::new(), Vec::new(), ConstraintResiduals::default());
+    // Each world's distance constraints, in the packed order (its own model's order), found
+    // once: the packed set is ordered by colour, so a world's constraints are scattered in it.
+    let set = packed.scene.model.distance();
+    let mut world_of_body = vec![usize::MAX; packed.scene.model.bodies().len()];
+    for (k, r) in packed.bodies.iter().enumerate() {
+        world_of_body[r.clone()].fill(k);
+    }
+    let mut world_constraints = vec![Vec::new(); samples.len()];
+    for c in 0..set.len() {
+        if let Some(&k) = set.body_of(c).and_then(|b| world_of_body.get(b))
+            && k < samples.len()
+        {
+            world_constraints[k].push(c);
+        }
+    }
     // Frame 0, and every frame after each step: each world's slice of the state, measured and
     // written against its own scene.
     let mut record_frame = |members: &mut [Member],
@@ -942,12 +957,9 @@ fn bake_pack(
             let mine = measured.map(|all| {
                 // The world's constraints, in the packed order: its own model's order.
                 m.residuals.clear();
-                let set = packed.scene.model.distance();
-                for c in 0..set.len() {
-                    if set.body_of(c).is_some_and(|b| packed.bodies[k].contains(&b)) {
-                        m.residuals.strain.push(all.strain[c]);
-                        m.residuals.compliance_dominated.push(all.compliance_dominated[c]);
-                    }
+                for &c in &world_constraints[k] {
+                    m.residuals.strain.push(all.strain[c]);
+                    m.residuals.compliance_dominated.push(all.compliance_dominated[c]);
                 }
                 &m.residuals
             });

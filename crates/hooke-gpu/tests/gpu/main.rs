@@ -38,6 +38,7 @@ mod ropes;
 mod self_collision;
 mod surface;
 mod timing;
+mod worlds;
 
 pub(crate) fn settings() -> XpbdSettings {
     XpbdSettings { parallel: false, ..XpbdSettings::default() }
