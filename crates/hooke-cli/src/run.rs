@@ -48,6 +48,44 @@ pub struct RunArgs {
     /// lavapipe will do).
     #[arg(long)]
     preview: bool,
+    /// Pack N copies of the scene file into one model of N worlds, solved together and baked
+    /// as one scene (bodies and colliders named `w<k>_<name>`); each world's positions are
+    /// bit for bit those of its scene run alone. With `--vary`, world k takes the k-th value
+    /// of every varied key.
+    #[arg(long, value_name = "N")]
+    worlds: Option<usize>,
+    /// `KEY=[V0, V1, …]`: a dotted scene key (as in a batch manifest's `set`) and one TOML value
+    /// per world; repeatable, every list as long as the others (and as --worlds).
+    #[arg(long, value_name = "KEY=[VALUES]")]
+    vary: Vec<String>,
+}
+
+/// The per-world key tables of `--worlds N --vary …`: N tables, world k's holding the k-th
+/// value of every varied key.
+fn world_sets(worlds: Option<usize>, vary: &[String]) -> Result<Vec<toml::Table>> {
+    let mut lists = Vec::new();
+    for v in vary {
+        let Some((key, values)) = v.split_once('=') else { bail!("--vary {v:?}: expected KEY=[V0, V1, …]") };
+        let key = key.trim();
+        anyhow::ensure!(!key.is_empty(), "--vary {v:?}: the key is empty");
+        let parsed: toml::Table = toml::from_str(&format!("v = {values}")).map_err(|e| {
+            anyhow::anyhow!("--vary {key}: the values are not a TOML array: {}", e.to_string().trim_end())
+        })?;
+        let Some(toml::Value::Array(values)) = parsed.get("v") else {
+            bail!("--vary {key}: the values must be a TOML array [V0, V1, …], one per world")
+        };
+        lists.push((key.to_string(), values.clone()));
+    }
+    let n = match (worlds, lists.first()) {
+        (Some(n), _) => n,
+        (None, Some((_, values))) => values.len(),
+        (None, None) => 1,
+    };
+    anyhow::ensure!((1..=65_536).contains(&n), "--worlds must be between 1 and 65536, got {n}");
+    for (key, values) in &lists {
+        anyhow::ensure!(values.len() == n, "--vary {key}: {} values for {n} worlds (give one per world)", values.len());
+    }
+    Ok((0..n).map(|k| lists.iter().map(|(key, values)| (key.clone(), values[k].clone())).collect()).collect())
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -57,6 +95,20 @@ pub fn run(args: RunArgs) -> Result<()> {
         Some(path) => hooke_io::scene::load(path, crate::memory_limit())?,
         None => crate::presets::default_scene()?,
     };
+    if args.worlds.is_some() || !args.vary.is_empty() {
+        let Some(path) = &args.scene else {
+            bail!(
+                "--worlds and --vary pack copies of a scene file: give one (the built-in default scene is not a file)"
+            )
+        };
+        let sets = world_sets(args.worlds, &args.vary)?;
+        let copies: Vec<(&Path, &toml::Table)> = sets.iter().map(|set| (path.as_path(), set)).collect();
+        let name = format!("{}_{}worlds", scene.name, sets.len());
+        scene = hooke_sim::worlds::pack(&copies, crate::memory_limit())
+            .map_err(|(k, e)| anyhow::anyhow!("world {k}: {e}"))?
+            .scene;
+        scene.name = name;
+    }
     if let Some(on) = args.self_collision {
         crate::set_self_collision(&mut scene, on)?;
     }

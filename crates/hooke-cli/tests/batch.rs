@@ -372,3 +372,56 @@ fn same_as_alone(root: &Path, alone_name: &str, packed_name: &str) {
         }
     }
 }
+
+/// `hooke run SCENE --worlds N --vary KEY=[…]` packs N copies of a scene, world k with the k-th
+/// value of each varied key, and bakes them as one scene: each world's cache is byte for byte
+/// the batch sample made alone from the same scene and keys.
+#[test]
+fn run_with_worlds_bakes_each_world_as_its_scene_alone() {
+    let tmp = setup(40);
+    std::fs::write(tmp.path().join("scenes/drape.toml"), drape(40)).unwrap();
+    let gravity = "[[0.0, -9.81, 0.0], [0.0, -1.62, 0.0], [1.0, -3.7, 0.0]]";
+    let centers = "[[0.0, 0.5, 0.0], [0.1, 0.3, 0.0], [3.0, 0.5, 0.0]]";
+    let o = hooke(
+        &[
+            "run",
+            "scenes/drape.toml",
+            "--worlds",
+            "3",
+            "--vary",
+            &format!("gravity={gravity}"),
+            "--vary",
+            &format!("collider.0.center={centers}"),
+            "--format",
+            "pc2",
+            "--out",
+            "packed",
+        ],
+        tmp.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let manifest = format!(
+        "format = \"pc2\"\n[[sample]]\nscene = \"scenes/drape.toml\"\nset = {{ \"gravity\" = [0.0, -9.81, 0.0], \"collider.0.center\" = [0.0, 0.5, 0.0] }}\n\
+         [[sample]]\nscene = \"scenes/drape.toml\"\nset = {{ \"gravity\" = [0.0, -1.62, 0.0], \"collider.0.center\" = [0.1, 0.3, 0.0] }}\n\
+         [[sample]]\nscene = \"scenes/drape.toml\"\nset = {{ \"gravity\" = [1.0, -3.7, 0.0], \"collider.0.center\" = [3.0, 0.5, 0.0] }}\n"
+    );
+    std::fs::write(tmp.path().join("three.toml"), manifest).unwrap();
+    let o = hooke(&["batch", "three.toml", "--out", "alone"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let read = |p: &str| std::fs::read(tmp.path().join(p)).unwrap();
+    for k in 0..3 {
+        let packed = read(&format!("packed/w{k}_sheet.pc2"));
+        assert!(packed == read(&format!("alone/samples/{k:06}/sheet.pc2")), "world {k} differs from its scene alone");
+    }
+    assert!(read("packed/w0_sheet.pc2") != read("packed/w1_sheet.pc2"), "the worlds were not varied");
+    // A list of the wrong length, a key with no list, and the default scene are refused.
+    for args in [
+        vec!["run", "scenes/drape.toml", "--worlds", "2", "--vary", "gravity=[[0.0, -1.0, 0.0]]"],
+        vec!["run", "scenes/drape.toml", "--vary", "gravity=[0.0"],
+        vec!["run", "--worlds", "2"],
+    ] {
+        let o = hooke(&args, tmp.path());
+        assert!(!o.status.success(), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("--vary") || text(&o).contains("--worlds"), "{args:?}: {}", text(&o));
+    }
+}
