@@ -400,11 +400,9 @@ fn run_with_worlds_bakes_each_world_as_its_scene_alone() {
         tmp.path(),
     );
     assert!(o.status.success(), "{}", text(&o));
-    let manifest = format!(
-        "format = \"pc2\"\n[[sample]]\nscene = \"scenes/drape.toml\"\nset = {{ \"gravity\" = [0.0, -9.81, 0.0], \"collider.0.center\" = [0.0, 0.5, 0.0] }}\n\
-         [[sample]]\nscene = \"scenes/drape.toml\"\nset = {{ \"gravity\" = [0.0, -1.62, 0.0], \"collider.0.center\" = [0.1, 0.3, 0.0] }}\n\
-         [[sample]]\nscene = \"scenes/drape.toml\"\nset = {{ \"gravity\" = [1.0, -3.7, 0.0], \"collider.0.center\" = [3.0, 0.5, 0.0] }}\n"
-    );
+    let manifest = "format = \"pc2\"\n[[sample]]\nscene = \"scenes/drape.toml\"\nset = { \"gravity\" = [0.0, -9.81, 0.0], \"collider.0.center\" = [0.0, 0.5, 0.0] }\n\
+         [[sample]]\nscene = \"scenes/drape.toml\"\nset = { \"gravity\" = [0.0, -1.62, 0.0], \"collider.0.center\" = [0.1, 0.3, 0.0] }\n\
+         [[sample]]\nscene = \"scenes/drape.toml\"\nset = { \"gravity\" = [1.0, -3.7, 0.0], \"collider.0.center\" = [3.0, 0.5, 0.0] }\n";
     std::fs::write(tmp.path().join("three.toml"), manifest).unwrap();
     let o = hooke(&["batch", "three.toml", "--out", "alone"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
