@@ -83,6 +83,13 @@ fn view(args: ViewArgs) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    // A closed pipe ends the process quietly, as it does `cat` (`hooke batch M --dry-run | head`),
+    // instead of the panic of a failed print. Rust ignores SIGPIPE by default.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result: Result<()> = match cli.command {
         Command::Run(args) => run::run(args),

@@ -423,3 +423,38 @@ fn run_with_worlds_bakes_each_world_as_its_scene_alone() {
         assert!(text(&o).contains("--vary") || text(&o).contains("--worlds"), "{args:?}: {}", text(&o));
     }
 }
+
+/// A reader that stops early (`hooke batch M --dry-run | head -1`) ends hooke quietly, by the
+/// closed pipe's signal, not with a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_listing_without_a_panic() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = setup(10);
+    // 1 600 samples, ~130 kB of listing: more than a pipe holds once its reader is gone.
+    let values = |scale: f64| {
+        format!("[{}]", (1..=40).map(|k| format!("{:.3}", k as f64 * scale)).collect::<Vec<_>>().join(", "))
+    };
+    let many = format!(
+        "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = {{ \"rope.0.end_mass\" = {}, \"gravity\" = {} }}\n",
+        values(0.1),
+        format!("[{}]", (1..=40).map(|k| format!("[0.0, {:.2}, 0.0]", -0.5 * k as f64)).collect::<Vec<_>>().join(", "))
+    );
+    std::fs::write(tmp.path().join("many.toml"), many).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hooke"))
+        .args(["batch", "many.toml", "--dry-run"])
+        .current_dir(tmp.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    // The reader is gone: the next line hooke prints meets a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(first.starts_with("000000"), "{first}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success() || out.status.signal() == Some(13), "{:?} {stderr}", out.status);
+}
