@@ -158,12 +158,22 @@ fn vec3(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec3> {
 }
 
 fn particles(obj: &Bound<'_, PyAny>, n: usize, name: &str) -> PyResult<Vec<u32>> {
-    let v: Vec<i64> = match obj.extract::<i64>() {
-        Ok(i) => vec![i],
-        Err(_) => obj
-            .extract::<Vec<i64>>()
-            .or_else(|_| obj.call_method0("tolist").and_then(|l| l.extract()))
-            .map_err(|_| PyValueError::new_err(format!("{name}: expected particle indices")))?,
+    let expected =
+        || PyValueError::new_err(format!("{name}: expected particle indices (an int or a sequence of ints)"));
+    // Python's bools are ints: True would pin particle 1. Refused by name.
+    let index = |x: &Bound<'_, PyAny>| -> PyResult<i64> {
+        if x.is_instance_of::<PyBool>() {
+            return Err(PyValueError::new_err(format!("{name}: {x} is a boolean, not a particle index")));
+        }
+        x.extract::<i64>().map_err(|_| expected())
+    };
+    let v: Vec<i64> = if obj.is_instance_of::<PyBool>() || obj.extract::<i64>().is_ok() {
+        vec![index(obj)?]
+    } else {
+        // A NumPy array (or anything with `tolist`) as a list; a boolean mask is refused too.
+        let list = if obj.hasattr("tolist")? { obj.call_method0("tolist")? } else { obj.clone() };
+        let items: Vec<Bound<'_, PyAny>> = list.extract().map_err(|_| expected())?;
+        items.iter().map(index).collect::<PyResult<_>>()?
     };
     v.into_iter()
         .map(|i| {
