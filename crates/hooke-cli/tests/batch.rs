@@ -433,13 +433,12 @@ fn a_closed_pipe_ends_the_listing_without_a_panic() {
     use std::os::unix::process::ExitStatusExt;
     let tmp = setup(10);
     // 1 600 samples, ~130 kB of listing: more than a pipe holds once its reader is gone.
-    let values = |scale: f64| {
-        format!("[{}]", (1..=40).map(|k| format!("{:.3}", k as f64 * scale)).collect::<Vec<_>>().join(", "))
-    };
+    let masses: Vec<String> = (1..=40).map(|k| format!("{:.3}", 0.1 * k as f64)).collect();
+    let gravities: Vec<String> = (1..=40).map(|k| format!("[0.0, {:.2}, 0.0]", -0.5 * k as f64)).collect();
     let many = format!(
-        "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = {{ \"rope.0.end_mass\" = {}, \"gravity\" = {} }}\n",
-        values(0.1),
-        format!("[{}]", (1..=40).map(|k| format!("[0.0, {:.2}, 0.0]", -0.5 * k as f64)).collect::<Vec<_>>().join(", "))
+        "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = {{ \"rope.0.end_mass\" = [{}], \"gravity\" = [{}] }}\n",
+        masses.join(", "),
+        gravities.join(", ")
     );
     std::fs::write(tmp.path().join("many.toml"), many).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_hooke"))
