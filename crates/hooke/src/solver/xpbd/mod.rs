@@ -27,6 +27,7 @@
 //! stage and each constraint, to report where the blow-up started; the state is then left at
 //! the start of the frame.
 
+mod dihedral_kernel;
 pub mod direct_rope;
 pub(crate) mod distance_kernel;
 mod projection;
@@ -522,7 +523,7 @@ impl XpbdSolver {
         let (hinge_lambda, joint_lambda) = (&mut self.lambda_dihedral, &mut self.lambda_rope_bending);
         match self.settings.method {
             Method::Xpbd => {
-                projection::sweep_set::<_, 4, false>(model.dihedral(), hinge_lambda, particles, sweep, parallel);
+                dihedral_kernel::sweep_hinges::<false>(model.dihedral(), hinge_lambda, particles, sweep, parallel);
                 if joints {
                     projection::sweep_set::<_, 3, false>(
                         model.rope_bending(),
@@ -534,7 +535,7 @@ impl XpbdSolver {
                 }
             }
             Method::Pbd { .. } => {
-                projection::sweep_set::<_, 4, true>(model.dihedral(), hinge_lambda, particles, sweep, parallel);
+                dihedral_kernel::sweep_hinges::<true>(model.dihedral(), hinge_lambda, particles, sweep, parallel);
                 if joints {
                     projection::sweep_set::<_, 3, true>(model.rope_bending(), joint_lambda, particles, sweep, parallel);
                 }
