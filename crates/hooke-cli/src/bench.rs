@@ -174,6 +174,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let model = scene.model.clone();
     let gpu = args.backend == crate::Backend::Gpu;
     let solve = args.gpu_solve.solve(args.backend)?;
+    let tiles = args.gpu_solve.tiles(args.backend)?;
     let dt = 1.0 / scene.fps;
     let mut state = hooke::State::from_model(&model);
     let mut times = Vec::with_capacity(args.frames);
@@ -195,8 +196,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (mut checks, mut events) = (Vec::new(), Vec::new());
     let (mut tear_broken, mut tear_split) = (0u64, 0u64);
     let (solver, device): (Box<dyn hooke::Solver>, String) = if let Some(tearing) = &mut tearing {
-        let hooke_sim::MadeSolver { mut solver, device } =
-            hooke_sim::make_solver(&scene, &crate::solver_options(args.backend, solve))?;
+        let mut options = crate::solver_options(args.backend, solve);
+        options.tiles = tiles;
+        let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
         for _ in 0..args.warmup {
             let control = tearing.control(scene.control_at(solver.time()));
             solver.step(&control, dt)?;
@@ -224,6 +226,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         (solver, device)
     } else if gpu {
         let mut options = crate::solver_options(args.backend, solve);
+        options.tiles = tiles;
         options.health_interval = 0;
         options.timestamps = true;
         let mut solver = hooke_sim::make_gpu_solver(&scene, &options)?;
@@ -360,6 +363,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "device": device,
         "timing": if gpu && !args.tearing { "mean over frames queued back to back, ending in one read-back" } else { "median of per-frame wall times" },
         "solver": solver.info().name,
+        "gpu_tiles": tiles,
         "relaxation": jacobi.map(|(w, _)| w),
         "spectral_radius": jacobi.map(|(_, rho)| rho),
         "threads": threads,
@@ -469,6 +473,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let jacobi_text = match jacobi {
             Some((w, rho)) if rho > 0.0 => format!(" [Jacobi ω = {w:.3}, Chebyshev ρ = {rho:.4}]"),
             Some((w, _)) => format!(" [Jacobi ω = {w:.3}, no Chebyshev]"),
+            None if tiles => " [tile-local sweeps]".to_string(),
             None => String::new(),
         };
         println!(

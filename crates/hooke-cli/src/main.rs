@@ -259,9 +259,25 @@ pub struct GpuSolveArgs {
     /// spectrum); 0 turns the acceleration off.
     #[arg(long)]
     spectral_radius: Option<f32>,
+    /// With --backend gpu and Gauss–Seidel: sweep each body's constraints in a workgroup of
+    /// its own, every colour in one dispatch (the same result; faster for many small bodies
+    /// or worlds, slower for one large cloth).
+    #[arg(long)]
+    gpu_tiles: bool,
 }
 
 impl GpuSolveArgs {
+    /// Whether `--gpu-tiles` is on, checked against `backend` and the solve.
+    ///
+    /// # Errors
+    /// `--gpu-tiles` on the CPU or with `--gpu-solve jacobi`.
+    pub fn tiles(&self, backend: Backend) -> Result<bool> {
+        if self.gpu_tiles && (backend == Backend::Cpu || self.gpu_solve == GpuSolveKind::Jacobi) {
+            anyhow::bail!("--gpu-tiles needs --backend gpu and the Gauss–Seidel solve");
+        }
+        Ok(self.gpu_tiles)
+    }
+
     /// The solve these options ask for on `backend`.
     ///
     /// # Errors

@@ -149,7 +149,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         ),
         false => None,
     };
-    let options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
+    let mut options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
+    options.tiles = args.gpu_solve.tiles(args.backend)?;
     let settings = BakeSettings { dir: dir.clone(), format, options, strict: args.strict };
     let bake = Bake::new(&mut scene, settings)?;
     if let Some(note) = bake.note() {

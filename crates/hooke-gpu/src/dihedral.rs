@@ -10,7 +10,7 @@ use crate::kernel::{Access::*, KernelSpec};
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "dihedral.wgsl",
     source: crate::shaders::DIHEDRAL,
-    entries: &["solve"],
-    access: &[Read, ReadWrite, Read, ReadWrite],
+    entries: &["solve", "solve_tiles"],
+    access: &[Read, ReadWrite, Read, ReadWrite, Read],
     slot: true,
 };

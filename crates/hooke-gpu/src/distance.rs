@@ -26,7 +26,7 @@ use crate::kernel::{Access::*, KernelSpec};
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "distance.wgsl",
     source: crate::shaders::DISTANCE,
-    entries: &["solve"],
-    access: &[Read, ReadWrite, Read, ReadWrite],
+    entries: &["solve", "solve_tiles"],
+    access: &[Read, ReadWrite, Read, ReadWrite, Read],
     slot: true,
 };

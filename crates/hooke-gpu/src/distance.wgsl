@@ -14,7 +14,11 @@ fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     if k >= colour.count {
         return;
     }
-    let ci = colour.start + k;
+    solve_one(colour.start + k);
+}
+
+// Projects constraint ci (of the colour being swept; λ from 0 when `colour.first` is set).
+fn solve_one(ci: u32) {
     let c = constraints[ci];
     var lam = 0.0;
     if colour.first == 0u {

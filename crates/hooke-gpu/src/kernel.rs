@@ -142,16 +142,23 @@ impl Kernel {
             immediate_size: 0,
         });
         let module = module(device, spec.name, spec.source);
+        // The tile sweeps (`tiles.wgsl`) take as many threads per workgroup as the device allows,
+        // up to 1024: each thread of a tile sweeps fewer constraints one after another.
+        let limits = device.limits();
+        let tile_threads =
+            limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).clamp(256, 1024);
+        let tile_constants = [("TILE_THREADS", tile_threads as f64)];
         let pipelines = spec
             .entries
             .iter()
             .map(|&entry| {
+                let constants: &[(&str, f64)] = if entry == "solve_tiles" { &tile_constants } else { &[] };
                 device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(entry),
                     layout: Some(&layout),
                     module: &module,
                     entry_point: Some(entry),
-                    compilation_options: Default::default(),
+                    compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
                     cache: None,
                 })
             })
@@ -228,6 +235,30 @@ impl Bound {
         pass.set_bind_group(1, params.0, &[params.1]);
         pass.set_bind_group(2, slot.0, &[slot.1]);
         dispatch(pass, n);
+    }
+}
+
+impl Bound {
+    /// As [`Bound::run_group`], over `groups` whole workgroups (one per tile of `tiles.wgsl`,
+    /// spilling into y beyond 65 535) instead of a thread count.
+    pub fn run_workgroups(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        entry: usize,
+        group: &wgpu::BindGroup,
+        params: (&wgpu::BindGroup, u32),
+        slot: (&wgpu::BindGroup, u32),
+        groups: u32,
+    ) {
+        if groups == 0 {
+            return;
+        }
+        pass.set_pipeline(&self.kernel.pipelines[entry]);
+        pass.set_bind_group(0, group, &[]);
+        pass.set_bind_group(1, params.0, &[params.1]);
+        pass.set_bind_group(2, slot.0, &[slot.1]);
+        let x = groups.min(MAX_GROUPS);
+        pass.dispatch_workgroups(x, groups.div_ceil(x), 1);
     }
 }
 

@@ -8,11 +8,14 @@ pub const PREDICT: &str =
 pub const AERODYNAMICS: &str =
     concat!(include_str!("common.wgsl"), include_str!("worlds.wgsl"), include_str!("aerodynamics.wgsl"));
 /// `distance.wgsl`: the XPBD/PBD distance-constraint sweep of one colour.
-pub const DISTANCE: &str = concat!(include_str!("common.wgsl"), include_str!("distance.wgsl"));
+pub const DISTANCE: &str =
+    concat!(include_str!("common.wgsl"), include_str!("distance.wgsl"), include_str!("tiles.wgsl"));
 /// `dihedral.wgsl`: the XPBD/PBD sweep of one colour of cloth hinges (dihedral bending).
-pub const DIHEDRAL: &str = concat!(include_str!("common.wgsl"), include_str!("dihedral.wgsl"));
+pub const DIHEDRAL: &str =
+    concat!(include_str!("common.wgsl"), include_str!("dihedral.wgsl"), include_str!("tiles.wgsl"));
 /// `rope_bending.wgsl`: the XPBD/PBD sweep of one colour of rope joints (bending).
-pub const ROPE_BENDING: &str = concat!(include_str!("common.wgsl"), include_str!("rope_bending.wgsl"));
+pub const ROPE_BENDING: &str =
+    concat!(include_str!("common.wgsl"), include_str!("rope_bending.wgsl"), include_str!("tiles.wgsl"));
 /// `rope_solver.wgsl`: the direct rope solver, one thread per rope.
 pub const ROPE_SOLVER: &str = concat!(include_str!("common.wgsl"), include_str!("rope_solver.wgsl"));
 /// `tethers.wgsl`: long-range attachments, one thread per tethered particle.

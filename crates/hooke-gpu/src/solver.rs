@@ -15,7 +15,7 @@ use crate::raycast::Raycast;
 use crate::readback;
 use crate::rope_solver::RopeSolver;
 use crate::self_collision::SelfCollision;
-use crate::set_sweep::SetSweep;
+use crate::set_sweep::{SetSweep, tile_table};
 use crate::tangents::{self, Tangents};
 use crate::tethers::Tethers;
 use crate::timing::{FrameTimer, StageTimer};
@@ -49,11 +49,23 @@ pub struct GpuSettings {
     pub normals: bool,
     /// How each substep's distance constraints are solved. Colour Gauss–Seidel by default.
     pub solve: GpuSolve,
+    /// Gauss–Seidel only: sweep each body's constraints in a workgroup of its own, every colour
+    /// in one dispatch per constraint set and iteration (`tiles.wgsl`), instead of one dispatch
+    /// per colour for the whole model. The same result bit for bit; faster where dispatches set
+    /// the pace (many small bodies, worlds of small cloths), slower for one large body, whose
+    /// colours then run on one workgroup. Off by default.
+    pub tiles: bool,
 }
 
 impl Default for GpuSettings {
     fn default() -> Self {
-        GpuSettings { xpbd: XpbdSettings::default(), health_interval: 1, normals: true, solve: GpuSolve::GaussSeidel }
+        GpuSettings {
+            xpbd: XpbdSettings::default(),
+            health_interval: 1,
+            normals: true,
+            solve: GpuSolve::GaussSeidel,
+            tiles: false,
+        }
     }
 }
 
@@ -198,10 +210,30 @@ impl Bindings {
         let [distance, dihedral, rope_bending] = set_colours(model);
         let swept = hooke::solver::swept_colours(model, settings.xpbd.rope_solver);
         let joints = ropes.is_none();
-        let sweep = |spec, records, lambda, colours: (Vec<(u32, u32)>, u32), swept: &dyn Fn(usize) -> bool| {
+        // Tile-local sweeps with Gauss–Seidel only (the Jacobi solve has its own iteration).
+        let tiled = settings.tiles && jacobi.is_none();
+        let sweep = |spec,
+                     records,
+                     lambda,
+                     colours: (Vec<(u32, u32)>, u32),
+                     swept: &dyn Fn(usize) -> bool,
+                     tiles: Option<Vec<[u32; 2]>>| {
             let (position, displacement) = (&b.position, &b.displacement);
             let (kernel, (colours, first)) = (kernels.get(spec), colours);
-            SetSweep::new(kernel, device, position, displacement, records, lambda, alternate, colours, first, swept)
+            let tiles = tiles.filter(|_| tiled);
+            SetSweep::new(
+                kernel,
+                device,
+                position,
+                displacement,
+                records,
+                lambda,
+                alternate,
+                colours,
+                first,
+                swept,
+                tiles,
+            )
         };
         Bindings {
             params_group: SharedLayouts::uniform_group(device, &layouts.params, &b.params, size_of::<Params>() as u64),
@@ -213,14 +245,29 @@ impl Bindings {
             ),
             predict: Predict::new(kernels, device, b),
             aerodynamics: Aerodynamics::new(kernels, device, b),
-            distance: sweep(&crate::distance::SPEC, &b.constraints, &b.lambda, distance, &|c| swept[c]),
-            dihedral: sweep(&crate::dihedral::SPEC, &b.dihedral, &b.lambda_dihedral, dihedral, &|_| true),
+            distance: sweep(
+                &crate::distance::SPEC,
+                &b.constraints,
+                &b.lambda,
+                distance,
+                &|c| swept[c],
+                tiled.then(|| tile_table(model.distance(), |c| swept[c])).flatten(),
+            ),
+            dihedral: sweep(
+                &crate::dihedral::SPEC,
+                &b.dihedral,
+                &b.lambda_dihedral,
+                dihedral,
+                &|_| true,
+                tiled.then(|| tile_table(model.dihedral(), |_| true)).flatten(),
+            ),
             rope_bending: sweep(
                 &crate::rope_bending::SPEC,
                 &b.rope_bending,
                 &b.lambda_rope_bending,
                 rope_bending,
                 &|_| joints,
+                tiled.then(|| tile_table(model.rope_bending(), |_| joints)).flatten(),
             ),
             jacobi,
             ropes,
@@ -391,6 +438,12 @@ impl GpuXpbdSolver {
     /// (3 × the triangle count indices; 16 zero bytes for a model without triangles).
     pub fn triangle_buffer(&self) -> &wgpu::Buffer {
         &self.b.triangles
+    }
+
+    /// Whether some constraint set is swept tile by tile ([`GpuSettings::tiles`] on and a
+    /// tile table that could be made).
+    pub fn uses_tiles(&self) -> bool {
+        self.k.distance.tiled() || self.k.dihedral.tiled() || self.k.rope_bending.tiled()
     }
 
     /// Starts timing the next `frames` frames on the GPU: each frame's compute pass writes a

@@ -39,6 +39,8 @@ pub struct SolverOptions {
     pub timestamps: bool,
     /// GPU: the context to run on (a viewer's device); `None` opens one.
     pub context: Option<Arc<GpuContext>>,
+    /// GPU, Gauss–Seidel: sweep each body in a workgroup of its own ([`GpuSettings::tiles`]).
+    pub tiles: bool,
 }
 
 impl SolverOptions {
@@ -51,6 +53,7 @@ impl SolverOptions {
             health_interval: 1,
             timestamps: false,
             context: None,
+            tiles: false,
         }
     }
 }
@@ -122,7 +125,12 @@ pub fn make_gpu_solver(scene: &Scene, options: &SolverOptions) -> Result<GpuXpbd
         None if options.timestamps => GpuContext::with_timestamps()?,
         None => GpuContext::new()?,
     };
-    let settings =
-        GpuSettings { xpbd, health_interval: options.health_interval, normals: true, solve: options.gpu_solve };
+    let settings = GpuSettings {
+        xpbd,
+        health_interval: options.health_interval,
+        normals: true,
+        solve: options.gpu_solve,
+        tiles: options.tiles,
+    };
     Ok(GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?)
 }

@@ -37,6 +37,7 @@ mod robustness;
 mod ropes;
 mod self_collision;
 mod surface;
+mod tiles;
 mod timing;
 mod worlds;
 
