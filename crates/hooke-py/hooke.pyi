@@ -147,7 +147,7 @@ def run_batch(
     resume: bool = False,
     backend: str = "cpu",
     jobs: int = 1,
-    worlds: int = 1,
+    worlds: Optional[int] = None,
 ) -> list:
     """Runs the samples of a batch manifest (the format of `hooke batch`) in shard `shard`
     ("i/n" or (i, n); default: all), each into its own folder under `out` (default: the
@@ -155,9 +155,11 @@ def run_batch(
     reason, files, frames, max_residual_strain, max_penetration_m, ...). A sample that blows
     up or fails a quality check is recorded as failed and the shard goes on. `jobs` samples
     are baked at the same time, each on a thread of its own (the results are the same);
-    `worlds` samples are packed into one model of worlds and solved together, with the same
-    results bit for bit (the samples of a pack must share their [solver] and [air]; not with
-    `jobs`). On the GPU a pack is one model solved by the same dispatches.
+    Up to `worlds` samples are packed into one model of worlds and solved together, with the
+    same results bit for bit: runs of consecutive samples that share their [solver] and [air],
+    up to 2**20 particles a pack; a sample that tears or iterates "auto" runs alone; not with
+    `jobs`. On the GPU a pack is one model solved by the same dispatches. Default (None): 256
+    on the GPU, 1 on the CPU or with `jobs` > 1.
 
     Raises ValueError for a bad manifest, or samples already there without `resume`.
     """

@@ -18,7 +18,7 @@ echo "== grid:1024 preset (one cloth of as many particles)" >> "$R"
 $B bench grid:1024 --backend gpu --frames 60 --stages >> "$R" 2>&1
 T=$(mktemp -d)
 echo "== batch 256 x grid64, gpu, one after another" >> "$R"
-/usr/bin/time -f "%e s wall %U s user" $B batch sweep256.toml --out $T/g1 --backend gpu 2>&1 | tail -2 >> "$R"
+/usr/bin/time -f "%e s wall %U s user" $B batch sweep256.toml --out $T/g1 --backend gpu --worlds 1 2>&1 | tail -2 >> "$R"
 for W in 64 256; do
   echo "== batch 256 x grid64, gpu, --worlds $W" >> "$R"
   /usr/bin/time -f "%e s wall %U s user" $B batch sweep256.toml --out $T/g$W --backend gpu --worlds $W 2>&1 | tail -2 >> "$R"

@@ -38,13 +38,14 @@ pub struct BatchArgs {
     /// every thread). Small scenes keep about one core busy each: give the number of cores.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
-    /// Pack this many samples into one model of worlds, solved together by the same sweeps
-    /// (default 1: each alone). Each sample's results are bit for bit its own run's; the
-    /// samples of a pack must share their `[solver]` and `[air]`, and neither tear nor iterate
-    /// "auto". On the GPU this is what fills the device with small scenes.
-    #[arg(long, default_value_t = 1)]
-    worlds: usize,
-    /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; the samples run one after another).
+    /// Pack up to this many samples into one model of worlds, solved together by the same
+    /// sweeps (1: each alone). Each sample's results are bit for bit its own run's. Consecutive
+    /// samples that share their `[solver]` and `[air]` are packed together, up to 2²⁰
+    /// particles a pack; a sample that tears or iterates "auto" runs alone. Default: 256 on the
+    /// GPU (what fills the device with small scenes), 1 on the CPU (where --jobs is faster).
+    #[arg(long)]
+    worlds: Option<usize>,
+    /// Where to simulate: cpu, or gpu (XPBD/PBD scenes).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: crate::Backend,
 }
@@ -75,27 +76,36 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         },
     };
     anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
-    anyhow::ensure!(args.worlds >= 1, "--worlds must be ≥ 1, got {}", args.worlds);
-    anyhow::ensure!(
-        args.worlds == 1 || args.jobs == 1,
-        "--worlds and --jobs do not go together: a pack uses every thread"
-    );
+    let worlds = match args.worlds {
+        Some(w) => w,
+        None if args.backend == crate::Backend::Gpu && args.jobs == 1 => 256,
+        None => 1,
+    };
+    anyhow::ensure!(worlds >= 1, "--worlds must be ≥ 1, got {worlds}");
+    anyhow::ensure!(worlds == 1 || args.jobs == 1, "--worlds and --jobs do not go together: a pack uses every thread");
     let mine = manifest.shard(shard).count();
     if args.dry_run {
         let samples: Vec<_> = manifest.shard(shard).collect();
+        let mut particles = Vec::with_capacity(samples.len());
         for s in &samples {
             println!("{} {} {}", s.id(), s.scene, serde_json::to_string(&s.set).unwrap_or_default());
-            s.load(crate::memory_limit())?;
+            particles.push(s.load(crate::memory_limit())?.model.particle_count());
         }
-        if args.worlds > 1 {
+        let mut packed = String::new();
+        if worlds > 1 {
             // The packs the run would make, made (and dropped) here.
-            for pack in samples.chunks(args.worlds) {
+            let packs = hooke_sim::batch::pack_groups(&samples, &particles, worlds)?;
+            for pack in packs.iter().filter(|p| p.len() > 1) {
                 let inputs: Vec<_> = pack.iter().map(|s| (s.path.as_path(), &s.set)).collect();
                 hooke_sim::worlds::pack(&inputs, crate::memory_limit())
                     .map_err(|(k, e)| anyhow::anyhow!("sample {}: {e}", pack[k].index))?;
             }
+            let alone = packs.iter().filter(|p| p.len() == 1).count();
+            packed = format!(
+                ", in {} of up to {worlds} worlds ({alone} alone)",
+                crate::count(packs.len() - alone, "pack", "packs")
+            );
         }
-        let packed = if args.worlds > 1 { format!(", packed by {}", args.worlds) } else { String::new() };
         println!(
             "{} of {} in shard {shard}, every scene loaded{packed}",
             crate::count(mine, "sample", "samples"),
@@ -126,7 +136,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         options,
         memory_limit: crate::memory_limit(),
         jobs: args.jobs,
-        worlds: args.worlds,
+        worlds,
     };
     let mut n = 0;
     let summary = run_shard(&manifest, &settings, crate::run::interrupted(), |r| {

@@ -662,7 +662,7 @@ fn interruptible<T: Send>(
 
 /// See hooke.pyi.
 #[pyfunction]
-#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu", jobs = 1, worlds = 1))]
+#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu", jobs = 1, worlds = None))]
 #[allow(clippy::too_many_arguments)]
 fn run_batch(
     py: Python<'_>,
@@ -672,11 +672,13 @@ fn run_batch(
     resume: bool,
     backend: &str,
     jobs: i64,
-    worlds: i64,
+    worlds: Option<i64>,
 ) -> PyResult<Py<PyAny>> {
     if !(1..=1024).contains(&jobs) {
         return Err(PyValueError::new_err(format!("jobs: must be 1 to 1024, got {jobs}")));
     }
+    // As `hooke batch`: packed by up to 256 on the GPU unless samples run side by side.
+    let worlds = worlds.unwrap_or(if backend == "gpu" && jobs == 1 { 256 } else { 1 });
     if worlds < 1 {
         return Err(PyValueError::new_err(format!("worlds: must be ≥ 1, got {worlds}")));
     }

@@ -27,6 +27,51 @@ pub struct Packed {
     pub colliders: Vec<Range<usize>>,
 }
 
+/// The sections that the worlds of a pack share, `[solver]` and `[air]` (empty tables where a
+/// scene has none), of the scene table `t` (named `who` in messages).
+///
+/// # Errors
+/// A message naming the scene when it cannot be packed: it has `[[cut]]` or `[[world]]`, a
+/// material that tears, or `iterations = "auto"`.
+fn shared_sections(t: &toml::Table, who: &str) -> Result<(toml::Value, toml::Value), String> {
+    for key in ["cut", "world"] {
+        if t.contains_key(key) {
+            return Err(format!("{who}: a scene with [[{key}]] cannot be packed into worlds"));
+        }
+    }
+    if let Some(toml::Value::Table(m)) = t.get("materials") {
+        for (name, material) in m {
+            if material.get("tear_strain").is_some() {
+                return Err(format!("{who}: materials.{name} tears (tear_strain): it cannot be packed into worlds"));
+            }
+        }
+    }
+    let shared = (
+        t.get("solver").cloned().unwrap_or(toml::Value::Table(Default::default())),
+        t.get("air").cloned().unwrap_or(toml::Value::Table(Default::default())),
+    );
+    if let Some(iterations) = shared.0.get("iterations")
+        && iterations.as_str() == Some("auto")
+    {
+        return Err(format!(
+            "{who}: iterations = \"auto\" measures the residual over the whole model; set a fixed count to pack scenes \
+             into worlds"
+        ));
+    }
+    Ok(shared)
+}
+
+/// Which scenes the scene file `path` with the dotted keys `set` changed may be packed with:
+/// `Some(key)`, equal for scenes whose `[solver]` and `[air]` are equal (compared key by key
+/// as written); `None` when it cannot be packed at all (see [`pack`]).
+///
+/// # Errors
+/// The file cannot be read or parsed, or a key cannot be set.
+pub fn pack_key(path: &Path, set: &toml::Table) -> Result<Option<String>, String> {
+    let (_, t) = scene_table(path, set)?;
+    Ok(shared_sections(&t, &path.display().to_string()).ok().map(|(solver, air)| format!("{solver}\n{air}")))
+}
+
 /// Packs the scene files `scenes` (each with the dotted keys of its table changed, as a batch
 /// sample does) into one scene of as many worlds.
 ///
@@ -48,23 +93,7 @@ pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packe
         let who = format!("{} (world {k})", path.display());
         let at = |message: String| (k, message);
         let (_, t) = scene_table(path, set).map_err(at)?;
-        for key in ["cut", "world"] {
-            if t.contains_key(key) {
-                return Err(at(format!("{who}: a scene with [[{key}]] cannot be packed into worlds")));
-            }
-        }
-        let shared = (
-            t.get("solver").cloned().unwrap_or(toml::Value::Table(Default::default())),
-            t.get("air").cloned().unwrap_or(toml::Value::Table(Default::default())),
-        );
-        if let Some(iterations) = shared.0.get("iterations")
-            && iterations.as_str() == Some("auto")
-        {
-            return Err(at(format!(
-                "{who}: iterations = \"auto\" measures the residual over the whole model; set a fixed count to pack \
-                 scenes into worlds"
-            )));
-        }
+        let shared = shared_sections(&t, &who).map_err(at)?;
         match &reference {
             None => reference = Some(shared.clone()),
             Some((solver, air)) => {
@@ -83,11 +112,6 @@ pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packe
         let prefix = |name: &str| format!("w{k}_{name}");
         if let Some(toml::Value::Table(m)) = t.get("materials") {
             for (name, material) in m {
-                if material.get("tear_strain").is_some() {
-                    return Err(at(format!(
-                        "{who}: materials.{name} tears (tear_strain): it cannot be packed into worlds"
-                    )));
-                }
                 materials.insert(prefix(name), material.clone());
             }
         }
