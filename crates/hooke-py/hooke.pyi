@@ -47,7 +47,7 @@ class Simulation:
         vertices: npt.ArrayLike,
         triangles: npt.ArrayLike,
         material: Mapping[str, Any],
-        pins: Optional[Sequence[int]] = None,
+        pins: Union[None, int, Sequence[int]] = None,
         uvs: Optional[npt.ArrayLike] = None,
         scene: Optional[Mapping[str, Any]] = None,
         backend: str = "cpu",
@@ -60,7 +60,7 @@ class Simulation:
         material: the keys of a scene's [materials.X] table: density (kg/m²),
             stretch_stiffness (N/m), shear_stiffness (N/m), bending_modulus (N·m), thickness
             (m), damping, friction, tear_strain, ...
-        pins: vertex indices held where they are.
+        pins: vertex indices held where they are (an int or a sequence of ints; booleans are refused).
         uvs: (n, 2) texture coordinates (needed for tearing); default: none.
         scene: the rest of a scene file as a dict: "solver" ({"substeps": 20, "iterations":
             2, "fps": 60, "frames": 240, ...}), "gravity" (m/s²), "wind" (m/s), "air",

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The tile-sweep figures of docs/BENCHMARKS.md ("Tile sweeps"):
 #   scripts/scale/tiles_gpu.sh HOOKE_BINARY RESULTS_FILE
-# Needs a GPU adapter (docs/GPU.md). Each scene colour by colour, then with --gpu-tiles.
+# Needs a GPU adapter (for lavapipe: WGPU_BACKEND and VK_ICD_FILENAMES as .ci/run sets them). Each scene colour by colour, then with --gpu-tiles.
 set -u
 B=$(realpath "$1"); R=$(realpath -m "$2")
 cd "$(dirname "$0")"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU worlds figures of docs/BENCHMARKS.md ("Worlds on the H200"):
 #   scripts/scale/worlds_gpu.sh HOOKE_BINARY RESULTS_FILE
-# Needs a GPU adapter (WGPU_BACKEND etc. as in docs/GPU.md). Run from anywhere.
+# Needs a GPU adapter (for lavapipe: WGPU_BACKEND and VK_ICD_FILENAMES as .ci/run sets them). Run from anywhere.
 set -u
 B=$(realpath "$1"); R=$(realpath -m "$2")
 cd "$(dirname "$0")"

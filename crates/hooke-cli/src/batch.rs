@@ -45,9 +45,11 @@ pub struct BatchArgs {
     /// GPU (what fills the device with small scenes), 1 on the CPU (where --jobs is faster).
     #[arg(long)]
     worlds: Option<usize>,
-    /// Where to simulate: cpu, or gpu (XPBD/PBD scenes).
+    /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; packed into worlds by default).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: crate::Backend,
+    #[command(flatten)]
+    gpu_solve: crate::GpuSolveArgs,
 }
 
 pub fn batch(args: BatchArgs) -> Result<()> {
@@ -81,8 +83,9 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         None if args.backend == crate::Backend::Gpu && args.jobs == 1 => 256,
         None => 1,
     };
-    anyhow::ensure!(worlds >= 1, "--worlds must be ≥ 1, got {worlds}");
+    anyhow::ensure!((1..=65_536).contains(&worlds), "--worlds must be between 1 and 65536, got {worlds}");
     anyhow::ensure!(worlds == 1 || args.jobs == 1, "--worlds and --jobs do not go together: a pack uses every thread");
+    let (solve, tiles) = (args.gpu_solve.solve(args.backend)?, args.gpu_solve.tiles(args.backend)?);
     let mine = manifest.shard(shard).count();
     if args.dry_run {
         let samples: Vec<_> = manifest.shard(shard).collect();
@@ -124,7 +127,8 @@ pub fn batch(args: BatchArgs) -> Result<()> {
             crate::Backend::Gpu => "gpu",
         }
     );
-    let mut options = crate::solver_options(args.backend, hooke_gpu::GpuSolve::GaussSeidel);
+    let mut options = crate::solver_options(args.backend, solve);
+    options.tiles = tiles;
     if args.backend == crate::Backend::Gpu {
         // One device for every sample: its kernels are compiled once.
         options.context = Some(hooke_gpu::GpuContext::new().map_err(|e| anyhow::anyhow!("--backend gpu: {e}"))?);

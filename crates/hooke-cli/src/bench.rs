@@ -86,7 +86,7 @@ pub struct BenchArgs {
     worlds: usize,
     /// GPU only: after the timed frames, time each stage of 10 more frames with timestamps
     /// inside the compute pass (where the adapter offers them) and report ms per frame per
-    /// stage.
+    /// stage. The end strain and residual are then measured after those frames.
     #[arg(long)]
     stages: bool,
     /// Print one JSON object instead of text.
@@ -119,7 +119,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     // The pool first: loading a scene may already use it (a mesh collider's grid).
     let threads = crate::set_threads(args.threads)?;
     let mut scene = crate::presets::resolve(&args.scene)?;
-    anyhow::ensure!(args.worlds >= 1, "--worlds must be ≥ 1, got {}", args.worlds);
+    anyhow::ensure!((1..=65_536).contains(&args.worlds), "--worlds must be between 1 and 65536, got {}", args.worlds);
+    anyhow::ensure!(
+        !args.stages || args.backend == crate::Backend::Gpu,
+        "--stages needs --backend gpu (GPU timestamps)"
+    );
     if args.worlds > 1 {
         let path = std::path::Path::new(&args.scene);
         anyhow::ensure!(
@@ -127,11 +131,21 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             "--worlds packs copies of a scene file, and {:?} is a preset; write the scene to a file",
             args.scene
         );
-        let unchanged = toml::Table::new();
-        let copies = vec![(path, &unchanged); args.worlds];
+        // --substeps and --iterations apply before packing (a scene that iterates "auto" can
+        // then be packed).
+        let mut set = toml::Table::new();
+        if let Some(s) = args.substeps {
+            set.insert("solver.substeps".into(), (s as i64).into());
+        }
+        if let Some(i) = args.iterations {
+            set.insert("solver.iterations".into(), (i as i64).into());
+        }
+        let copies = vec![(path, &set); args.worlds];
+        let name = format!("{}_{}worlds", scene.name, args.worlds);
         scene = hooke_sim::worlds::pack(&copies, crate::memory_limit())
             .map_err(|(_, e)| anyhow::anyhow!("--worlds {}: {e}", args.worlds))?
             .scene;
+        scene.name = name;
     }
     if let Some(on) = args.self_collision {
         crate::set_self_collision(&mut scene, on)?;

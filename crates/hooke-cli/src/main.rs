@@ -82,6 +82,23 @@ fn view(args: ViewArgs) -> Result<()> {
     hooke_viewer::run(scene, demo, backend, args.frames)
 }
 
+/// Raises the soft limit of open files to the hard limit: a cache keeps a few files open per
+/// body until it is complete, and packed worlds or a batch's pack have hundreds of bodies (600
+/// worlds of one cloth in USD passed the usual soft limit of 1024).
+fn raise_open_file_limit() {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: plain system calls on a local struct.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+                limit.rlim_cur = limit.rlim_max;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+        }
+    }
+}
+
 fn main() -> ExitCode {
     // A closed pipe ends the process quietly, as it does `cat` (`hooke batch M --dry-run | head`),
     // instead of the panic of a failed print. Rust ignores SIGPIPE by default.
@@ -90,6 +107,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    raise_open_file_limit();
     let cli = Cli::parse();
     let result: Result<()> = match cli.command {
         Command::Run(args) => run::run(args),

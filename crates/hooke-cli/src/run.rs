@@ -55,7 +55,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     worlds: Option<usize>,
     /// `KEY=[V0, V1, …]`: a dotted scene key (as in a batch manifest's `set`) and one TOML value
-    /// per world; repeatable, every list as long as the others (and as --worlds).
+    /// per world; repeatable, every list as long as the others and as --worlds (without
+    /// --worlds, the lists' length is the number of worlds). `name` and `output` keys cannot
+    /// vary.
     #[arg(long, value_name = "KEY=[VALUES]")]
     vary: Vec<String>,
 }
@@ -68,6 +70,11 @@ fn world_sets(worlds: Option<usize>, vary: &[String]) -> Result<Vec<toml::Table>
         let Some((key, values)) = v.split_once('=') else { bail!("--vary {v:?}: expected KEY=[V0, V1, …]") };
         let key = key.trim();
         anyhow::ensure!(!key.is_empty(), "--vary {v:?}: the key is empty");
+        anyhow::ensure!(
+            key != "name" && key != "output" && !key.starts_with("output."),
+            "--vary {key}: the worlds are baked as one scene, with one name and one output: this key cannot vary"
+        );
+        anyhow::ensure!(lists.iter().all(|(k, _)| k != key), "--vary {key}: given twice");
         let parsed: toml::Table = toml::from_str(&format!("v = {values}")).map_err(|e| {
             anyhow::anyhow!("--vary {key}: the values are not a TOML array: {}", e.to_string().trim_end())
         })?;
@@ -102,12 +109,21 @@ pub fn run(args: RunArgs) -> Result<()> {
             )
         };
         let sets = world_sets(args.worlds, &args.vary)?;
+        // Each world's scene loaded on its own first: a bad key or value is named as the user
+        // wrote it, with its world.
+        for (k, set) in sets.iter().enumerate() {
+            hooke_sim::batch::load_scene(path, set, crate::memory_limit())
+                .map_err(|e| anyhow::anyhow!("world {k} (--vary values number {k}): {e}"))?;
+        }
         let copies: Vec<(&Path, &toml::Table)> = sets.iter().map(|set| (path.as_path(), set)).collect();
         let name = format!("{}_{}worlds", scene.name, sets.len());
+        let output = scene.output.clone();
         scene = hooke_sim::worlds::pack(&copies, crate::memory_limit())
             .map_err(|(k, e)| anyhow::anyhow!("world {k}: {e}"))?
             .scene;
         scene.name = name;
+        // The scene's cache format; its folder is the packed scene's own (out/<name>_<N>worlds).
+        scene.output.format = output.format;
     }
     if let Some(on) = args.self_collision {
         crate::set_self_collision(&mut scene, on)?;

@@ -420,16 +420,27 @@ fn run_with_worlds_bakes_each_world_as_its_scene_alone() {
         assert!(packed == read(&format!("alone/samples/{k:06}/sheet.pc2")), "world {k} differs from its scene alone");
     }
     assert!(read("packed/w0_sheet.pc2") != read("packed/w1_sheet.pc2"), "the worlds were not varied");
-    // A list of the wrong length, a key with no list, and the default scene are refused.
-    for args in [
-        vec!["run", "scenes/drape.toml", "--worlds", "2", "--vary", "gravity=[[0.0, -1.0, 0.0]]"],
-        vec!["run", "scenes/drape.toml", "--vary", "gravity=[0.0"],
-        vec!["run", "--worlds", "2"],
+    // Refused, with a message that names the flag, the key as written and the world: a list of
+    // the wrong length, a key with no list, the default scene, a key the scene does not know,
+    // a bad value in one world, a key that cannot vary, a key given twice.
+    for (args, needle) in [
+        (vec!["run", "scenes/drape.toml", "--worlds", "2", "--vary", "gravity=[[0.0, -1.0, 0.0]]"], "--vary gravity"),
+        (vec!["run", "scenes/drape.toml", "--vary", "gravity=[0.0"], "--vary gravity"),
+        (vec!["run", "--worlds", "2"], "--worlds"),
+        (vec!["run", "scenes/drape.toml", "--vary", "nosuchtable.x=[1, 2]"], "world 0"),
+        (vec!["run", "scenes/drape.toml", "--vary", "materials.cotton.density=[0.1, \"abc\"]"], "world 1"),
+        (vec!["run", "scenes/drape.toml", "--vary", "materials.cotton.nosuch=[1, 2]"], "materials.cotton.nosuch"),
+        (vec!["run", "scenes/drape.toml", "--vary", "name=[\"a\", \"b\"]"], "cannot vary"),
+        (
+            vec!["run", "scenes/drape.toml", "--vary", "gravity=[[0, -1, 0]]", "--vary", "gravity=[[0, -2, 0]]"],
+            "given twice",
+        ),
     ] {
         let o = hooke(&args, tmp.path());
         assert!(!o.status.success(), "{args:?}: {}", text(&o));
-        assert!(text(&o).contains("--vary") || text(&o).contains("--worlds"), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(needle), "{args:?}: wanted {needle:?} in {}", text(&o));
     }
+    assert!(!tmp.path().join("out").exists(), "a refused run wrote output");
 }
 
 /// A reader that stops early (`hooke batch M --dry-run | head -1`) ends hooke quietly, by the

@@ -604,6 +604,13 @@ fn max_speed_is_derived_from_the_scene_or_set() {
     assert!(swept > 20.0 * 4.0 + one, "{swept}: a collider moving at 4 m/s");
     // No gravity and nothing moving: the floor.
     assert_eq!(limit(&format!("gravity = [0.0, 0.0, 0.0]\n{grid}")), scene::MIN_DERIVED_MAX_SPEED);
+    // Worlds: the strongest gravity and the windiest world set the limit, whichever world they
+    // are (world 1 here; world 0 alone would give the floor).
+    let worlds = limit(&format!(
+        "gravity = [0.0, 0.0, 0.0]\n{grid}[[world]]\ngravity = [0.0, -9.81, 0.0]\nwind = [10.0, 0.0, 0.0]\n\
+         [[cloth]]\nname = \"b\"\nworld = 1\nrows = 11\ncolumns = 11\nspacing = 0.1\n"
+    ));
+    assert!((worlds - (one + 20.0 * 10.0)).abs() < 1e-2, "{worlds} vs {}", one + 200.0);
     // Set in the file, for XPBD and force-based solvers alike; inf disables the check.
     assert_eq!(limit(&format!("[solver]\nmax_speed = 75.0\n{grid}")), 75.0);
     assert_eq!(limit(&format!("[solver]\nmax_speed = inf\n{grid}")), f32::INFINITY);

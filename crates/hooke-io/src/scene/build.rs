@@ -95,8 +95,16 @@ pub(super) fn build(
             ),
         });
     }
-    // The blow-up speed limit: the file's, or one that scales with the scene.
-    solver.set_max_speed(s.max_speed.unwrap_or_else(|| derived_max_speed(&model, wind, gust, &collider_motion)));
+    // The blow-up speed limit: the file's, or one that scales with the scene (the windiest
+    // world's air).
+    let air = |w: &Vec3, g: &Option<hooke::Gust>| w.length() + g.map_or(0.0, |g| g.amplitude.length());
+    let (limit_wind, limit_gust) = world_wind
+        .iter()
+        .map(|(w, g)| (*w, *g))
+        .fold((wind, gust), |best, (w, g)| if air(&w, &g) > air(&best.0, &best.1) { (w, g) } else { best });
+    solver.set_max_speed(
+        s.max_speed.unwrap_or_else(|| derived_max_speed(&model, limit_wind, limit_gust, &collider_motion)),
+    );
     let name = match &f.name {
         Some(n) => n.clone(),
         None => default_name.to_string(),

@@ -35,7 +35,8 @@ pub const MAX_SPEED_FACTOR: f32 = 20.0;
 ///
 /// max(50 m/s, 20 · (√(2|g|D) + |wind| + |gust amplitude| + v_colliders + v₀)),
 ///
-/// with D (m) the diagonal of the box that holds every particle and every collider (a
+/// with |g| the strongest gravity of the model's worlds, `wind` and `gust` those of the
+/// windiest world, D (m) the diagonal of the box that holds every particle and every collider (a
 /// collider as the sphere about its origin that holds it — a plane as its point — at rest
 /// and at each keyframe), so √(2|g|D) is the speed of a fall across the whole scene;
 /// v_colliders (m/s) the fastest keyframed collider motion, (|Δtranslation| + Δθ·D)/Δt
@@ -95,7 +96,9 @@ pub fn derived_max_speed(
     }
     let initial = model.particle_velocity().iter().map(|v| v.length()).filter(|v| v.is_finite()).fold(0.0, f32::max);
     let finite = |v: f32| if v.is_finite() { v } else { 0.0 };
-    let fall = finite((2.0 * model.gravity().length() * diagonal).sqrt());
+    // The strongest gravity of any world (each world falls at its own).
+    let g = model.worlds().iter().map(|w| finite(w.gravity.length())).fold(0.0, f32::max);
+    let fall = finite((2.0 * g * diagonal).sqrt());
     let air = finite(wind.length()) + gust.map_or(0.0, |g| finite(g.amplitude.length()));
     let reference = fall + air + collider_speed + initial;
     (MAX_SPEED_FACTOR * reference).max(MIN_DERIVED_MAX_SPEED)
