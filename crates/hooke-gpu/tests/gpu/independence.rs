@@ -43,10 +43,22 @@ fn rope() -> (Arc<Model>, Control) {
 
 /// How far (m) the bottom end hangs below its rest position after 2 s.
 fn drop(substeps: u32, iterations: u32, method: Method) -> f32 {
+    drop_with(substeps, iterations, method, false)
+}
+
+/// [`drop`], with `tiles`: the rope's segments swept by Gauss–Seidel in a tile of their own
+/// ([`GpuSettings::tiles`]) instead of the direct rope solver.
+fn drop_with(substeps: u32, iterations: u32, method: Method, tiles: bool) -> f32 {
     let ctx = common::gpu().expect("checked by the caller");
     let (model, control) = rope();
-    let s = XpbdSettings { substeps, iterations, method, air_damping: 4.0, parallel: false, ..XpbdSettings::default() };
-    let mut gpu = GpuXpbdSolver::new(ctx, model.clone(), s).unwrap();
+    let mut s =
+        XpbdSettings { substeps, iterations, method, air_damping: 4.0, parallel: false, ..XpbdSettings::default() };
+    if tiles {
+        s.rope_solver = hooke::RopeSolver::GaussSeidel;
+    }
+    let mut gpu =
+        GpuXpbdSolver::new(ctx, model.clone(), GpuSettings { xpbd: s, tiles, ..GpuSettings::default() }).unwrap();
+    assert_eq!(gpu.uses_tiles(), tiles);
     for _ in 0..120 {
         gpu.step(&control, 1.0 / 60.0).unwrap();
     }
@@ -88,4 +100,23 @@ fn pbd_drop_depends_on_iterations_and_substeps_on_the_gpu() {
     println!("GPU PBD drop: 5 it {it5:.5} m, 50 it {it50:.5} m, 40 substeps {sub40:.5} m");
     assert!(change(it5, it50) > 0.5, "iterations change the PBD drop by only {:.1}%", 100.0 * change(it5, it50));
     assert!(change(it5, sub40) > 0.5, "substeps change the PBD drop by only {:.1}%", 100.0 * change(it5, sub40));
+}
+
+/// The same independence with the segments swept tile by tile (issue #13 item 2): one
+/// workgroup sweeps the rope's colours, in one dispatch per iteration.
+#[test]
+fn xpbd_drop_is_independent_of_iterations_and_substeps_with_tile_sweeps() {
+    let _ = gpu_or_skip!();
+    let (model, _) = rope();
+    let m = model.particle_mass();
+    let segment = LENGTH / (PARTICLES - 1) as f32;
+    let discrete: f32 = (0..PARTICLES - 1).map(|k| 9.81 * m[k + 1..].iter().sum::<f32>() * segment / EA).sum();
+    let (it5, it50) = (drop_with(10, 5, Method::Xpbd, true), drop_with(10, 50, Method::Xpbd, true));
+    let sub40 = drop_with(40, 5, Method::Xpbd, true);
+    println!(
+        "GPU XPBD drop, tile sweeps: 5 it {it5:.5} m, 50 it {it50:.5} m, 40 substeps {sub40:.5} m; static {discrete:.5} m"
+    );
+    assert!(change(it50, discrete) < 0.02, "drop {it50} m against the static {discrete} m");
+    assert!(change(it5, it50) < 0.05, "iterations change the drop by {:.1}%", 100.0 * change(it5, it50));
+    assert!(change(it5, sub40) < 0.05, "substeps change the drop by {:.1}%", 100.0 * change(it5, sub40));
 }
