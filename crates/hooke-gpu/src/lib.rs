@@ -66,6 +66,16 @@
 //! GPU whose compiler contracts a·b + c into fused multiply-adds or divides approximately they
 //! differ by rounding, which the parity tests' tolerances allow for.
 //!
+//! ## Many scenes, many small bodies
+//!
+//! A model of several worlds ([`hooke::World`], issue #13) runs on the same dispatches: each
+//! kernel that needs a world's gravity, wind or colliders finds the particle's world by a
+//! binary search over the worlds' particle ranges (`worlds.wgsl`), and each world's positions
+//! are bit for bit those of its scene alone. With [`GpuSettings::tiles`], each body's
+//! constraints are swept by a workgroup of its own, every colour of a set in one dispatch
+//! (`tiles.wgsl`), the colour sweep's result again bit for bit: fewer dispatches for many
+//! small bodies, a slower sweep for one large one.
+//!
 //! ## Kernels
 //!
 //! One `.wgsl` file beside each `.rs` file that dispatches it; the sources are in [`shaders`].
