@@ -154,7 +154,7 @@ def run_batch(
     manifest's). Returns the records of the samples it ran (dicts: sample, scene, set, status,
     reason, files, frames, max_residual_strain, max_penetration_m, ...). A sample that blows
     up or fails a quality check is recorded as failed and the shard goes on. `jobs` samples
-    are baked at the same time, each on a thread of its own (the results are the same);
+    are baked at the same time, each on a thread of its own (the results are the same).
     Up to `worlds` samples are packed into one model of worlds and solved together, with the
     same results bit for bit: runs of consecutive samples that share their [solver] and [air],
     up to 2**20 particles a pack; a sample that tears or iterates "auto" runs alone; not with

@@ -36,13 +36,15 @@ pub struct BatchArgs {
     threads: Option<usize>,
     /// Samples baked at the same time, each on one thread (default 1: one sample at a time on
     /// every thread). Small scenes keep about one core busy each: give the number of cores.
+    /// Not with --worlds > 1 (on the GPU, --jobs > 1 turns the default packing off).
     #[arg(long, default_value_t = 1)]
     jobs: usize,
     /// Pack up to this many samples into one model of worlds, solved together by the same
     /// sweeps (1: each alone). Each sample's results are bit for bit its own run's. Consecutive
     /// samples that share their `[solver]` and `[air]` are packed together, up to 2²⁰
     /// particles a pack; a sample that tears or iterates "auto" runs alone. Default: 256 on the
-    /// GPU (what fills the device with small scenes), 1 on the CPU (where --jobs is faster).
+    /// GPU (what fills the device with small scenes) unless --jobs > 1 or a Jacobi solve
+    /// estimates its parameters, 1 on the CPU (where --jobs is faster).
     #[arg(long)]
     worlds: Option<usize>,
     /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; packed into worlds by default).
@@ -78,14 +80,25 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         },
     };
     anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
+    let (solve, tiles) = (args.gpu_solve.solve(args.backend)?, args.gpu_solve.tiles(args.backend)?);
+    // Jacobi's ω or ρ left to be estimated would be the whole pack's: no packing then.
+    let estimated = matches!(
+        solve,
+        hooke_gpu::GpuSolve::Jacobi { relaxation, spectral_radius } if relaxation.is_none() || spectral_radius.is_none()
+    );
+    let gpu = args.backend == crate::Backend::Gpu;
     let worlds = match args.worlds {
         Some(w) => w,
-        None if args.backend == crate::Backend::Gpu && args.jobs == 1 => 256,
+        None if gpu && args.jobs == 1 && !estimated => 256,
         None => 1,
     };
     anyhow::ensure!((1..=65_536).contains(&worlds), "--worlds must be between 1 and 65536, got {worlds}");
     anyhow::ensure!(worlds == 1 || args.jobs == 1, "--worlds and --jobs do not go together: a pack uses every thread");
-    let (solve, tiles) = (args.gpu_solve.solve(args.backend)?, args.gpu_solve.tiles(args.backend)?);
+    anyhow::ensure!(
+        worlds == 1 || !(gpu && estimated),
+        "--worlds {worlds} packs samples into one model, over which --gpu-solve jacobi would estimate its relaxation and \
+         spectral radius: give both (--relaxation, --spectral-radius), or run each sample alone (--worlds 1)"
+    );
     let mine = manifest.shard(shard).count();
     if args.dry_run {
         let samples: Vec<_> = manifest.shard(shard).collect();

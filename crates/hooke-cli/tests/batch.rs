@@ -346,6 +346,23 @@ vary = { "rope.0.end_mass" = [0.5, 2.0] }
     assert!(o.status.success(), "{}", text(&o));
     let worlds: Vec<_> = index(&tmp.path().join("mixed")).iter().map(|r| r["worlds"].as_u64()).collect();
     assert_eq!(worlds, [Some(2), Some(2), Some(2), Some(2), None]);
+    // On the GPU packing is the default, but not for a Jacobi solve that estimates its ω and ρ
+    // (they would be the whole pack's); asked for, it is refused with the way out.
+    let gpu = |extra: &[&str]| {
+        let mut args = vec!["batch", "mixed.toml", "--out", "j", "--backend", "gpu", "--dry-run"];
+        args.extend_from_slice(extra);
+        hooke(&args, tmp.path())
+    };
+    let o = gpu(&[]);
+    assert!(o.status.success() && text(&o).contains("in 2 packs of up to 256 worlds (1 alone)"), "{}", text(&o));
+    let o = gpu(&["--gpu-solve", "jacobi"]);
+    assert!(o.status.success() && !text(&o).contains("packs"), "{}", text(&o));
+    let o = gpu(&["--gpu-solve", "jacobi", "--worlds", "2"]);
+    assert!(
+        !o.status.success() && text(&o).contains("--relaxation") && text(&o).contains("--worlds 1"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The samples of `packs.toml` baked alone into `alone` and packed by 5 into `packed` (both

@@ -679,8 +679,8 @@ fn run_batch(
     }
     // As `hooke batch`: packed by up to 256 on the GPU unless samples run side by side.
     let worlds = worlds.unwrap_or(if backend == "gpu" && jobs == 1 { 256 } else { 1 });
-    if worlds < 1 {
-        return Err(PyValueError::new_err(format!("worlds: must be ≥ 1, got {worlds}")));
+    if !(1..=65_536).contains(&worlds) {
+        return Err(PyValueError::new_err(format!("worlds: must be 1 to 65536, got {worlds}")));
     }
     if worlds > 1 && jobs > 1 {
         return Err(PyValueError::new_err("worlds and jobs do not go together: a pack uses every thread"));

@@ -91,9 +91,10 @@ pub enum BatchError {
         /// The cause.
         source: BakeError,
     },
-    /// Stopped by the caller's flag (Ctrl-C); the sample under way was not kept.
-    #[error("interrupted during sample {0}; it was not kept (run again with --resume)")]
-    Interrupted(usize),
+    /// Stopped by the caller's flag (Ctrl-C); the samples under way (first, last: one sample,
+    /// or a pack) were not kept.
+    #[error("interrupted during {}; not kept (run again with --resume)", if .0 == .1 { format!("sample {}", .0) } else { format!("samples {}–{} (a pack)", .0, .1) })]
+    Interrupted(usize, usize),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BatchError + '_ {
@@ -793,7 +794,7 @@ fn run_sample(
                 && f.interrupted
             {
                 let _ = std::fs::remove_dir_all(&tmp);
-                return Err(BatchError::Interrupted(sample.index));
+                return Err(BatchError::Interrupted(sample.index, sample.index));
             }
             let outcome = Outcome {
                 frames: baked.frames_written,
@@ -1035,7 +1036,7 @@ fn bake_pack(
     for frame in 1..=packed.scene.frames {
         if stop.load(Ordering::SeqCst) {
             clean(&members);
-            return Err(BatchError::Interrupted(first.index));
+            return Err(BatchError::Interrupted(first.index, samples[samples.len() - 1].index));
         }
         let t0 = solver.time();
         let control = packed.scene.control_at(t0);
