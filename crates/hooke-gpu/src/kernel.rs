@@ -230,17 +230,12 @@ impl Bound {
         if n == 0 {
             return;
         }
-        pass.set_pipeline(&self.kernel.pipelines[entry]);
-        pass.set_bind_group(0, group, &[]);
-        pass.set_bind_group(1, params.0, &[params.1]);
-        pass.set_bind_group(2, slot.0, &[slot.1]);
+        self.bind_slot(pass, entry, group, params, slot);
         dispatch(pass, n);
     }
-}
 
-impl Bound {
-    /// As [`Bound::run_group`], over `groups` whole workgroups (one per tile of `tiles.wgsl`,
-    /// spilling into y beyond 65 535) instead of a thread count.
+    /// As [`Bound::run_group`], over `groups` whole workgroups (one per tile of `tiles.wgsl`)
+    /// instead of a thread count.
     pub fn run_workgroups(
         &self,
         pass: &mut wgpu::ComputePass<'_>,
@@ -253,12 +248,23 @@ impl Bound {
         if groups == 0 {
             return;
         }
+        self.bind_slot(pass, entry, group, params, slot);
+        dispatch_groups(pass, groups);
+    }
+
+    /// Sets entry point `entry`'s pipeline and its three bind groups.
+    fn bind_slot(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        entry: usize,
+        group: &wgpu::BindGroup,
+        params: (&wgpu::BindGroup, u32),
+        slot: (&wgpu::BindGroup, u32),
+    ) {
         pass.set_pipeline(&self.kernel.pipelines[entry]);
         pass.set_bind_group(0, group, &[]);
         pass.set_bind_group(1, params.0, &[params.1]);
         pass.set_bind_group(2, slot.0, &[slot.1]);
-        let x = groups.min(MAX_GROUPS);
-        pass.dispatch_workgroups(x, groups.div_ceil(x), 1);
     }
 }
 
@@ -289,7 +295,11 @@ impl Kernels {
 /// Dispatches enough workgroups for `n` threads, spilling into y beyond 65 535 groups
 /// (`thread_index` in `common.wgsl` undoes it).
 fn dispatch(pass: &mut wgpu::ComputePass<'_>, n: u32) {
-    let groups = n.div_ceil(WORKGROUP);
+    dispatch_groups(pass, n.div_ceil(WORKGROUP));
+}
+
+/// Dispatches `groups` workgroups, spilling into y beyond 65 535.
+fn dispatch_groups(pass: &mut wgpu::ComputePass<'_>, groups: u32) {
     let x = groups.min(MAX_GROUPS);
     let y = groups.div_ceil(x);
     pass.dispatch_workgroups(x, y, 1);

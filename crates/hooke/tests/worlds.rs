@@ -2,94 +2,46 @@
 //! sweeps, each with its own colliders, gravity, wind and pins, give each scene's positions bit
 //! for bit as when it runs alone, and never touch each other.
 
+mod common;
+
+use common::{WorldSpec, worlds_alone_and_packed};
 use glam::Vec3;
-use hooke::collision::{Collider, Shape};
-use hooke::{Air, ClothGrid, ClothMaterial, Control, Model, ModelBuilder, Rope, Solver, XpbdSettings, XpbdSolver};
+use hooke::collision::Shape;
+use hooke::{Air, ClothGrid, Control, Model, ModelBuilder, Solver, XpbdSettings, XpbdSolver};
 use std::sync::Arc;
 
-/// One scene: a cloth grid (pinned at two corners, or free), maybe a rope, maybe a sphere.
-#[derive(Clone)]
-struct Spec {
-    gravity: Vec3,
-    wind: Vec3,
-    n: usize,
-    stiffness: f32,
-    pinned: bool,
-    sphere: Option<(Vec3, f32)>,
-    rope: bool,
-    self_collision: bool,
+fn sphere(center: Vec3, radius: f32) -> Option<Shape> {
+    Some(Shape::Sphere { center, radius })
 }
 
-fn specs() -> Vec<Spec> {
-    let base = Spec {
-        gravity: Vec3::new(0.0, -9.81, 0.0),
-        wind: Vec3::ZERO,
-        n: 12,
-        stiffness: 1000.0,
-        pinned: true,
-        sphere: None,
-        rope: false,
-        self_collision: false,
-    };
+fn specs() -> Vec<WorldSpec> {
+    let base = WorldSpec::default();
     vec![
         // Falls freely through where the next world's sphere is.
-        Spec { pinned: false, ..base.clone() },
-        Spec {
+        WorldSpec { pinned: false, ..base.clone() },
+        WorldSpec {
             pinned: false,
-            sphere: Some((Vec3::new(0.0, 0.4, 0.0), 0.25)),
+            collider: sphere(Vec3::new(0.0, 0.4, 0.0), 0.25),
             stiffness: 3000.0,
             self_collision: true,
             ..base.clone()
         },
-        Spec { wind: Vec3::new(4.0, 0.0, 1.0), n: 9, ..base.clone() },
-        Spec {
+        WorldSpec { wind: Vec3::new(4.0, 0.0, 1.0), n: 9, ..base.clone() },
+        WorldSpec {
             gravity: Vec3::new(0.0, -3.7, 0.0),
             rope: true,
-            sphere: Some((Vec3::new(0.3, 0.2, 0.1), 0.2)),
+            collider: sphere(Vec3::new(0.3, 0.2, 0.1), 0.2),
             ..base.clone()
         },
-        Spec {
+        WorldSpec {
             gravity: Vec3::new(1.0, -9.81, 0.0),
             n: 16,
             self_collision: true,
             pinned: false,
-            sphere: Some((Vec3::ZERO, 0.3)),
+            collider: sphere(Vec3::ZERO, 0.3),
             ..base
         },
     ]
-}
-
-/// Adds the scene's bodies and collider to `b`; returns the particles to pin.
-fn add(b: &mut ModelBuilder, s: &Spec, k: usize) -> Vec<u32> {
-    let mut g = ClothGrid::new(format!("cloth{k}"), s.n, s.n, 0.05);
-    g.center = Vec3::new(0.0, 1.0, 0.0);
-    g.material = ClothMaterial {
-        stretch_stiffness: s.stiffness,
-        self_collision: s.self_collision,
-        thickness: 0.02,
-        ..ClothMaterial::default()
-    };
-    let id = b.add_cloth_grid(&g).unwrap();
-    let first = b.particle_count() as u32 - (s.n * s.n) as u32;
-    let _ = id;
-    let mut pins = Vec::new();
-    if s.pinned {
-        pins = vec![first, first + s.n as u32 - 1];
-    }
-    if s.rope {
-        b.add_rope(&Rope::straight(format!("rope{k}"), Vec3::new(-0.3, 1.2, 0.0), Vec3::new(0.3, 1.2, 0.0), 10))
-            .unwrap();
-        pins.push(b.particle_count() as u32 - 10);
-    }
-    if let Some((center, radius)) = s.sphere {
-        b.add_collider(Collider::new(format!("ball{k}"), Shape::Sphere { center, radius }).with_friction(0.3, 0.2))
-            .unwrap();
-    }
-    pins
-}
-
-fn air() -> Air {
-    Air { drag_coefficient: 1.0, lift_coefficient: 0.2, ..Air::default() }
 }
 
 fn run(model: Model, control: &Control, frames: usize) -> Vec<Vec3> {
@@ -107,38 +59,9 @@ fn run(model: Model, control: &Control, frames: usize) -> Vec<Vec3> {
 fn packed_worlds_give_each_scene_bit_for_bit_and_never_touch() {
     let specs = specs();
     let frames = 90;
+    let (scenes, model, control) = worlds_alone_and_packed(&specs);
     // Each alone.
-    let alone: Vec<Vec<Vec3>> = specs
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            let mut b = ModelBuilder::new();
-            b.set_gravity(s.gravity).unwrap().set_air(air()).unwrap();
-            let pins = add(&mut b, s, k);
-            let mut control = Control { wind: s.wind, ..Control::new() };
-            pins.iter().for_each(|&p| {
-                control.pin(p);
-            });
-            run(b.finalize().unwrap(), &control, frames)
-        })
-        .collect();
-    // Packed.
-    let mut b = ModelBuilder::new();
-    b.set_air(air()).unwrap();
-    let mut control = Control::new();
-    for (k, s) in specs.iter().enumerate() {
-        if k == 0 {
-            b.set_gravity(s.gravity).unwrap();
-            control.wind = s.wind;
-        } else {
-            b.add_world(s.gravity).unwrap();
-            control.world_wind.push((s.wind, None));
-        }
-        for p in add(&mut b, s, k) {
-            control.pin(p);
-        }
-    }
-    let model = b.finalize().unwrap();
+    let alone: Vec<Vec<Vec3>> = scenes.into_iter().map(|(model, control)| run(model, &control, frames)).collect();
     assert_eq!(model.worlds().len(), specs.len());
     let worlds: Vec<_> = model.worlds().to_vec();
     let packed = run(model, &control, frames);

@@ -3,36 +3,15 @@
 //! alone on the GPU, and — on a device that rounds like the CPU (lavapipe) — as the CPU gives
 //! for the packed model; worlds never touch.
 
+use crate::scenes::{WorldSpec as Spec, worlds_alone_and_packed};
 use crate::*;
-
-/// One scene: a cloth grid (pinned at two corners, or free), maybe a rope, maybe a collider.
-#[derive(Clone)]
-struct Spec {
-    gravity: Vec3,
-    wind: Vec3,
-    n: usize,
-    stiffness: f32,
-    pinned: bool,
-    collider: Option<Shape>,
-    rope: bool,
-    self_collision: bool,
-}
 
 fn sphere(center: Vec3, radius: f32) -> Option<Shape> {
     Some(Shape::Sphere { center, radius })
 }
 
 fn specs() -> Vec<Spec> {
-    let base = Spec {
-        gravity: Vec3::new(0.0, -9.81, 0.0),
-        wind: Vec3::ZERO,
-        n: 10,
-        stiffness: 1000.0,
-        pinned: true,
-        collider: None,
-        rope: false,
-        self_collision: false,
-    };
+    let base = Spec { n: 10, ..Spec::default() };
     vec![
         // Falls freely through where the next world's sphere is.
         Spec { pinned: false, ..base.clone() },
@@ -78,37 +57,6 @@ fn specs() -> Vec<Spec> {
     ]
 }
 
-/// Adds the scene's bodies and collider to `b`; returns the particles to pin.
-fn add(b: &mut ModelBuilder, s: &Spec, k: usize) -> Vec<u32> {
-    let mut g = ClothGrid::new(format!("cloth{k}"), s.n, s.n, 0.05);
-    g.center = Vec3::new(0.0, 1.0, 0.0);
-    g.material = ClothMaterial {
-        stretch_stiffness: s.stiffness,
-        self_collision: s.self_collision,
-        thickness: 0.02,
-        ..ClothMaterial::default()
-    };
-    b.add_cloth_grid(&g).unwrap();
-    let first = b.particle_count() as u32 - (s.n * s.n) as u32;
-    let mut pins = Vec::new();
-    if s.pinned {
-        pins = vec![first, first + s.n as u32 - 1];
-    }
-    if s.rope {
-        b.add_rope(&Rope::straight(format!("rope{k}"), Vec3::new(-0.3, 1.2, 0.0), Vec3::new(0.3, 1.2, 0.0), 10))
-            .unwrap();
-        pins.push(b.particle_count() as u32 - 10);
-    }
-    if let Some(shape) = &s.collider {
-        b.add_collider(Collider::new(format!("collider{k}"), shape.clone()).with_friction(0.3, 0.2)).unwrap();
-    }
-    pins
-}
-
-fn air() -> Air {
-    Air { drag_coefficient: 1.0, lift_coefficient: 0.2, ..Air::default() }
-}
-
 fn world_settings() -> XpbdSettings {
     XpbdSettings { substeps: 10, iterations: 2, ..XpbdSettings::default() }
 }
@@ -123,41 +71,6 @@ fn run_gpu(ctx: &Arc<GpuContext>, model: Model, control: &Control, frames: usize
     x
 }
 
-/// Every scene alone, and all of them packed (world k is scene k), with their controls.
-fn models() -> (Vec<(Model, Control)>, Model, Control) {
-    let specs = specs();
-    let alone = specs
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            let mut b = ModelBuilder::new();
-            b.set_gravity(s.gravity).unwrap().set_air(air()).unwrap();
-            let pins = add(&mut b, s, k);
-            let mut control = Control { wind: s.wind, ..Control::new() };
-            pins.iter().for_each(|&p| {
-                control.pin(p);
-            });
-            (b.finalize().unwrap(), control)
-        })
-        .collect();
-    let mut b = ModelBuilder::new();
-    b.set_air(air()).unwrap();
-    let mut control = Control::new();
-    for (k, s) in specs.iter().enumerate() {
-        if k == 0 {
-            b.set_gravity(s.gravity).unwrap();
-            control.wind = s.wind;
-        } else {
-            b.add_world(s.gravity).unwrap();
-            control.world_wind.push((s.wind, None));
-        }
-        for p in add(&mut b, s, k) {
-            control.pin(p);
-        }
-    }
-    (alone, b.finalize().unwrap(), control)
-}
-
 fn bits(x: &[Vec3]) -> Vec<[u32; 3]> {
     x.iter().map(|v| v.to_array().map(f32::to_bits)).collect()
 }
@@ -166,7 +79,7 @@ fn bits(x: &[Vec3]) -> Vec<[u32; 3]> {
 fn packed_worlds_give_each_scene_bit_for_bit_and_never_touch() {
     let ctx = gpu_or_skip!();
     let frames = 60;
-    let (alone, packed_model, control) = models();
+    let (alone, packed_model, control) = worlds_alone_and_packed(&specs());
     assert_eq!(packed_model.worlds().len(), 8);
     let worlds: Vec<_> = packed_model.worlds().to_vec();
     let packed = run_gpu(&ctx, packed_model.clone(), &control, frames);
@@ -203,7 +116,7 @@ fn packed_worlds_give_each_scene_bit_for_bit_and_never_touch() {
 #[test]
 fn jacobi_with_estimated_parameters_is_refused_for_worlds() {
     let ctx = gpu_or_skip!();
-    let (_, model, control) = models();
+    let (_, model, control) = worlds_alone_and_packed(&specs());
     let model = Arc::new(model);
     let estimated = GpuSettings {
         xpbd: world_settings(),

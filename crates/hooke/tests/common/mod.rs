@@ -120,3 +120,103 @@ pub fn cube_mesh(lo: Vec3, hi: Vec3) -> (Vec<Vec3>, Vec<[u32; 3]>) {
     let quads = [[0, 2, 3, 1], [4, 5, 7, 6], [0, 1, 5, 4], [2, 6, 7, 3], [0, 4, 6, 2], [1, 3, 7, 5]];
     (p, quads.iter().flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]]).collect())
 }
+
+/// One scene of the worlds tests (CPU `tests/worlds.rs`, GPU `hooke-gpu/tests/gpu/worlds.rs`):
+/// an n × n cloth grid of 5 cm spacing at y = 1 m (pinned at two corners, or free), maybe a
+/// 10-particle rope pinned at one end, maybe a collider (μₛ = 0.3, μₖ = 0.2), with its own
+/// gravity (m/s²) and wind (m/s).
+#[derive(Clone)]
+pub struct WorldSpec {
+    pub gravity: Vec3,
+    pub wind: Vec3,
+    pub n: usize,
+    /// Stretch stiffness K (N/m).
+    pub stiffness: f32,
+    pub pinned: bool,
+    pub collider: Option<hooke::collision::Shape>,
+    pub rope: bool,
+    pub self_collision: bool,
+}
+
+impl Default for WorldSpec {
+    fn default() -> Self {
+        WorldSpec {
+            gravity: Vec3::new(0.0, -9.81, 0.0),
+            wind: Vec3::ZERO,
+            n: 12,
+            stiffness: 1000.0,
+            pinned: true,
+            collider: None,
+            rope: false,
+            self_collision: false,
+        }
+    }
+}
+
+/// The air of every world scene: drag 1, lift 0.2.
+pub fn world_air() -> hooke::Air {
+    hooke::Air { drag_coefficient: 1.0, lift_coefficient: 0.2, ..hooke::Air::default() }
+}
+
+/// Adds scene `s` (the k-th) to `b`; returns the particles to pin.
+pub fn add_world_scene(b: &mut ModelBuilder, s: &WorldSpec, k: usize) -> Vec<u32> {
+    let mut g = ClothGrid::new(format!("cloth{k}"), s.n, s.n, 0.05);
+    g.center = Vec3::new(0.0, 1.0, 0.0);
+    g.material = ClothMaterial {
+        stretch_stiffness: s.stiffness,
+        self_collision: s.self_collision,
+        thickness: 0.02,
+        ..ClothMaterial::default()
+    };
+    b.add_cloth_grid(&g).unwrap();
+    let first = b.particle_count() as u32 - (s.n * s.n) as u32;
+    let mut pins = Vec::new();
+    if s.pinned {
+        pins = vec![first, first + s.n as u32 - 1];
+    }
+    if s.rope {
+        b.add_rope(&hooke::Rope::straight(format!("rope{k}"), Vec3::new(-0.3, 1.2, 0.0), Vec3::new(0.3, 1.2, 0.0), 10))
+            .unwrap();
+        pins.push(b.particle_count() as u32 - 10);
+    }
+    if let Some(shape) = &s.collider {
+        let c = hooke::collision::Collider::new(format!("collider{k}"), shape.clone()).with_friction(0.3, 0.2);
+        b.add_collider(c).unwrap();
+    }
+    pins
+}
+
+/// Every scene of `specs` alone, each with its control, and all of them packed into one model
+/// (world k is scene k) with its control.
+pub fn worlds_alone_and_packed(specs: &[WorldSpec]) -> (Vec<(hooke::Model, Control)>, hooke::Model, Control) {
+    let alone = specs
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let mut b = ModelBuilder::new();
+            b.set_gravity(s.gravity).unwrap().set_air(world_air()).unwrap();
+            let pins = add_world_scene(&mut b, s, k);
+            let mut control = Control { wind: s.wind, ..Control::new() };
+            pins.iter().for_each(|&p| {
+                control.pin(p);
+            });
+            (b.finalize().unwrap(), control)
+        })
+        .collect();
+    let mut b = ModelBuilder::new();
+    b.set_air(world_air()).unwrap();
+    let mut control = Control::new();
+    for (k, s) in specs.iter().enumerate() {
+        if k == 0 {
+            b.set_gravity(s.gravity).unwrap();
+            control.wind = s.wind;
+        } else {
+            b.add_world(s.gravity).unwrap();
+            control.world_wind.push((s.wind, None));
+        }
+        for p in add_world_scene(&mut b, s, k) {
+            control.pin(p);
+        }
+    }
+    (alone, b.finalize().unwrap(), control)
+}
