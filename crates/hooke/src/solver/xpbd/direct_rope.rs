@@ -248,7 +248,6 @@ fn solve_chain(
 ) {
     let (distance, joints) = (model.distance(), model.rope_bending());
     let b = chain.bandwidth;
-    let m = chain.rows.len();
     // Rows: gradients, the diagonal term D_k and the right-hand side b_k.
     for (r, &row) in chain.rows.iter().enumerate() {
         let (lam, eval, ps, count) = match row {
@@ -295,52 +294,24 @@ fn solve_chain(
             continue;
         }
         let t = &chain.touch[chain.offsets[p] as usize..chain.offsets[p + 1] as usize];
+        // `touch` lists a particle's rows in increasing order, so row ra > rb below.
         for (a, &(ra, sa)) in t.iter().enumerate() {
-            let ga = s.grad[ra as usize][sa as usize];
-            s.diag[ra as usize] += w * ga.dot(ga);
+            let (ra, ga) = (ra as usize, s.grad[ra as usize][sa as usize]);
+            s.diag[ra] += w * ga.dot(ga);
+            let band_row = &mut s.band[ra * b..(ra + 1) * b];
             for &(rb, sb) in &t[..a] {
                 let gb = s.grad[rb as usize][sb as usize];
-                let (hi, lo) = if ra > rb { (ra, rb) } else { (rb, ra) };
-                s.band[hi as usize * b + (lo as usize + b - hi as usize)] += w * ga.dot(gb);
+                band_row[rb as usize + b - ra] += w * ga.dot(gb);
             }
         }
     }
-    // LDLᵀ of the band, in place: `band` becomes L's strict lower band, `diag` D.
-    for k in 0..m {
-        let lo = k.saturating_sub(b);
-        for j in lo..k {
-            // L_kj = (A_kj − Σ_{i<j} L_ki L_ji d_i) / d_j over the band.
-            let mut v = s.band[k * b + (j + b - k)];
-            for i in lo.max(j.saturating_sub(b))..j {
-                v -= s.band[k * b + (i + b - k)] * s.band[j * b + (i + b - j)] * s.diag[i];
-            }
-            let l = if s.diag[j] > 0.0 { v / s.diag[j] } else { 0.0 };
-            s.band[k * b + (j + b - k)] = l;
-            s.diag[k] -= l * l * s.diag[j];
-        }
-        // A singular row (all its particles pinned, or no gradient): left out, Δλ_k = 0.
-        if s.diag[k].is_nan() || s.diag[k] <= 1e-30 {
-            s.diag[k] = 0.0;
-            s.rhs[k] = 0.0;
-        }
-    }
-    // Forward (L y = b), diagonal (D z = y) and back (Lᵀ Δλ = z) substitution.
-    for k in 0..m {
-        let mut v = s.rhs[k];
-        for j in k.saturating_sub(b)..k {
-            v -= s.band[k * b + (j + b - k)] * s.rhs[j];
-        }
-        s.rhs[k] = v;
-    }
-    for k in 0..m {
-        s.rhs[k] = if s.diag[k] > 0.0 { s.rhs[k] / s.diag[k] } else { 0.0 };
-    }
-    for k in (0..m).rev() {
-        let mut v = s.rhs[k];
-        for j in k + 1..(k + b + 1).min(m) {
-            v -= s.band[j * b + (k + b - j)] * s.rhs[j];
-        }
-        s.rhs[k] = v;
+    // LDLᵀ of the band and the three substitutions, unrolled for the band widths ropes have.
+    match b {
+        1 => factor_and_solve::<1>(bytemuck::cast_slice_mut(&mut s.band), &mut s.diag, &mut s.rhs),
+        2 => factor_and_solve::<2>(bytemuck::cast_slice_mut(&mut s.band), &mut s.diag, &mut s.rhs),
+        3 => factor_and_solve::<3>(bytemuck::cast_slice_mut(&mut s.band), &mut s.diag, &mut s.rhs),
+        4 => factor_and_solve::<4>(bytemuck::cast_slice_mut(&mut s.band), &mut s.diag, &mut s.rhs),
+        _ => factor_and_solve_any(b, &mut s.band, &mut s.diag, &mut s.rhs),
     }
     // λ += Δλ, d += W Jᵀ Δλ (particle by particle, rows in band order).
     if !pbd {
@@ -362,5 +333,199 @@ fn solve_chain(
             step += s.grad[r as usize][slot as usize] * s.rhs[r as usize];
         }
         q.d += (step * w).extend(0.0);
+    }
+}
+
+/// One row k of the LDLᵀ factorisation of a band of width `b` (any k): `band` row-major,
+/// `band[k·b + j]` is L_{k, k−b+j} (A's entry before), `diag` d. Shared by both forms below
+/// so that the first rows of the unrolled form are this, operation for operation.
+#[inline]
+fn factor_row(b: usize, k: usize, band: &mut [f32], diag: &mut [f32], rhs: &mut [f32]) {
+    let lo = k.saturating_sub(b);
+    for j in lo..k {
+        // L_kj = (A_kj − Σ_{i<j} L_ki L_ji d_i) / d_j over the band.
+        let mut v = band[k * b + (j + b - k)];
+        for i in lo.max(j.saturating_sub(b))..j {
+            v -= band[k * b + (i + b - k)] * band[j * b + (i + b - j)] * diag[i];
+        }
+        let l = if diag[j] > 0.0 { v / diag[j] } else { 0.0 };
+        band[k * b + (j + b - k)] = l;
+        diag[k] -= l * l * diag[j];
+    }
+    // A singular row (all its particles pinned, or no gradient): left out, Δλ_k = 0.
+    if diag[k].is_nan() || diag[k] <= 1e-30 {
+        diag[k] = 0.0;
+        rhs[k] = 0.0;
+    }
+}
+
+/// The banded solve (D + J W Jᵀ) Δλ = b for any band width `b`: LDLᵀ in place (`band` becomes
+/// L's strict lower band, `diag` D), then forward (L y = b), diagonal (D z = y) and back
+/// (Lᵀ Δλ = z) substitution; Δλ is left in `rhs`. The GPU kernel does these operations in
+/// this order.
+fn factor_and_solve_any(b: usize, band: &mut [f32], diag: &mut [f32], rhs: &mut [f32]) {
+    let m = diag.len();
+    for k in 0..m {
+        factor_row(b, k, band, diag, rhs);
+    }
+    for k in 0..m {
+        let mut v = rhs[k];
+        for j in k.saturating_sub(b)..k {
+            v -= band[k * b + (j + b - k)] * rhs[j];
+        }
+        rhs[k] = v;
+    }
+    for k in 0..m {
+        rhs[k] = if diag[k] > 0.0 { rhs[k] / diag[k] } else { 0.0 };
+    }
+    for k in (0..m).rev() {
+        let mut v = rhs[k];
+        for j in k + 1..(k + b + 1).min(m) {
+            v -= band[j * b + (k + b - j)] * rhs[j];
+        }
+        rhs[k] = v;
+    }
+}
+
+/// [`factor_and_solve_any`] for a band width known at compile time, the same operations in
+/// the same order (so the same bits): away from the ends every loop has B terms, unrolled and
+/// without bounds checks. Ropes have B = 1 (stretch alone) to 4 (with joints).
+fn factor_and_solve<const B: usize>(band: &mut [[f32; B]], diag: &mut [f32], rhs: &mut [f32]) {
+    let m = diag.len();
+    // The first rows as the general form does them, factor then forward substitution.
+    for k in 0..m.min(B) {
+        factor_row(B, k, band.as_flattened_mut(), diag, rhs);
+    }
+    for k in 0..m.min(B) {
+        let mut v = rhs[k];
+        for j in 0..k {
+            v -= band[k][j + B - k] * rhs[j];
+        }
+        rhs[k] = v;
+    }
+    // Then each row's factorisation and its forward substitution together: two independent
+    // chains of operations that the processor overlaps.
+    for k in B..m {
+        // Rows k − B + jj for jj < B; in L_kj's sum i runs over k − B..j.
+        let mut row = band[k];
+        let mut dk = diag[k];
+        for jj in 0..B {
+            let j = k - B + jj;
+            let lj = band[j];
+            let mut v = row[jj];
+            for ii in 0..jj {
+                v -= row[ii] * lj[ii + B - jj] * diag[k - B + ii];
+            }
+            let l = if diag[j] > 0.0 { v / diag[j] } else { 0.0 };
+            row[jj] = l;
+            dk -= l * l * diag[j];
+        }
+        band[k] = row;
+        let mut v = rhs[k];
+        if dk.is_nan() || dk <= 1e-30 {
+            dk = 0.0;
+            v = 0.0;
+        }
+        diag[k] = dk;
+        for jj in 0..B {
+            v -= row[jj] * rhs[k - B + jj];
+        }
+        rhs[k] = v;
+    }
+    // Diagonal and back substitution together, from the last row.
+    for k in (0..m).rev() {
+        let mut v = if diag[k] > 0.0 { rhs[k] / diag[k] } else { 0.0 };
+        if k + B < m {
+            for t in 0..B {
+                v -= band[k + 1 + t][B - 1 - t] * rhs[k + 1 + t];
+            }
+        } else {
+            for j in k + 1..m {
+                v -= band[j][k + B - j] * rhs[j];
+            }
+        }
+        rhs[k] = v;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A symmetric positive definite band of width `b` over `m` rows (diagonally dominant),
+    /// some rows made singular (zero) as pinned rows are, and a right-hand side.
+    fn system(b: usize, m: usize, values: &[f32], singular: &[bool]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let mut band = vec![0.0; m * b];
+        let mut diag = vec![0.0; m];
+        let mut rhs = vec![0.0; m];
+        let mut next = values.iter().cycle().copied();
+        for k in 0..m {
+            for j in k.saturating_sub(b)..k {
+                if !singular[k] && !singular[j] {
+                    band[k * b + (j + b - k)] = next.next().unwrap();
+                }
+            }
+        }
+        for k in 0..m {
+            rhs[k] = next.next().unwrap() * 10.0;
+            if singular[k] {
+                continue;
+            }
+            // Row sums of |A_kl| over the band, both sides, plus a margin.
+            let mut sum = 1.0 + next.next().unwrap().abs();
+            for l in k.saturating_sub(b)..(k + b + 1).min(m) {
+                if l < k {
+                    sum += band[k * b + (l + b - k)].abs();
+                } else if l > k {
+                    sum += band[l * b + (k + b - l)].abs();
+                }
+            }
+            diag[k] = sum;
+        }
+        (band, diag, rhs)
+    }
+
+    proptest! {
+        /// The unrolled solve is the general one bit for bit (the GPU kernel reproduces the
+        /// general one), and it solves the system: A Δλ = b to f32 precision.
+        #[test]
+        fn unrolled_band_solve_is_the_general_one_bit_for_bit(
+            b in 1usize..=4,
+            m in 1usize..40,
+            values in proptest::collection::vec(-1.0f32..1.0, 64),
+            singular in proptest::collection::vec(proptest::bool::weighted(0.1), 40),
+        ) {
+            let (band, diag, rhs) = system(b, m, &values, &singular);
+            let (mut b1, mut d1, mut r1) = (band.clone(), diag.clone(), rhs.clone());
+            factor_and_solve_any(b, &mut b1, &mut d1, &mut r1);
+            let (mut b2, mut d2, mut r2) = (band.clone(), diag.clone(), rhs.clone());
+            match b {
+                1 => factor_and_solve::<1>(bytemuck::cast_slice_mut(&mut b2[..]), &mut d2, &mut r2),
+                2 => factor_and_solve::<2>(bytemuck::cast_slice_mut(&mut b2[..]), &mut d2, &mut r2),
+                3 => factor_and_solve::<3>(bytemuck::cast_slice_mut(&mut b2[..]), &mut d2, &mut r2),
+                _ => factor_and_solve::<4>(bytemuck::cast_slice_mut(&mut b2[..]), &mut d2, &mut r2),
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            prop_assert_eq!(bits(&r1), bits(&r2));
+            prop_assert_eq!(bits(&d1), bits(&d2));
+            prop_assert_eq!(bits(&b1), bits(&b2));
+            // The residual of A x = b over the rows that are not singular.
+            for k in 0..m {
+                if singular[k] {
+                    prop_assert_eq!(r1[k], 0.0);
+                    continue;
+                }
+                let mut ax = diag[k] * r1[k];
+                for l in k.saturating_sub(b)..(k + b + 1).min(m) {
+                    if l < k {
+                        ax += band[k * b + (l + b - k)] * r1[l];
+                    } else if l > k {
+                        ax += band[l * b + (k + b - l)] * r1[l];
+                    }
+                }
+                prop_assert!((ax - rhs[k]).abs() <= 1e-4 * (1.0 + rhs[k].abs()), "row {k}: {ax} against {}", rhs[k]);
+            }
+        }
     }
 }
