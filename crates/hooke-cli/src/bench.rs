@@ -119,6 +119,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "--draw needs --backend gpu (it draws from the GPU solver's buffers)"
     );
     // The pool first: loading a scene may already use it (a mesh collider's grid).
+    anyhow::ensure!(
+        !(args.stages && args.tearing),
+        "--stages cannot be combined with --tearing (a tear rebuilds the solver mid-run)"
+    );
     let threads = crate::set_threads(args.threads)?;
     let mut scene = crate::presets::resolve(&args.scene)?;
     anyhow::ensure!((1..=65_536).contains(&args.worlds), "--worlds must be between 1 and 65536, got {}", args.worlds);

@@ -474,7 +474,7 @@ fn the_blow_up_speed_limit_scales_with_the_scene() {
 /// `hooke bench sheet:N` with `--tethers`, `--auto-iterations` and `--implicit` reports the
 /// strain away from the pins and the residual beside the time: on issue #9's 41² sheet, tethers
 /// (the default) cut the Gauss–Seidel strain by over 10×; iterations to a tolerance report
-/// their mean count; implicit Euler has no residual.
+/// their mean count; implicit Euler has no residual; `--stages` times the CPU's stages.
 #[test]
 fn bench_reports_quality_beside_cost() {
     let tmp = tempfile::tempdir().unwrap();
@@ -496,6 +496,16 @@ fn bench_reports_quality_beside_cost() {
     let implicit = bench(&["--implicit"]);
     assert!(implicit["solver"].as_str().unwrap().contains("implicit"), "{implicit}");
     assert!(implicit["residual_strain_end"].is_null());
+    // --stages on the CPU: every stage timed; the sheet has no air, so aerodynamics costs
+    // nothing, and the constraint stage is where the frame goes.
+    let staged = bench(&["--stages"]);
+    let stages = staged["stage_ms_per_frame"].as_object().unwrap_or_else(|| panic!("{staged}"));
+    assert_eq!(stages.len(), 7, "{staged}");
+    assert_eq!(stages["aerodynamics"].as_f64(), Some(0.0), "{staged}");
+    let constraints = stages["constraints"].as_f64().unwrap();
+    assert!(stages.values().all(|v| v.as_f64().unwrap() <= constraints), "{staged}");
+    let o = hooke(&["bench", "sheet:8", "--frames", "1", "--stages", "--tearing"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("--stages cannot be combined with --tearing"), "{}", text(&o));
 }
 
 /// `hooke render` draws the last frame to `<name>.png` and, with `--every K`, every K-th frame
