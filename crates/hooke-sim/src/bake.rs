@@ -497,6 +497,8 @@ pub struct ConvergenceMonitor {
     solver: String,
     substeps: u32,
     iterations: u32,
+    /// The most iterations per substep when they are `"auto"`.
+    auto_cap: Option<u32>,
     /// Field-wise maximum over the frames, per body.
     worst: Vec<BodyConvergence>,
     /// The latest frame's, per body.
@@ -520,6 +522,10 @@ impl ConvergenceMonitor {
             solver: solver.to_string(),
             substeps: scene.solver.substeps(),
             iterations: scene.solver.iterations(),
+            auto_cap: match scene.solver {
+                SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(a), .. }) => Some(a.max_iterations),
+                _ => None,
+            },
             worst: vec![BodyConvergence::default(); bodies.len()],
             last: vec![BodyConvergence::default(); bodies.len()],
             worst_at: vec![(0, 0.0); bodies.len()],
@@ -561,10 +567,16 @@ impl ConvergenceMonitor {
         } else {
             ""
         };
+        let iterations = match self.auto_cap {
+            Some(cap) => {
+                format!("[solver] iterations, now \"auto\" with at most {cap} per substep: raise max_iterations")
+            }
+            None => format!("[solver] iterations, now {}", self.iterations),
+        };
         format!(
             "More substeps ([solver] substeps, now {}; the most effective for their cost) or iterations \
-             ([solver] iterations, now {}) reduce it{tethers}",
-            self.substeps, self.iterations
+             ({iterations}) reduce it{tethers}",
+            self.substeps
         )
     }
 

@@ -20,7 +20,10 @@
 //! `triangle_contact` off by default, every old hash came back); implicit Euler puts the
 //! hinges and rope joints in its linear system (issue #9 item 3), which changed the implicit
 //! entries of the scenes with angle bending — flag, rope_bridge, curtain_box — and only those
-//! (with the angle blocks left out, every old hash came back).
+//! (with the angle blocks left out, every old hash came back); iterations to a tolerance
+//! project the colliders after every iteration (issue #9), which changed the one "auto" entry,
+//! cloth_on_sphere's, and only it; curtain_box's velvet was made 1e4 N/m instead of 4000
+//! (converged, the softer one whips to 3 % elastic strain), which changed its entries.
 
 use crate::common;
 use hooke::{Solver, State};
@@ -116,15 +119,15 @@ fn run(solver: &mut dyn Solver, scene: &Scene, frames: usize) -> u64 {
 
 /// (scene file, solver method override, frames, hash on the CPU).
 const CPU: [(&str, Option<&str>, usize, u64); 13] = [
-    ("cloth_on_sphere.toml", Some("auto"), 60, 0x99d352a266517831),
+    ("cloth_on_sphere.toml", Some("auto"), 60, 0x19377e623dee1b23),
     ("cloth_on_sphere.toml", None, 90, 0x5e611c813fd82239),
     ("rope_bridge.toml", None, 60, 0x5e47efd2b54d3c44),
     ("flag.toml", None, 60, 0x585538978f0fbde8),
-    ("curtain_box.toml", None, 90, 0x6af14b6013dd15ef),
+    ("curtain_box.toml", None, 90, 0x5e8869a0a59893c0),
     ("flag.toml", Some("implicit-euler"), 30, 0xff57e66528d57698),
     ("rope_bridge.toml", Some("implicit-euler"), 30, 0x4d8d3a2a5f84e7f0),
     ("cloth_on_sphere.toml", Some("pbd"), 60, 0x9d2b790e4adcec83),
-    ("curtain_box.toml", Some("implicit-euler"), 30, 0x469db7450cfa82d0),
+    ("curtain_box.toml", Some("implicit-euler"), 30, 0x97a37eceef9c5667),
     ("explicit", Some("forward-euler"), 2, 0xa98d1ecaa5864160),
     ("explicit", Some("symplectic-euler"), 60, 0x32f066e8ca00f3c0),
     ("explicit", Some("verlet"), 60, 0x001534165c664411),
@@ -138,7 +141,7 @@ const GPU: [(&str, Option<&str>, usize, u64, u64); 5] = [
     ("cloth_on_sphere.toml", None, 90, 0x5e611c813fd82239, 0xe239fe74a8868470),
     ("rope_bridge.toml", None, 60, 0x5e47efd2b54d3c44, 0x5e47efd2b54d3c44),
     ("flag.toml", None, 60, 0x585538978f0fbde8, 0x1f75c0f4a58c8157),
-    ("curtain_box.toml", None, 90, 0x6af14b6013dd15ef, 0x2aab11beaf2f4ad3),
+    ("curtain_box.toml", None, 90, 0x5e8869a0a59893c0, 0x57de9d96dd08f292),
     ("cloth_on_sphere.toml", Some("pbd"), 60, 0x9d2b790e4adcec83, 0xdd3f0585fa20df4c),
 ];
 

@@ -10,7 +10,9 @@
 //!
 //! What each solver counts where:
 //! - XPBD / PBD on the CPU: each stage as the [stage table](super::stages) lists it; the
-//!   constraint stage includes the residual checks of `iterations = "auto"`. Tether lengths,
+//!   constraint stage includes the residual checks of `iterations = "auto"`, and the
+//!   colliders stage the projections that iterations to a tolerance make after every
+//!   iteration. Tether lengths,
 //!   pins and collider placements set up before the first substep count as `other`.
 //! - Implicit Euler: the aerodynamic forces are computed with the spring forces in one pass,
 //!   so both count in `predict`, with the linear solve; there is no constraint stage.
