@@ -324,7 +324,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             substep_count += report.substeps as u64;
         }
         // Stage times (--stages): the same number of frames again with the wall clock read
-        // between the stages (two reads per stage and substep), after the timed frames so that
+        // between the stages, after the timed frames so that
         // their times are not touched.
         if args.stages && solver.measure_stages(true) {
             for _ in 0..args.frames {

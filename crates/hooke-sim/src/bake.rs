@@ -569,7 +569,10 @@ impl ConvergenceMonitor {
         };
         let iterations = match self.auto_cap {
             Some(cap) => {
-                format!("[solver] iterations, now \"auto\" with at most {cap} per substep: raise max_iterations")
+                format!(
+                    "[solver] iterations, now \"auto\" with at most {cap} per substep: raise [solver] \
+                     max_iterations if substeps reach it"
+                )
             }
             None => format!("[solver] iterations, now {}", self.iterations),
         };

@@ -71,7 +71,8 @@ pub struct StepReport {
     pub total_iterations: u32,
     /// Particles in contact with a collider in the last substep: directly, or (on the CPU)
     /// through their triangles' virtual particles ([`crate::collision::triangle_contact`]);
-    /// the GPU counts direct contacts only.
+    /// the GPU counts direct contacts only. With iterations to a tolerance, which project the
+    /// colliders after every iteration too, the most in any one projection of that substep.
     pub contacts: u32,
     /// Particles in contact with another particle (self-collision) in the last substep.
     pub particle_contacts: u32,

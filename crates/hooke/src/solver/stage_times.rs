@@ -3,9 +3,10 @@
 //! [`Solver::measure_stages`](super::Solver::measure_stages) and collected with
 //! [`Solver::take_stage_times`](super::Solver::take_stage_times).
 //!
-//! The CPU solvers read the wall clock (`std::time::Instant`) between stages — two clock reads
-//! per stage and substep, about 50 ns, so a 20-substep frame pays about 6 µs — and only while
-//! measuring. The GPU solver writes a GPU timestamp between the stages inside its frame's
+//! The CPU solvers read the wall clock (`std::time::Instant`) between stages — about two clock
+//! reads per stage and substep, about 50 ns, so a 20-substep frame pays about 6 µs (two more
+//! per iteration with iterations to a tolerance, which project the colliders in each) — and
+//! only while measuring. The GPU solver writes a GPU timestamp between the stages inside its frame's
 //! compute pass (wgpu's `TIMESTAMP_QUERY_INSIDE_PASSES`) and reads them back on request.
 //!
 //! What each solver counts where:
