@@ -626,6 +626,7 @@ fn a_tearing_run_writes_a_cache_whose_topology_changes() {
     if let Some(out) = support::pxr(py, &[usd.to_str().unwrap()]) {
         assert_eq!(out.trim(), "True True 1024", "pxr: {out}");
     }
+    blender_plays_what_pxr_reads(&usd, "/World/sheet", tmp.path());
     let o = hooke(&["run", scene, "--frames", "70", "--backend", "gpu", "--out", "gpu"], tmp.path());
     let t = text(&o);
     if o.status.success() {
@@ -649,6 +650,28 @@ fn a_tearing_run_writes_a_cache_whose_topology_changes() {
     let t = text(&o);
     assert!(!o.status.success() && t.contains("tears") && t.contains("PC2"), "{t}");
     assert!(!tmp.path().join("pc2").exists(), "a refused run left a folder");
+}
+
+/// Blender's own USD importer (Blender 5.0 as the `bpy` module; mandatory in CI:
+/// `HOOKE_REQUIRE_BLENDER=1`) plays the mesh `prim` of `usd` as pxr reads it: at every frame
+/// the object Blender evaluates has pxr's points (within 1e-6 m, in the prim's own frame),
+/// its faces with pxr's vertex indices, and one UV per face corner. pxr's reading is written
+/// to a JSON file in `dir` that the Blender script compares against.
+fn blender_plays_what_pxr_reads(usd: &Path, prim: &str, dir: &Path) {
+    let expected = dir.join("pxr_frames.json");
+    let dump = "import sys, json\nfrom pxr import Usd, UsdGeom\ns = Usd.Stage.Open(sys.argv[1])\nm = UsdGeom.Mesh(s.GetPrimAtPath(sys.argv[2]))\nout = []\nfor t in range(int(s.GetStartTimeCode()), int(s.GetEndTimeCode()) + 1):\n    p = m.GetPointsAttr().Get(t)\n    out.append({'t': t, 'points': [list(map(float, x)) for x in p], 'counts': list(m.GetFaceVertexCountsAttr().Get(t)), 'indices': list(m.GetFaceVertexIndicesAttr().Get(t))})\njson.dump(out, open(sys.argv[3], 'w'))\nprint(len(out))\n";
+    let Some(frames) = support::pxr(dump, &[usd.to_str().unwrap(), prim, expected.to_str().unwrap()]) else { return };
+    let play = "import sys, json, bpy\nusd, prim, expected = sys.argv[-3:]\nbpy.ops.wm.read_factory_settings(use_empty=True)\nassert bpy.ops.wm.usd_import(filepath=usd) == {'FINISHED'}\nname = prim.rsplit('/', 1)[-1]\no = bpy.data.objects[name]\nsc = bpy.context.scene\nworst, topology, uvs, sizes = 0.0, True, True, set()\nfor f in json.load(open(expected)):\n    sc.frame_set(f['t'])\n    me = o.evaluated_get(bpy.context.evaluated_depsgraph_get()).to_mesh()\n    assert len(me.vertices) == len(f['points']), (f['t'], len(me.vertices), len(f['points']))\n    sizes.add(len(me.vertices))\n    for v, p in zip(me.vertices, f['points']):\n        worst = max(worst, max(abs(a - b) for a, b in zip(v.co, p)))\n    faces = [i for poly in me.polygons for i in poly.vertices]\n    topology &= [poly.loop_total for poly in me.polygons] == f['counts'] and faces == f['indices']\n    uvs &= len(me.uv_layers) == 1 and len(me.uv_layers[0].data) == len(me.loops)\n    o.evaluated_get(bpy.context.evaluated_depsgraph_get()).to_mesh_clear()\nprint(sc.frame_start, sc.frame_end, len(sizes), topology, uvs, worst < 1e-6, worst)\n";
+    let Some(out) = support::blender(play, &["--", usd.to_str().unwrap(), prim, expected.to_str().unwrap()]) else {
+        return;
+    };
+    let last = out.lines().last().unwrap_or_default();
+    let frames: usize = frames.trim().parse().unwrap();
+    let want = format!("0 {} ", frames - 1);
+    println!("Blender: {last}");
+    assert!(last.starts_with(&want) && last.contains(" True True True "), "Blender reads otherwise: {out}");
+    let sizes: usize = last.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(sizes > 1, "Blender saw one point count only: {last}");
 }
 
 /// A scripted cut (`scenes/cut_cloth.toml`: `[[cut]]` at 1 s across a hanging cloth) cuts at

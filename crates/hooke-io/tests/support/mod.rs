@@ -1,7 +1,9 @@
 //! Test support shared by hooke-io's and hooke-cli's tests: a summary reader for the `.usda`
 //! caches hooke writes (its own output only — a structural check, not a USD reader) and Pixar's
 //! reader through `python3 -c "from pxr import …"`, which is the real check: mandatory where
-//! `HOOKE_REQUIRE_USD=1` (CI), skipped with a printed reason elsewhere.
+//! `HOOKE_REQUIRE_USD=1` (CI), skipped with a printed reason elsewhere; and Blender's USD
+//! importer through `bpy` (Blender as a Python module), mandatory where
+//! `HOOKE_REQUIRE_BLENDER=1` (CI).
 #![allow(dead_code)]
 
 use std::fs::File;
@@ -118,8 +120,22 @@ pub fn read_usda_summary(path: impl AsRef<Path>) -> Result<Vec<PrimSummary>, Err
 /// `HOOKE_REQUIRE_USD=1`, which turns that into a failure with an install hint. A script that
 /// fails for another reason fails the test.
 pub fn pxr(script: &str, args: &[&str]) -> Option<String> {
-    let required = std::env::var("HOOKE_REQUIRE_USD").is_ok_and(|v| v == "1");
-    let probe = Command::new("python3").args(["-c", "import pxr"]).output();
+    python_with("pxr", "HOOKE_REQUIRE_USD", "python3 -m pip install usd-core", script, args)
+}
+
+/// Runs `script` (Python, with `import bpy`: Blender as a module) on `args`; returns its
+/// standard output. `None` (with a printed reason) when python3 or bpy is missing, unless
+/// `HOOKE_REQUIRE_BLENDER=1`, which turns that into a failure with an install hint. A script
+/// that fails for another reason fails the test.
+pub fn blender(script: &str, args: &[&str]) -> Option<String> {
+    python_with("bpy", "HOOKE_REQUIRE_BLENDER", "python3 -m pip install bpy==5.0.1", script, args)
+}
+
+/// Runs `script` with python3 when `module` imports; skips (or fails, where `required_by` is
+/// set to 1) when it does not.
+fn python_with(module: &str, required_by: &str, install: &str, script: &str, args: &[&str]) -> Option<String> {
+    let required = std::env::var(required_by).is_ok_and(|v| v == "1");
+    let probe = Command::new("python3").args(["-c", &format!("import {module}")]).output();
     match probe {
         Ok(o) if o.status.success() => {}
         other => {
@@ -129,13 +145,13 @@ pub fn pxr(script: &str, args: &[&str]) -> Option<String> {
             };
             assert!(
                 !required,
-                "HOOKE_REQUIRE_USD=1 but Pixar's USD is not importable ({why}); install it with `python3 -m pip install usd-core`"
+                "{required_by}=1 but python3 cannot import {module} ({why}); install it with `{install}`"
             );
-            println!("skipped the pxr check (python3 has no usd-core: {why})");
+            println!("skipped the {module} check (python3 cannot import it: {why})");
             return None;
         }
     }
     let out = Command::new("python3").arg("-c").arg(script).args(args).output().expect("python3 runs");
-    assert!(out.status.success(), "pxr script failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{module} script failed:\n{}", String::from_utf8_lossy(&out.stderr));
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
