@@ -18,6 +18,8 @@ pub struct Tearing {
     cut: usize,
     /// Whether a tear or cut has changed the model.
     torn: bool,
+    /// Time spent moving the solver onto torn models in the last `after_frame` or `cut`.
+    rebuild: std::time::Duration,
 }
 
 /// Why a tear could not be taken.
@@ -47,7 +49,14 @@ impl Tearing {
             hooke::BodyMaterial::Cloth(m) => m.tear_strain.is_finite(),
             hooke::BodyMaterial::Rope(_) => false,
         });
-        Tearing { origin: (0..model.particle_count() as u32).collect(), active, cuts: Vec::new(), cut: 0, torn: false }
+        Tearing {
+            origin: (0..model.particle_count() as u32).collect(),
+            active,
+            cuts: Vec::new(),
+            cut: 0,
+            torn: false,
+            rebuild: std::time::Duration::ZERO,
+        }
     }
 
     /// The tearing of a run of `scene`: its tear strains and its scripted cuts.
@@ -63,6 +72,13 @@ impl Tearing {
     /// Whether the model has changed since the start (a tear or a cut).
     pub fn torn(&self) -> bool {
         self.torn
+    }
+
+    /// The wall time that the last [`Tearing::after_frame`] or [`Tearing::cut`] spent in the
+    /// solver's `rebuild` (the rest of a tear event is the check and the torn model made on
+    /// the host); zero when nothing tore.
+    pub fn last_rebuild(&self) -> std::time::Duration {
+        self.rebuild
     }
 
     /// `control` — made for the scene's particles — for the current particles: each pin on
@@ -91,11 +107,12 @@ impl Tearing {
     /// Scripted cuts due by the state's time are made first.
     pub fn after_frame(&mut self, solver: &mut dyn Solver, state: &mut State) -> Result<Option<TearCounts>, TearError> {
         let mut total: Option<TearCounts> = None;
+        self.rebuild = std::time::Duration::ZERO;
         while let Some((time, blade)) = self.cuts.get(self.cut).cloned()
             && time <= state.time + 1e-9
         {
             self.cut += 1;
-            if let Some(c) = self.cut(solver, state, &blade)? {
+            if let Some(c) = self.cut_now(solver, state, &blade)? {
                 let t = total.get_or_insert_default();
                 (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
             }
@@ -122,6 +139,16 @@ impl Tearing {
         state: &mut State,
         blade: &Cut,
     ) -> Result<Option<TearCounts>, TearError> {
+        self.rebuild = std::time::Duration::ZERO;
+        self.cut_now(solver, state, blade)
+    }
+
+    fn cut_now(
+        &mut self,
+        solver: &mut dyn Solver,
+        state: &mut State,
+        blade: &Cut,
+    ) -> Result<Option<TearCounts>, TearError> {
         let model = solver.model().clone();
         let broken = tearing::cut(&model, &state.particle_position, blade);
         self.apply(solver, state, &model, &broken)
@@ -136,7 +163,9 @@ impl Tearing {
     ) -> Result<Option<TearCounts>, TearError> {
         let Some(torn) = tearing::tear(model, &state.particle_position, broken)? else { return Ok(None) };
         let next = torn.state(state);
+        let start = std::time::Instant::now();
         solver.rebuild(Arc::new(torn.model), &next)?;
+        self.rebuild += start.elapsed();
         self.origin = torn.parent.iter().map(|&p| self.origin[p as usize]).collect();
         self.torn = true;
         *state = next;

@@ -35,7 +35,7 @@
 use crate::model::{BodyMaterial, ConstraintFamily, MassSource, ParticleConstraint};
 use crate::{Model, ModelError, State};
 use glam::{Vec2, Vec3};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// What [`tear`] made of a model.
 #[derive(Clone, Debug)]
@@ -105,7 +105,7 @@ pub fn strained(model: &Model, positions: &[Vec3]) -> Vec<u32> {
         }
     }
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut taken = HashSet::new();
+    let mut taken = HashSet::default();
     let mut out = Vec::new();
     for (_, k) in candidates {
         let c = set.constraints()[k as usize];
@@ -190,12 +190,20 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     // Cracks: the model's, and the triangle edges whose constraint broke now.
     let edge = |a: u32, b: u32| if a < b { (a, b) } else { (b, a) };
     let mut cracks: HashSet<(u32, u32)> = model.cracks.iter().map(|c| edge(c[0], c[1])).collect();
-    let triangle_edges: HashSet<(u32, u32)> =
-        model.triangles().iter().flat_map(|t| [edge(t[0], t[1]), edge(t[1], t[2]), edge(t[2], t[0])]).collect();
-    for (k, c) in set.constraints().iter().enumerate() {
-        if removed[k] && triangle_edges.contains(&edge(c.i, c.j)) {
+    let is_triangle_edge = |a: u32, b: u32| {
+        model.particle_triangles(a as usize).iter().any(|&t| model.triangles()[t as usize].contains(&b))
+    };
+    for &k in broken {
+        let c = &set.constraints()[k as usize];
+        if is_triangle_edge(c.i, c.j) {
             cracks.insert(edge(c.i, c.j));
         }
+    }
+    // The particles at the end of a crack: only their triangles can fall apart.
+    let mut on_crack = vec![false; model.particle_count()];
+    for &(a, b) in &cracks {
+        on_crack[a as usize] = true;
+        on_crack[b as usize] = true;
     }
     let uv = model.particle_uv();
     let rest = model.particle_position();
@@ -234,7 +242,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         if !body_cracked[b] {
             continue;
         }
-        for p in body.particles.clone() {
+        for p in body.particles.clone().filter(|&p| on_crack[p as usize]) {
             let tris = model.particle_triangles(p as usize);
             let mut parent: Vec<usize> = (0..tris.len()).collect();
             fn find(parent: &mut [usize], mut k: usize) -> usize {
@@ -245,7 +253,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
                 k
             }
             // Triangles around p that share the edge (p, q), by q.
-            let mut by_other: HashMap<u32, usize> = HashMap::new();
+            let mut by_other: HashMap<u32, usize> = HashMap::default();
             for (slot, &t) in tris.iter().enumerate() {
                 for q in model.triangles()[t as usize] {
                     if q == p || cracks.contains(&edge(p, q)) {
@@ -262,7 +270,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
                     }
                 }
             }
-            let mut label: HashMap<usize, u32> = HashMap::new();
+            let mut label: HashMap<usize, u32> = HashMap::default();
             let mut g = Vec::with_capacity(tris.len());
             for slot in 0..tris.len() {
                 let root = find(&mut parent, slot);
@@ -331,7 +339,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         let (k0, k1) = (key(b, lo), key(b, hi));
         (k0.1..=k1.1).flat_map(move |x| (k0.2..=k1.2).map(move |y| (b, x, y)))
     };
-    let mut crack_cells: HashMap<(u32, i64, i64), Vec<(Vec2, Vec2)>> = HashMap::new();
+    let mut crack_cells: HashMap<(u32, i64, i64), Vec<(Vec2, Vec2)>> = HashMap::default();
     for &(a, b) in &cracks {
         let (ua, ub) = (uv[a as usize], uv[b as usize]);
         if ua != ub {
@@ -341,22 +349,21 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         }
     }
     let split_points: Vec<u32> = (0..n as u32).filter(|&p| groups[p as usize] > 1).collect();
-    let mut point_cells: HashMap<(u32, i64, i64), Vec<u32>> = HashMap::new();
+    let mut point_cells: HashMap<(u32, i64, i64), Vec<u32>> = HashMap::default();
     for &p in &split_points {
         point_cells.entry(key(body_of[p as usize], uv[p as usize])).or_default().push(p);
     }
     let spans_crack = |i: u32, j: u32| -> bool {
         let (a, b) = (uv[i as usize], uv[j as usize]);
         let body = body_of[i as usize];
-        let near: Vec<(u32, i64, i64)> = cells(body, a.min(b), a.max(b)).collect();
-        let segments = near.iter().filter_map(|k| crack_cells.get(k)).flatten();
-        if segments.into_iter().any(|&(c, d)| crosses(a, b, c, d)) {
+        let near = || cells(body, a.min(b), a.max(b));
+        if near().filter_map(|k| crack_cells.get(&k)).flatten().any(|&(c, d)| crosses(a, b, c, d)) {
             return true;
         }
         // Through a split particle, from one of its groups into another.
         let ab = b - a;
         let len2 = ab.length_squared();
-        near.iter().filter_map(|k| point_cells.get(k)).flatten().any(|&v| {
+        near().filter_map(|k| point_cells.get(&k)).flatten().any(|&v| {
             if v == i || v == j || len2 == 0.0 {
                 return false;
             }
@@ -398,16 +405,23 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     let n_new = parent.len();
     // Flaps: a triangle corner held by no constraint is tied to the triangle's other corners.
     let mut held = vec![false; n_new];
-    let mut colours_at: Vec<Vec<u32>> = vec![Vec::new(); n_new];
-    for (c, &colour) in items.iter().zip(&colours) {
-        for p in [c.i, c.j] {
-            held[p as usize] = true;
-            colours_at[p as usize].push(colour);
-        }
+    for c in &items {
+        held[c.i as usize] = true;
+        held[c.j as usize] = true;
     }
-    let old_pair: HashMap<(u32, u32), usize> =
-        set.constraints().iter().enumerate().map(|(k, c)| (edge(c.i, c.j), k)).collect();
-    for tri in &triangles {
+    // The colours at each particle, and the constraints by their particles: only where there
+    // is a flap to tie.
+    let flaps = triangles.iter().flatten().any(|&p| !held[p as usize]);
+    let mut colours_at: Vec<Vec<u32>> = vec![Vec::new(); if flaps { n_new } else { 0 }];
+    for (c, &colour) in items.iter().zip(&colours).filter(|_| flaps) {
+        colours_at[c.i as usize].push(colour);
+        colours_at[c.j as usize].push(colour);
+    }
+    let old_pair: HashMap<(u32, u32), usize> = match flaps {
+        true => set.constraints().iter().enumerate().map(|(k, c)| (edge(c.i, c.j), k)).collect(),
+        false => HashMap::default(),
+    };
+    for tri in triangles.iter().filter(|_| flaps) {
         for (e, &p) in tri.iter().enumerate() {
             if held[p as usize] {
                 continue;

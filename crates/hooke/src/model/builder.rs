@@ -536,18 +536,18 @@ impl Model {
                     (ConstraintFamily::BendSpring, _) => "bend_stiffness",
                     (ConstraintFamily::Bending, _) => "bending_modulus",
                 };
-                check_compliance(alpha, &format!("its stiffness in {mode}"), "N/m", key, what)?;
+                check_compliance(alpha, &format_args!("its stiffness in {mode}"), "N/m", key, what)?;
             }
         }
         for (k, c) in self.dihedral.items.iter().enumerate() {
             let [a, b, ..] = c.particles;
             let what = || format!("body {} bending hinge {k} (edge {a}–{b})", body_of(a as usize));
-            check_compliance(c.compliance, "its angular stiffness", "J/rad²", "bending_modulus", what)?;
+            check_compliance(c.compliance, &"its angular stiffness", "J/rad²", "bending_modulus", what)?;
         }
         for (k, c) in self.rope_bending.items.iter().enumerate() {
             let j = c.particles[1];
             let what = || format!("body {} bending joint {k} (particle {j})", body_of(j as usize));
-            check_compliance(c.compliance, "its angular stiffness", "J/rad²", "bending_modulus", what)?;
+            check_compliance(c.compliance, &"its angular stiffness", "J/rad²", "bending_modulus", what)?;
         }
         Ok(())
     }
@@ -557,7 +557,7 @@ impl Model {
 /// subnormal when it is beyond f32 (and read as 0, rigid, by CPUs that flush subnormals).
 fn check_compliance(
     alpha: f32,
-    stiffness: &str,
+    stiffness: &dyn std::fmt::Display,
     unit: &str,
     key: &str,
     what: impl Fn() -> String,
