@@ -266,6 +266,7 @@ def test_wind_set_from_python_blows_a_hanging_cloth_downwind():
 
 def test_a_simulation_steps_from_another_thread_and_ctrl_c_stops_a_batch(tmp_path):
     import _thread
+    import signal
     import threading
     import time
 
@@ -280,10 +281,17 @@ def test_a_simulation_steps_from_another_thread_and_ctrl_c_stops_a_batch(tmp_pat
     manifest = tmp_path / "long.toml"
     manifest.write_text(f'[[sweep]]\nscene = {json.dumps(str(scene))}\nset = {{ "solver.frames" = 100000 }}\n'
                         'vary = { "rope.0.end_mass" = [1.0, 2.0] }\n')
-    threading.Timer(1.0, _thread.interrupt_main).start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        hooke.run_batch(manifest, out=tmp_path / "data")
-    assert time.monotonic() - started < 5.0
+    # A process started in the background by a shell without job control inherits SIGINT
+    # ignored, and then Python installs no handler and interrupt_main does nothing: install
+    # Python's own handler for the duration of the check.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(1.0, _thread.interrupt_main).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            hooke.run_batch(manifest, out=tmp_path / "data")
+        assert time.monotonic() - started < 5.0
+    finally:
+        signal.signal(signal.SIGINT, previous)
     leftovers = [p.name for p in (tmp_path / "data" / "samples").iterdir()]
     assert leftovers == [], leftovers
