@@ -199,7 +199,9 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
             cracks.insert(edge(c.i, c.j));
         }
     }
-    // The particles at the end of a crack: only their triangles can fall apart.
+    // The particles at the end of a crack: only their triangles can fall apart (around any
+    // other particle of a manifold mesh they stay joined by their shared edges; a particle
+    // where the rest mesh itself is not manifold is left whole until a crack reaches it).
     let mut on_crack = vec![false; model.particle_count()];
     for &(a, b) in &cracks {
         on_crack[a as usize] = true;
@@ -409,46 +411,45 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         held[c.i as usize] = true;
         held[c.j as usize] = true;
     }
-    // The colours at each particle, and the constraints by their particles: only where there
-    // is a flap to tie.
-    let flaps = triangles.iter().flatten().any(|&p| !held[p as usize]);
-    let mut colours_at: Vec<Vec<u32>> = vec![Vec::new(); if flaps { n_new } else { 0 }];
-    for (c, &colour) in items.iter().zip(&colours).filter(|_| flaps) {
-        colours_at[c.i as usize].push(colour);
-        colours_at[c.j as usize].push(colour);
-    }
-    let old_pair: HashMap<(u32, u32), usize> = match flaps {
-        true => set.constraints().iter().enumerate().map(|(k, c)| (edge(c.i, c.j), k)).collect(),
-        false => HashMap::default(),
-    };
-    for tri in triangles.iter().filter(|_| flaps) {
-        for (e, &p) in tri.iter().enumerate() {
-            if held[p as usize] {
-                continue;
-            }
-            for q in [tri[(e + 1) % 3], tri[(e + 2) % 3]] {
-                let (pp, pq) = (parent[p as usize], parent[q as usize]);
-                let Some(&k) = old_pair.get(&edge(pp, pq)) else { continue };
-                let length = (positions[pp as usize] - positions[pq as usize]).length();
-                if length.is_nan() || length <= 0.0 {
+    // The colours at each particle and the constraints by their particles are needed only
+    // where there is a flap to tie.
+    if triangles.iter().flatten().any(|&p| !held[p as usize]) {
+        let mut colours_at: Vec<Vec<u32>> = vec![Vec::new(); n_new];
+        for (c, &colour) in items.iter().zip(&colours) {
+            colours_at[c.i as usize].push(colour);
+            colours_at[c.j as usize].push(colour);
+        }
+        let old_pair: HashMap<(u32, u32), usize> =
+            set.constraints().iter().enumerate().map(|(k, c)| (edge(c.i, c.j), k)).collect();
+        for tri in &triangles {
+            for (e, &p) in tri.iter().enumerate() {
+                if held[p as usize] {
                     continue;
                 }
-                // The first colour free at both particles.
-                let free = |c: &u32| !colours_at[p as usize].contains(c) && !colours_at[q as usize].contains(c);
-                let colour = (0u32..).find(free).unwrap_or(0);
-                colours_at[p as usize].push(colour);
-                colours_at[q as usize].push(colour);
-                items.push(crate::model::DistanceConstraint {
-                    i: p,
-                    j: q,
-                    rest_length: length,
-                    ..set.constraints()[k]
-                });
-                families.push(set.family[k]);
-                elements.push(set.element[k]);
-                colours.push(colour);
+                for q in [tri[(e + 1) % 3], tri[(e + 2) % 3]] {
+                    let (pp, pq) = (parent[p as usize], parent[q as usize]);
+                    let Some(&k) = old_pair.get(&edge(pp, pq)) else { continue };
+                    let length = (positions[pp as usize] - positions[pq as usize]).length();
+                    if length.is_nan() || length <= 0.0 {
+                        continue;
+                    }
+                    // The first colour free at both particles.
+                    let free = |c: &u32| !colours_at[p as usize].contains(c) && !colours_at[q as usize].contains(c);
+                    let colour = (0u32..).find(free).unwrap_or(0);
+                    colours_at[p as usize].push(colour);
+                    colours_at[q as usize].push(colour);
+                    items.push(crate::model::DistanceConstraint {
+                        i: p,
+                        j: q,
+                        rest_length: length,
+                        ..set.constraints()[k]
+                    });
+                    families.push(set.family[k]);
+                    elements.push(set.element[k]);
+                    colours.push(colour);
+                }
+                held[p as usize] = true;
             }
-            held[p as usize] = true;
         }
     }
     let distance = crate::model::ConstraintSet::build::<2>(n_new, items, families, elements, colours)?;
