@@ -10,8 +10,11 @@
 //!
 //! **The solve** runs once per substep, after the constraint sets and before the colliders, as
 //! a Jacobi gather: with the positions of all particles frozen at the start of the stage, each
-//! particle visits the candidates the [spatial hash](super::spatial_hash) gives it, and for
-//! each contact sums its own share of the correction that
+//! particle visits its candidates — on the CPU from neighbour lists that the
+//! [spatial hash](super::spatial_hash) builds and that are kept while no particle has moved
+//! more than a fraction of their skin (see [`NeighbourLists`]; the GPU queries its hash every
+//! substep; both find the same contacts) — and for each contact sums its own share of the
+//! correction that
 //! pushes the pair to distance t along n = (xᵢ − xⱼ)/‖xᵢ − xⱼ‖,
 //!
 //! Δxᵢ = wᵢ/(wᵢ + wⱼ) · (t − ‖xᵢ − xⱼ‖) · n,
@@ -95,7 +98,42 @@ pub(crate) struct SelfCollision {
     correction: Vec<(Vec3, u32)>,
     /// Each particle's number of contacts in the last substep (at most [`MAX_COUNT`]).
     previous: Vec<u32>,
+    /// The candidate lists the gather reads ([`NeighbourLists`]).
+    lists: NeighbourLists,
 }
+
+/// Verlet neighbour lists (the molecular-dynamics device): for each member, the particles
+/// that were within its contact distance plus a skin s when the lists were built — those of
+/// its world, not itself, not a neighbour at rest — found through the spatial hash. A pair
+/// missing from the lists was at least t + s apart then; while no particle has moved more
+/// than s/2 since, it is still at least t apart and cannot be in contact, so the lists hold
+/// every contact and the gather, which tests each listed pair exactly as the hash's
+/// candidates were tested, finds the same contacts and (summing in fixed point) the same
+/// bits as a hash built afresh. They are rebuilt in the substep where a particle has moved
+/// more than [`LIST_REBUILD`] × s since the last build, with s = [`SKIN_RADII`] × the
+/// largest collision radius: every substep while the cloth falls fast, seldom once it rests.
+#[derive(Clone, Debug, Default)]
+struct NeighbourLists {
+    /// Member k's candidates are `pairs[offsets[k]..offsets[k + 1]]` (particle ids).
+    offsets: Vec<u32>,
+    pairs: Vec<u32>,
+    /// Each member's position when the lists were built (m); empty: no lists yet.
+    built_at: Vec<Vec3>,
+    /// The skin s (m).
+    skin: f32,
+    /// Builds since the start (for benchmarks and tests).
+    builds: u64,
+    /// Substeps solved since the start.
+    substeps: u64,
+}
+
+/// The lists' skin in units of the largest collision radius (s = r: pairs within 1.5 contact
+/// distances of a uniform cloth are listed).
+pub const SKIN_RADII: f32 = 1.0;
+
+/// The lists are rebuilt once a particle has moved more than this fraction of the skin since
+/// they were built: below ½, with a margin for the rounding of the distances.
+pub const LIST_REBUILD: f32 = 0.45;
 
 /// What one solve found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -175,35 +213,42 @@ impl SelfCollision {
         }
         self.position.clear();
         self.position.extend(particles.iter().map(Particle::position));
-        let position = &self.position;
-        self.hash
-            .build(CELL_RADII * self.max_radius, &self.members, |i| position[i as usize].extend(radius[i as usize]));
+        self.lists.substeps += 1;
+        if self.lists_stale(parallel) {
+            self.build_lists(model, parallel);
+        }
         let ctx = Gather {
             particles,
-            position,
+            position: &self.position,
             rest: model.particle_position(),
-            radius,
+            radius: &self.radius,
             body: &self.body,
-            body_world: &self.body_world,
             previous: &self.previous,
             friction: &self.friction,
-            hash: &self.hash,
-            max_radius: self.max_radius,
             relax: DEPENETRATION_SPEED * h,
         };
+        let (members, lists) = (&self.members, &self.lists);
+        let gather = |k: usize, i: u32| {
+            let listed = &lists.pairs[lists.offsets[k] as usize..lists.offsets[k + 1] as usize];
+            ctx.gather(i, listed)
+        };
         self.correction.clear();
-        self.correction.resize(self.members.len(), (Vec3::ZERO, 0));
-        let members = &self.members;
+        self.correction.resize(members.len(), (Vec3::ZERO, 0));
         if parallel && members.len() > 2 * CHUNK {
-            self.correction
-                .par_chunks_mut(CHUNK)
-                .zip(members.par_chunks(CHUNK))
-                .for_each(|(out, ids)| ids.iter().zip(out).for_each(|(&i, o)| *o = ctx.gather(i)));
+            self.correction.par_chunks_mut(CHUNK).zip(members.par_chunks(CHUNK)).enumerate().for_each(
+                |(chunk, (out, ids))| {
+                    for (k, (&i, o)) in ids.iter().zip(out).enumerate() {
+                        *o = gather(chunk * CHUNK + k, i);
+                    }
+                },
+            );
         } else {
-            members.iter().zip(&mut self.correction).for_each(|(&i, o)| *o = ctx.gather(i));
+            for (k, (&i, o)) in members.iter().zip(&mut self.correction).enumerate() {
+                *o = gather(k, i);
+            }
         }
         let mut touching = 0;
-        for (&i, &(c, n)) in members.iter().zip(&self.correction) {
+        for (&i, &(c, n)) in self.members.iter().zip(&self.correction) {
             self.previous[i as usize] = n.min(MAX_COUNT);
             if n == 0 {
                 continue;
@@ -219,26 +264,112 @@ impl SelfCollision {
     }
 }
 
+impl SelfCollision {
+    /// Whether the lists must be rebuilt for the positions in `self.position`: there are
+    /// none yet, or a member has moved more than [`LIST_REBUILD`] × the skin since.
+    fn lists_stale(&self, parallel: bool) -> bool {
+        let lists = &self.lists;
+        if lists.built_at.len() != self.members.len() {
+            return true;
+        }
+        let limit2 = (LIST_REBUILD * lists.skin).powi(2);
+        let moved = |(&i, &x): (&u32, &Vec3)| {
+            let d2 = (self.position[i as usize] - x).length_squared();
+            d2 > limit2 || d2.is_nan()
+        };
+        if parallel && self.members.len() > 2 * CHUNK {
+            self.members.par_iter().zip(&lists.built_at).any(moved)
+        } else {
+            self.members.iter().zip(&lists.built_at).any(moved)
+        }
+    }
+
+    /// Rebuilds the spatial hash and, through it, the lists at `self.position`.
+    fn build_lists(&mut self, model: &Model, parallel: bool) {
+        let skin = SKIN_RADII * self.max_radius;
+        let (position, radius) = (&self.position, &self.radius);
+        // Cells wide enough that a query's box (the reach each way) touches at most two cells
+        // per axis.
+        let reach = 2.0 * self.max_radius + skin;
+        self.hash.build(CELL_RADII * self.max_radius + 2.0 * skin, &self.members, |i| {
+            position[i as usize].extend(radius[i as usize])
+        });
+        let (rest, body, body_world, hash) = (model.particle_position(), &self.body, &self.body_world, &self.hash);
+        // The candidates of member i: within t + s now, same world, not i, not neighbours at rest.
+        let list = |i: u32, out: &mut Vec<u32>| {
+            let iu = i as usize;
+            let (xi, ri, bi) = (position[iu], radius[iu], body[iu]);
+            hash.for_each_overlapping(xi, ri + skin, reach, |j, xj| {
+                let ju = j as usize;
+                let bj = body[ju];
+                let t = ri + xj.w;
+                if j == i
+                    || body_world[bi as usize] != body_world[bj as usize]
+                    || (bi == bj && (rest[iu] - rest[ju]).length_squared() < t * t)
+                {
+                    return;
+                }
+                out.push(j);
+            });
+        };
+        let lists = &mut self.lists;
+        lists.offsets.clear();
+        lists.offsets.push(0);
+        lists.pairs.clear();
+        if parallel && self.members.len() > 2 * CHUNK {
+            let chunks: Vec<(Vec<u32>, Vec<u32>)> = self
+                .members
+                .par_chunks(CHUNK)
+                .map(|ids| {
+                    let (mut counts, mut pairs) = (Vec::with_capacity(ids.len()), Vec::new());
+                    for &i in ids {
+                        list(i, &mut pairs);
+                        counts.push(pairs.len() as u32);
+                    }
+                    (counts, pairs)
+                })
+                .collect();
+            for (counts, pairs) in chunks {
+                let base = lists.pairs.len() as u32;
+                lists.offsets.extend(counts.iter().map(|c| base + c));
+                lists.pairs.extend_from_slice(&pairs);
+            }
+        } else {
+            for &i in &self.members {
+                list(i, &mut lists.pairs);
+                lists.offsets.push(lists.pairs.len() as u32);
+            }
+        }
+        lists.built_at.clear();
+        lists.built_at.extend(self.members.iter().map(|&i| position[i as usize]));
+        lists.skin = skin;
+        lists.builds += 1;
+    }
+
+    /// How often the neighbour lists were rebuilt: (builds, substeps solved).
+    pub fn list_builds(&self) -> (u64, u64) {
+        (self.lists.builds, self.lists.substeps)
+    }
+}
+
 /// What the gather of one particle reads.
 struct Gather<'a> {
     particles: &'a [Particle],
     position: &'a [Vec3],
+    /// Rest positions (m), for the normal of coincident particles.
     rest: &'a [Vec3],
     radius: &'a [f32],
     body: &'a [u32],
-    /// The world of each body: particles of two worlds never touch.
-    body_world: &'a [u32],
     previous: &'a [u32],
     friction: &'a [Friction],
-    hash: &'a SpatialHash,
-    max_radius: f32,
     relax: f32,
 }
 
 impl Gather<'_> {
-    /// The correction of particle `i` and its number of contacts.
+    /// The correction of particle `i` and its number of contacts, from its listed candidates
+    /// (see [`NeighbourLists`]: same world, not `i`, not neighbours at rest).
     #[inline]
-    fn gather(&self, i: u32) -> (Vec3, u32) {
+    fn gather(&self, i: u32, listed: &[u32]) -> (Vec3, u32) {
         let iu = i as usize;
         let wi = self.particles[iu].x.w;
         if wi <= 0.0 {
@@ -247,29 +378,23 @@ impl Gather<'_> {
         let (xi, ri, bi, ni) = (self.position[iu], self.radius[iu], self.body[iu], self.previous[iu]);
         let (x0i, di) = (self.particles[iu].x.truncate(), self.particles[iu].d.truncate());
         let (mut sum, mut count) = (FixedSum::default(), 0u32);
-        let reach = ri + self.max_radius;
-        self.hash.for_each_candidate_at(xi, reach, |j, xj| {
-            let delta = xi - xj.truncate();
-            let dist2 = delta.length_squared();
-            let t = ri + xj.w;
-            if dist2 >= t * t || j == i {
-                return;
-            }
+        for &j in listed {
             let ju = j as usize;
+            let delta = xi - self.position[ju];
+            let dist2 = delta.length_squared();
+            let t = ri + self.radius[ju];
+            // (A NaN distance is no contact; the run's health check reports the NaN.)
+            if dist2 >= t * t || dist2.is_nan() {
+                continue;
+            }
             let bj = self.body[ju];
-            if self.body_world[bi as usize] != self.body_world[bj as usize] {
-                return;
-            }
-            let rest = self.rest[iu] - self.rest[ju];
-            if bi == bj && rest.length_squared() < t * t {
-                return;
-            }
             let x0j = self.particles[ju].x.truncate();
             // The contact normal: along the pair now; for coincident particles along the pair
             // at rest, else at the substep's start, else ±y by index — always antisymmetric.
             let dist = dist2.sqrt();
             let axis = if i < j { Vec3::Y } else { Vec3::NEG_Y };
             let start = x0i - x0j;
+            let rest = self.rest[iu] - self.rest[ju];
             let delta = [delta, rest, start].into_iter().find(|v| v.length_squared() > 0.0).unwrap_or(axis);
             let n = delta / delta.length();
             let wj = self.particles[ju].x.w;
@@ -278,7 +403,7 @@ impl Gather<'_> {
             let target = if dist0 < t { t.min(dist0 + self.relax) } else { t };
             count += 1;
             if target <= dist {
-                return;
+                continue;
             }
             let depth = target - dist;
             // Mass-weighted, and shared out over the contacts that either particle had in the
@@ -295,7 +420,7 @@ impl Gather<'_> {
                 kinetic_coefficient: 0.5 * (fi.kinetic_coefficient + fj.kinetic_coefficient),
             };
             sum.add(f.correction(tangential, depth) * share);
-        });
+        }
         (sum.value(), count)
     }
 }
@@ -508,4 +633,65 @@ fn body_worlds(model: &Model) -> Vec<u32> {
         out[w.bodies.start as usize..w.bodies.end as usize].fill(k as u32);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::state::SolverState;
+    use crate::{ClothGrid, ModelBuilder};
+    use glam::Vec4;
+
+    /// A 10 × 10 cloth pressed (1 mm per substep) onto another 1.4 cm below, the two sliding
+    /// past each other at 2 mm per substep each way (1 cm spacing, 1.5 cm thick), with a little noise in every step:
+    /// the solve that keeps its neighbour lists gives, substep by substep, the bits of one
+    /// that builds them afresh (a clone with its lists dropped), while reusing them in most
+    /// substeps. Lists kept past their skin (rebuilt at 1.0 × the skin instead of 0.45) miss the pairs that slide into contact and differ.
+    #[test]
+    fn kept_neighbour_lists_give_the_bits_of_fresh_ones() {
+        let mut b = ModelBuilder::new();
+        for (k, y) in [0.0f32, 0.014].into_iter().enumerate() {
+            let mut g = ClothGrid::new(format!("layer{k}"), 10, 10, 0.01);
+            g.center = Vec3::new(-0.04 * k as f32, y, 0.002 * k as f32);
+            g.material.thickness = 0.015;
+            g.material.self_collision = true;
+            b.add_cloth_grid(&g).unwrap();
+        }
+        let model = b.finalize().unwrap();
+        let mut state = SolverState::from_model(&model);
+        let mut kept = SelfCollision::new(&model);
+        let mut contacts = 0;
+        let mut seed = 12345u32;
+        let mut noise = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        for _ in 0..40 {
+            for (k, p) in state.particles.iter_mut().enumerate() {
+                let (slide, fall) = if k >= 100 { (0.002, -0.001) } else { (-0.002, 0.0) };
+                p.d = Vec4::new(slide + 2e-4 * noise(), fall + 2e-4 * noise(), 2e-4 * noise(), 0.0);
+            }
+            let mut fresh = kept.clone();
+            fresh.lists = NeighbourLists::default();
+            let (mut a, mut b) = (state.clone(), state.clone());
+            let ca = kept.solve(&model, &mut a.particles, &mut a.velocity, 1.0 / 1200.0, None, false);
+            let cb = fresh.solve(&model, &mut b.particles, &mut b.velocity, 1.0 / 1200.0, None, false);
+            assert_eq!(ca, cb);
+            let bits =
+                |s: &SolverState| s.particles.iter().map(|p| p.d.to_array().map(f32::to_bits)).collect::<Vec<_>>();
+            assert_eq!(bits(&a), bits(&b), "kept lists must find the contacts a fresh hash finds");
+            contacts += ca.particles;
+            // Finish the substep: x⁰ ← x⁰ + d.
+            state = a;
+            for p in &mut state.particles {
+                p.x += p.d.truncate().extend(0.0);
+                p.d = Vec4::ZERO;
+            }
+        }
+        let (builds, substeps) = kept.list_builds();
+        assert_eq!(substeps, 40);
+        assert!(contacts > 500, "the layers must meet ({contacts} particle-substeps in contact)");
+        // Each side slides 2 mm per substep against a rebuild at 0.45 × 7.5 mm: every other substep.
+        assert!((3..40).contains(&builds), "lists built {builds} times in 40 substeps: some must be reused");
+    }
 }

@@ -66,6 +66,9 @@ pub struct SpatialHash {
     /// The point of each entry when the hash was built (same order as `entries`): its
     /// position (m) and the caller's value in w.
     entry_point: Vec<Vec4>,
+    /// The same points by coordinate (x, y, z and the caller's value), for
+    /// [`SpatialHash::for_each_overlapping`]'s four-lane distance test.
+    entry_lanes: [Vec<f32>; 4],
     /// Scratch of `build`: each point's bucket, and the next free slot of each bucket.
     bucket: Vec<u32>,
     next: Vec<u32>,
@@ -108,6 +111,17 @@ impl SpatialHash {
             self.entries[slot] = indices[k];
             self.entry_point[slot] = point(indices[k]);
         }
+        for (axis, lane) in self.entry_lanes.iter_mut().enumerate() {
+            lane.clear();
+            lane.extend(self.entry_point.iter().map(|p| p[axis]));
+        }
+    }
+
+    /// The points' ids in the table's order: bucket by bucket, increasing within a bucket
+    /// (points of one cell are consecutive, so visiting them in this order queries the same
+    /// buckets one after another).
+    pub fn entries(&self) -> &[u32] {
+        &self.entries
     }
 
     /// Number of points in the hash.
@@ -133,6 +147,54 @@ impl SpatialHash {
     /// [`SpatialHash::build`].
     #[inline]
     pub fn for_each_candidate_at(&self, x: Vec3, r: f32, mut f: impl FnMut(u32, Vec4)) {
+        self.for_each_bucket(x, r, |range| {
+            for (&id, &p) in self.entries[range.clone()].iter().zip(&self.entry_point[range]) {
+                f(id, p);
+            }
+        });
+    }
+
+    /// Calls `f(id, point)` for the candidates of [`SpatialHash::for_each_candidate_at`]
+    /// within `reach` (m) of `x` whose sphere overlaps the sphere of radius `radius` (m) about
+    /// `x`: ‖x − p‖² < (radius + p.w)², with p.w the value given to [`SpatialHash::build`]
+    /// (a radius in m), the squared distance computed as (Δx² + Δy²) + Δz² from Δ = x − p —
+    /// the operations a caller that tests `(x − p).length_squared() < t²` with
+    /// t = radius + p.w does, so it is given exactly the candidates it would keep. The test
+    /// runs on four entries at once; the order of the calls is that of
+    /// [`SpatialHash::for_each_candidate_at`].
+    #[inline]
+    pub fn for_each_overlapping(&self, x: Vec3, radius: f32, reach: f32, mut f: impl FnMut(u32, Vec4)) {
+        let [lx, ly, lz, lw] = &self.entry_lanes;
+        let (sx, sy, sz, sr) = (Vec4::splat(x.x), Vec4::splat(x.y), Vec4::splat(x.z), Vec4::splat(radius));
+        self.for_each_bucket(x, reach, |range| {
+            let (bx, by, bz, bw) = (&lx[range.clone()], &ly[range.clone()], &lz[range.clone()], &lw[range.clone()]);
+            let (ids, points) = (&self.entries[range.clone()], &self.entry_point[range]);
+            let full = bx.len() / 4 * 4;
+            for k in (0..full).step_by(4) {
+                let load = |lane: &[f32]| Vec4::from_array(lane[k..k + 4].try_into().unwrap());
+                let (dx, dy, dz) = (sx - load(bx), sy - load(by), sz - load(bz));
+                let t = sr + load(bw);
+                let d2 = dx * dx + dy * dy + dz * dz;
+                let mut hits = d2.cmplt(t * t).bitmask();
+                while hits != 0 {
+                    let lane = hits.trailing_zeros() as usize;
+                    f(ids[k + lane], points[k + lane]);
+                    hits &= hits - 1;
+                }
+            }
+            for (&id, &p) in ids[full..].iter().zip(&points[full..]) {
+                let (d, t) = (x - p.truncate(), radius + p.w);
+                if d.length_squared() < t * t {
+                    f(id, p);
+                }
+            }
+        });
+    }
+
+    /// Calls `f(range of entries)` for each bucket of the cells that the box [x − r, x + r]
+    /// touches, in increasing bucket index, each once.
+    #[inline]
+    fn for_each_bucket(&self, x: Vec3, r: f32, mut f: impl FnMut(std::ops::Range<usize>)) {
         if self.entries.is_empty() {
             return;
         }
@@ -162,10 +224,7 @@ impl SpatialHash {
         let mut last = u32::MAX;
         for &b in buckets.iter() {
             if b != last {
-                let range = self.start[b as usize] as usize..self.start[b as usize + 1] as usize;
-                for (&id, &p) in self.entries[range.clone()].iter().zip(&self.entry_point[range]) {
-                    f(id, p);
-                }
+                f(self.start[b as usize] as usize..self.start[b as usize + 1] as usize);
                 last = b;
             }
         }

@@ -355,6 +355,7 @@ impl XpbdSolver {
         watch.lap(&mut times, None);
         let (mut contacts, mut particle_contacts) = (0u32, 0u32);
         let (mut most_iterations, mut total_iterations) = (0u32, 0u32);
+        let list_builds = self.self_collision.list_builds().0;
         for (sub, slot) in plan.slots.iter().enumerate() {
             let t0 = slot.t0;
             let check = |solver: &Self, stage: Stage| match trace {
@@ -490,6 +491,7 @@ impl XpbdSolver {
             total_iterations,
             contacts,
             particle_contacts,
+            contact_list_builds: (self.self_collision.list_builds().0 - list_builds) as u32,
             ..StepReport::default()
         })
     }
