@@ -26,7 +26,8 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
 };
 
 /// The GPU's cell size in units of the largest collision radius (one contact distance; the
-/// CPU's `hooke::collision::self_collision::CELL_RADII` is 4).
+/// CPU's cells, for its neighbour lists, are 6: `hooke::collision::self_collision::CELL_RADII`
+/// plus twice the lists' skin).
 pub(crate) const CELL_RADII: f32 = 2.0;
 
 /// Tables of at most this many blocks skip the block-totals scan (`SMALL_BLOCKS` in the

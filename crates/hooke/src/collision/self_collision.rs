@@ -61,11 +61,12 @@ use rayon::prelude::*;
 /// the start of a substep is pushed apart.
 pub const DEPENETRATION_SPEED: f32 = 1.0;
 
-/// The spatial hash's cell size in units of the largest collision radius: cells twice the
-/// largest contact distance, so the box of reach around a particle (at most one contact
-/// distance each way) touches at most 2 cells per axis — 8 buckets to visit instead of 27,
-/// which measured faster (≈ 4.2 against 6.4 ms per substep for a 10⁴-particle heap on one
-/// thread) despite the larger cells.
+/// The spatial hash's cell size, before the lists' skin, in units of the largest collision
+/// radius: the CPU's cells are `CELL_RADII` radii plus twice the skin wide (6 radii, three
+/// contact distances, with [`SKIN_RADII`] = 1), so the box of reach around a particle (its
+/// contact distance plus the skin each way) touches two cells per axis, three where rounding
+/// puts it across two borders. (Before the lists, cells of 4 radii, measured ≈ 4.2 against 6.4
+/// ms per substep for cells of 2 on a 10⁴-particle heap on one thread.)
 pub const CELL_RADII: f32 = 4.0;
 
 /// The contact count kept per particle saturates here (the GPU packs it into 12 bits).
@@ -109,7 +110,8 @@ pub(crate) struct SelfCollision {
 /// than s/2 since, it is still at least t apart and cannot be in contact, so the lists hold
 /// every contact and the gather, which tests each listed pair exactly as the hash's
 /// candidates were tested, finds the same contacts and (summing in fixed point) the same
-/// bits as a hash built afresh. They are rebuilt in the substep where a particle has moved
+/// bits as a hash built afresh — for finite positions: a pair at a NaN distance is no contact
+/// here, where the GPU's gather counts it (a NaN stops the run either way). They are rebuilt in the substep where a particle has moved
 /// more than [`LIST_REBUILD`] × s since the last build, with s = [`SKIN_RADII`] × the
 /// largest collision radius: every substep while the cloth falls fast, seldom once it rests.
 #[derive(Clone, Debug, Default)]
@@ -288,8 +290,8 @@ impl SelfCollision {
     fn build_lists(&mut self, model: &Model, parallel: bool) {
         let skin = SKIN_RADII * self.max_radius;
         let (position, radius) = (&self.position, &self.radius);
-        // Cells wide enough that a query's box (the reach each way) touches at most two cells
-        // per axis.
+        // Cells wide enough that a query's box (the reach each way) touches two cells per axis
+        // (three where rounding puts it across two borders).
         let reach = 2.0 * self.max_radius + skin;
         self.hash.build(CELL_RADII * self.max_radius + 2.0 * skin, &self.members, |i| {
             position[i as usize].extend(radius[i as usize])
@@ -460,8 +462,8 @@ impl FixedSum {
 
 /// The particles that take part in particle contacts — those of every body whose material has
 /// `self_collision` on, with a collision radius > 0 — in increasing order, and the largest
-/// of their radii (m; 0 when there are none). The spatial hash's cells are [`CELL_RADII`]
-/// times that wide.
+/// of their radii (m; 0 when there are none). The CPU's spatial hash cells are
+/// [`CELL_RADII`] + 2 [`SKIN_RADII`] times that wide.
 pub fn members(model: &Model) -> (Vec<u32>, f32) {
     let radius = contact_radii(model);
     let mut members = Vec::new();
@@ -641,6 +643,57 @@ mod tests {
     use crate::solver::state::SolverState;
     use crate::{ClothGrid, ModelBuilder};
     use glam::Vec4;
+
+    /// Two short ropes (1 cm radius) side by side, t + s + 10 µm apart when the lists are built
+    /// in the first substep (so not listed), each moving toward the other by 0.999 × [`LIST_REBUILD`] × s per
+    /// substep: with LIST_REBUILD ≤ ½ they stay more than t apart until the lists are rebuilt,
+    /// and the kept lists give the fresh lists' bits at every substep; with any value above ½
+    /// they touch before a rebuild and the kept lists miss the contact. (Head-on, the tightest
+    /// case of the skin argument.)
+    #[test]
+    fn lists_are_rebuilt_before_an_unlisted_pair_can_touch() {
+        let r = 0.01f32;
+        let (t, s) = (2.0 * r, SKIN_RADII * r);
+        let gap = t + s + 1e-5;
+        let mut b = ModelBuilder::new();
+        for (k, x) in [0.0f32, gap].into_iter().enumerate() {
+            let mut rope = crate::Rope::straight(format!("rope{k}"), Vec3::new(x, 1.0, 0.0), Vec3::new(x, 1.1, 0.0), 2);
+            rope.material.radius = r;
+            rope.material.self_collision = true;
+            b.add_rope(&rope).unwrap();
+        }
+        let model = b.finalize().unwrap();
+        let mut state = SolverState::from_model(&model);
+        let mut kept = SelfCollision::new(&model);
+        let step = 0.999 * LIST_REBUILD * s;
+        let mut touched = false;
+        // Substep 0 builds the lists where the ropes start; then they close in.
+        for substep in 0..6 {
+            for (k, p) in state.particles.iter_mut().enumerate() {
+                let toward = if substep == 0 {
+                    0.0
+                } else if k < 2 {
+                    step
+                } else {
+                    -step
+                };
+                p.d = Vec4::new(toward, 0.0, 0.0, 0.0);
+            }
+            let mut fresh = kept.clone();
+            fresh.lists = NeighbourLists::default();
+            let (mut a, mut b) = (state.clone(), state.clone());
+            let ca = kept.solve(&model, &mut a.particles, &mut a.velocity, 1.0 / 1200.0, None, false);
+            let cb = fresh.solve(&model, &mut b.particles, &mut b.velocity, 1.0 / 1200.0, None, false);
+            assert_eq!(ca, cb, "kept lists must find the contacts a fresh hash finds");
+            touched |= cb.particles > 0;
+            state = b;
+            for p in &mut state.particles {
+                p.x += p.d.truncate().extend(0.0);
+                p.d = Vec4::ZERO;
+            }
+        }
+        assert!(touched, "the ropes must come into contact");
+    }
 
     /// A 10 × 10 cloth pressed (1 mm per substep) onto another 1.4 cm below, the two sliding
     /// past each other at 2 mm per substep each way (1 cm spacing, 1.5 cm thick), with a little noise in every step:

@@ -117,13 +117,6 @@ impl SpatialHash {
         }
     }
 
-    /// The points' ids in the table's order: bucket by bucket, increasing within a bucket
-    /// (points of one cell are consecutive, so visiting them in this order queries the same
-    /// buckets one after another).
-    pub fn entries(&self) -> &[u32] {
-        &self.entries
-    }
-
     /// Number of points in the hash.
     pub fn len(&self) -> usize {
         self.entries.len()

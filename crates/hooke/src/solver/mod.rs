@@ -78,8 +78,9 @@ pub struct StepReport {
     pub particle_contacts: u32,
     /// Substeps of the frame in which the CPU rebuilt the particle contacts' neighbour lists
     /// (through the spatial hash; in the others it reused them, with the same result — see
-    /// [`crate::collision::self_collision`]); counted by the CPU XPBD solver, 0 elsewhere
-    /// (the GPU builds its hash every substep) and without self-collision.
+    /// [`crate::collision::self_collision`]); counted by the CPU solvers (XPBD, PBD and
+    /// implicit Euler), 0 on the GPU (which builds its hash every substep) and without
+    /// self-collision.
     pub contact_list_builds: u32,
     /// Linear-solver iterations (e.g. conjugate gradient) of the substep that needed most;
     /// 0 for solvers without a linear solve.

@@ -476,6 +476,7 @@ impl ForceSolver {
         let parallel = s.parallel && !trace;
         let pins = self.begin_pins(plan);
         let mut report = StepReport { substeps: s.substeps, iterations: 1, ..StepReport::default() };
+        let list_builds = self.self_collision.list_builds().0;
         if s.integrator == Integrator::ImplicitEuler {
             let times = StageTimes { frames: 1, substeps: s.substeps, ..StageTimes::default() };
             let watch = Stopwatch::new(self.stage_times.is_some() && !trace);
@@ -491,6 +492,7 @@ impl ForceSolver {
         } else {
             self.explicit_frame(plan, &pins, parallel, trace, &mut report)?;
         }
+        report.contact_list_builds = (self.self_collision.list_builds().0 - list_builds) as u32;
         self.state.time += plan.frame_dt as f64;
         self.collider_pose.clone_from(&plan.collider_end);
         Ok(report)
