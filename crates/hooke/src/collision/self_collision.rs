@@ -111,9 +111,10 @@ pub(crate) struct SelfCollision {
 /// every contact and the gather, which tests each listed pair exactly as the hash's
 /// candidates were tested, finds the same contacts and (summing in fixed point) the same
 /// bits as a hash built afresh — for finite positions: a pair at a NaN distance is no contact
-/// here, where the GPU's gather counts it (a NaN stops the run either way). They are rebuilt in the substep where a particle has moved
-/// more than [`LIST_REBUILD`] × s since the last build, with s = [`SKIN_RADII`] × the
-/// largest collision radius: every substep while the cloth falls fast, seldom once it rests.
+/// here, where the GPU's gather counts it (a NaN stops the run either way). They are rebuilt
+/// in the substep where a particle has moved more than [`LIST_REBUILD`] × s since the last
+/// build, with s = [`SKIN_RADII`] × the largest collision radius: every substep or two while
+/// a cloth falls or crumples fast, seldom once it rests.
 #[derive(Clone, Debug, Default)]
 struct NeighbourLists {
     /// Member k's candidates are `pairs[offsets[k]..offsets[k + 1]]` (particle ids).
@@ -264,9 +265,7 @@ impl SelfCollision {
         }
         ContactCount { particles: touching }
     }
-}
 
-impl SelfCollision {
     /// Whether the lists must be rebuilt for the positions in `self.position`: there are
     /// none yet, or a member has moved more than [`LIST_REBUILD`] × the skin since.
     fn lists_stale(&self, parallel: bool) -> bool {
@@ -645,8 +644,8 @@ mod tests {
     use glam::Vec4;
 
     /// Two short ropes (1 cm radius) side by side, t + s + 10 µm apart when the lists are built
-    /// in the first substep (so not listed), each moving toward the other by 0.999 × [`LIST_REBUILD`] × s per
-    /// substep: with LIST_REBUILD ≤ ½ they stay more than t apart until the lists are rebuilt,
+    /// in the first substep (so not listed), each moving toward the other by
+    /// 0.999 × [`LIST_REBUILD`] × s per substep: with LIST_REBUILD ≤ ½ they stay more than t apart until the lists are rebuilt,
     /// and the kept lists give the fresh lists' bits at every substep; with any value above ½
     /// they touch before a rebuild and the kept lists miss the contact. (Head-on, the tightest
     /// case of the skin argument.)
@@ -696,10 +695,11 @@ mod tests {
     }
 
     /// A 10 × 10 cloth pressed (1 mm per substep) onto another 1.4 cm below, the two sliding
-    /// past each other at 2 mm per substep each way (1 cm spacing, 1.5 cm thick), with a little noise in every step:
-    /// the solve that keeps its neighbour lists gives, substep by substep, the bits of one
-    /// that builds them afresh (a clone with its lists dropped), while reusing them in most
-    /// substeps. Lists kept past their skin (rebuilt at 1.0 × the skin instead of 0.45) miss the pairs that slide into contact and differ.
+    /// past each other at 2 mm per substep each way (1 cm spacing, 1.5 cm thick), with a
+    /// little noise in every step: the solve that keeps its neighbour lists gives, substep by
+    /// substep, the bits of one that builds them afresh (a clone with its lists dropped),
+    /// while reusing them in some substeps. Lists kept past their skin (rebuilt at 1.0 × the
+    /// skin instead of 0.45) miss the pairs that slide into contact and differ.
     #[test]
     fn kept_neighbour_lists_give_the_bits_of_fresh_ones() {
         let mut b = ModelBuilder::new();
