@@ -198,6 +198,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut gpu_times: Option<Vec<f64>> = None;
     // Iterations and substeps of the timed CPU frames (with auto iterations they vary).
     let (mut iteration_count, mut substep_count, mut list_builds) = (0u64, 0u64, 0u64);
+    let mut list_overflows = 0u64;
+    // Whether the GPU's particle contacts kept neighbour lists.
+    let mut gpu_lists = false;
     // The Jacobi relaxation ω and Chebyshev ρ in use (GPU Jacobi only).
     let mut jacobi = None;
     // Mean wall time per frame (s) with the cloth drawn after each frame (--draw).
@@ -214,6 +217,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (solver, device): (Box<dyn hooke::Solver>, String) = if let Some(tearing) = &mut tearing {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
+        options.contact_lists = args.gpu_solve.contact_lists.mode();
         let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
         for _ in 0..args.warmup {
             let control = tearing.control(scene.control_at(solver.time()));
@@ -230,6 +234,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             iteration_count += report.total_iterations as u64;
             substep_count += report.substeps as u64;
             list_builds += report.contact_list_builds as u64;
+            list_overflows += report.contact_list_overflows as u64;
             let t = Instant::now();
             let tore = tearing.after_frame(solver.as_mut(), &mut state)?;
             match tore {
@@ -245,6 +250,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     } else if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
+        options.contact_lists = args.gpu_solve.contact_lists.mode();
         options.health_interval = 0;
         options.timestamps = true;
         let mut solver = hooke_sim::make_gpu_solver(&scene, &options)?;
@@ -256,13 +262,18 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         // not checked one by one (that would wait for each); the device records a blow-up and
         // `try_read_state` reports it, as the CPU's step would.
         solver.try_read_state(&mut state)?;
+        let lists_before = hooke::Solver::contact_list_totals(&mut solver);
         let timed = solver.time_frames(u32::try_from(args.frames).unwrap_or(u32::MAX));
         let t = Instant::now();
         for _ in 0..args.frames {
-            solver.step(&scene.control_at(solver.time()), dt)?;
+            let report = solver.step(&scene.control_at(solver.time()), dt)?;
+            substep_count += report.substeps as u64;
         }
         solver.try_read_state(&mut state)?;
         times.push(t.elapsed().as_secs_f64() / args.frames as f64);
+        if let (Some(a), Some(b)) = (lists_before, hooke::Solver::contact_list_totals(&mut solver)) {
+            (list_builds, list_overflows, gpu_lists) = (b.0 - a.0, b.1 - a.1, true);
+        }
         jacobi = solver.jacobi_parameters();
         if timed {
             gpu_times = solver.read_frame_times().filter(|t| !t.is_empty());
@@ -325,6 +336,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             iteration_count += report.total_iterations as u64;
             substep_count += report.substeps as u64;
             list_builds += report.contact_list_builds as u64;
+            list_overflows += report.contact_list_overflows as u64;
         }
         // Stage times (--stages): the same number of frames again with the wall clock read
         // between the stages, after the timed frames so that
@@ -451,6 +463,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut json = json;
     json["tearing"] = tearing_json;
     json["contact_list_builds"] = list_builds.into();
+    json["contact_list_overflows"] = list_overflows.into();
     if args.json {
         println!("{json}");
     } else {
@@ -544,10 +557,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             timestamps,
             drawn_text
         );
-        if !gpu && !hooke::collision::self_collision::members(&scene.model).0.is_empty() {
-            println!(
-                "  particle contacts: neighbour lists rebuilt in {list_builds} of the {substep_count} timed substeps (reused in the others, with the same result)"
-            );
+        if !hooke::collision::self_collision::members(&scene.model).0.is_empty() {
+            if gpu && !gpu_lists {
+                println!("  particle contacts: the spatial hash's cells, rebuilt every substep (no neighbour lists)");
+            } else {
+                println!(
+                    "  particle contacts: neighbour lists rebuilt in {list_builds} of the {substep_count} timed substeps (reused in the others, with the same result); {list_overflows} member lists overflowed (those members used the hash's cells)"
+                );
+            }
         }
         if args.stages {
             match stage_times {

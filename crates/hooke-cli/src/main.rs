@@ -282,6 +282,34 @@ pub struct GpuSolveArgs {
     /// or worlds, slower for one large cloth).
     #[arg(long)]
     gpu_tiles: bool,
+    /// With --backend gpu: where the particle contacts (self-collision) find their
+    /// candidates: auto (neighbour lists from 8 192 colliding particles), always (lists,
+    /// rebuilt from the spatial hash only when a particle has moved far enough) or never (the
+    /// hash's cells, rebuilt every substep). The same contacts and result either way.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub contact_lists: ContactListsArg,
+}
+
+/// `--contact-lists`: [`hooke_gpu::ContactListMode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ContactListsArg {
+    /// Lists for large models, cells for small ones.
+    Auto,
+    /// Always neighbour lists.
+    Always,
+    /// Never: the hash's cells every substep.
+    Never,
+}
+
+impl ContactListsArg {
+    /// The library's mode.
+    pub fn mode(self) -> hooke_gpu::ContactListMode {
+        match self {
+            ContactListsArg::Auto => hooke_gpu::ContactListMode::Auto,
+            ContactListsArg::Always => hooke_gpu::ContactListMode::Always,
+            ContactListsArg::Never => hooke_gpu::ContactListMode::Never,
+        }
+    }
 }
 
 impl GpuSolveArgs {

@@ -126,7 +126,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     print!("{:>6}", "ms/it");
     for &(_, solve) in &modes {
         let xpbd = XpbdSettings { substeps: 20, iterations: 10, ..XpbdSettings::default() };
-        let settings = GpuSettings { xpbd, solve, normals: false, health_interval: 0, tiles: false };
+        let settings = GpuSettings { xpbd, solve, normals: false, health_interval: 0, ..GpuSettings::default() };
         let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings)?;
         gpu.step(&Control::new(), 1.0 / 60.0)?;
         gpu.try_read_positions(&mut x)?;

@@ -582,6 +582,14 @@ mod tests {
             fields!(HealthRecord; nonfinite, too_fast, contacts, overstrained, particle_contacts),
             size_of::<HealthRecord>(),
         );
+        use crate::spatial_hash::HashInfo;
+        let hash = fields!(HashInfo; table_size, member_count, inv_cell, max_radius, block_count,
+            depenetration_speed, skin, rebuild_limit2, list_capacity, cells_mode);
+        let mut hash = hash.to_vec();
+        hash.extend([("_pad1", 40), ("_pad2", 44), ("args", offset_of!(HashInfo, args))]);
+        hash.push(("friction", size_of::<HashInfo>()));
+        let (_, span) = wgsl_layout(crate::shaders::SPATIAL_HASH, "HashInfo");
+        check(crate::shaders::SPATIAL_HASH, "HashInfo", &hash, span as usize);
         assert!(size_of::<Params>() as u64 <= UNIFORM_SLOT);
     }
 }

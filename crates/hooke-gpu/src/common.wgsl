@@ -96,8 +96,14 @@ struct Health {
 }
 
 // The spatial hash of the particle contacts (spatial_hash.wgsl builds it, self_collision.wgsl
-// queries it; hooke's `collision/spatial_hash.rs`): its constants, then per body the friction
-// of its self-contacts (static, kinetic), its world (z, a whole number; w unused). Rust twin: `spatial_hash::HashInfo`.
+// queries it; hooke's `collision/spatial_hash.rs`): its constants; with neighbour lists
+// (contact_lists.wgsl) their skin (m), the squared distance a member may move before they are
+// rebuilt (m²), their capacity per member (0: no lists), whether this substep's contacts come
+// from the cells instead (after a build overflowed), and the indirect arguments of the
+// build's six dispatches, which `arm` writes every substep (x, y, z workgroups each: count,
+// scan_blocks, scan_top, scan_add, scatter, lists); then per body the friction of its
+// self-contacts (static, kinetic), its world (z, a whole number; w unused). Rust twin:
+// `spatial_hash::HashInfo`.
 struct HashInfo {
     table_size: u32,
     member_count: u32,
@@ -105,8 +111,13 @@ struct HashInfo {
     max_radius: f32,
     block_count: u32,
     depenetration_speed: f32,
-    _pad0: u32,
+    skin: f32,
+    rebuild_limit2: f32,
+    list_capacity: u32,
+    cells_mode: u32,
     _pad1: u32,
+    _pad2: u32,
+    args: array<u32, 20>,
     friction: array<vec4<f32>>,
 }
 

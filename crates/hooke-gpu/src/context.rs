@@ -116,7 +116,14 @@ impl GpuContext {
 
     /// Opens a device with those of `wanted` that the adapter offers.
     async fn open(wanted: wgpu::Features) -> Result<GpuContext, GpuError> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        // wgpu validates the arguments of indirect dispatches by default, in release builds too,
+        // with a dispatch of its own before each; hooke's only indirect dispatches (the
+        // particle contacts' list builds, `contact_lists.wgsl`) take arguments its own kernel
+        // writes within the device's limits, so the check is left out here (the environment's
+        // `WGPU_VALIDATION_INDIRECT_CALL=1` brings it back).
+        let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle();
+        descriptor.flags.remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+        let instance = wgpu::Instance::new(descriptor.with_env());
         let adapter = wgpu::util::initialize_adapter_from_env_or_default(&instance, None)
             .await
             .map_err(|e| GpuError::NoAdapter(e.to_string()))?;

@@ -216,6 +216,22 @@ impl Bound {
         dispatch(pass, n);
     }
 
+    /// As [`Bound::run`], with the workgroup counts read by the device from `args` at `offset`
+    /// (bytes; three u32: x, y, z), which an earlier dispatch may have written.
+    pub fn run_indirect(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        entry: usize,
+        params: (&wgpu::BindGroup, u32),
+        args: &wgpu::Buffer,
+        offset: u64,
+    ) {
+        pass.set_pipeline(&self.kernel.pipelines[entry]);
+        pass.set_bind_group(0, &self.group, &[]);
+        pass.set_bind_group(1, params.0, &[params.1]);
+        pass.dispatch_workgroups_indirect(args, offset);
+    }
+
     /// As [`Bound::run`], with `group` (from [`Kernel::group`]) as `@group(0)` and a slot bound
     /// to `@group(2)`.
     pub fn run_group(

@@ -108,6 +108,7 @@ mod aerodynamics;
 mod buffers;
 pub mod chebyshev;
 mod collide;
+mod contact_lists;
 mod context;
 mod dihedral;
 mod distance;
@@ -132,5 +133,6 @@ mod timing;
 mod triangle_contact;
 mod worlds;
 
+pub use contact_lists::{AUTO_MEMBERS, LIST_CAPACITY};
 pub use context::{GpuContext, GpuError};
-pub use solver::{GpuSettings, GpuSolve, GpuXpbdSolver};
+pub use solver::{ContactListMode, GpuSettings, GpuSolve, GpuXpbdSolver};

@@ -6,15 +6,21 @@ use crate::context::GpuContext;
 use glam::Vec3;
 use hooke::{Model, SolverError, State};
 
-/// Copies `(buffer, bytes)` pairs one after another into `staging` (mappable, large enough)
-/// and reads them; counts one read-back on the context.
+/// Copies the first `bytes` of each `(buffer, bytes)` pair one after another into `staging`
+/// (mappable, large enough) and reads them; counts one read-back on the context.
 pub(crate) fn read_back(ctx: &GpuContext, staging: &wgpu::Buffer, parts: &[(&wgpu::Buffer, u64)]) -> Vec<u8> {
+    let parts: Vec<_> = parts.iter().map(|&(buf, size)| (buf, 0, size)).collect();
+    read_back_at(ctx, staging, &parts)
+}
+
+/// As [`read_back`], with `(buffer, offset, bytes)` triples (offsets and sizes multiples of 4).
+pub(crate) fn read_back_at(ctx: &GpuContext, staging: &wgpu::Buffer, parts: &[(&wgpu::Buffer, u64, u64)]) -> Vec<u8> {
     let (device, queue) = (ctx.device(), ctx.queue());
     let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke read") });
     let mut at = 0;
-    for &(buf, size) in parts {
+    for &(buf, offset, size) in parts {
         if size > 0 {
-            enc.copy_buffer_to_buffer(buf, 0, staging, at, size);
+            enc.copy_buffer_to_buffer(buf, offset, staging, at, size);
         }
         at += size;
     }

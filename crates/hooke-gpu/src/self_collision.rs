@@ -1,15 +1,19 @@
 //! Particle contacts (self-collision) on the GPU (`self_collision.wgsl`): hooke's
 //! [`hooke::collision::self_collision`], one Jacobi pass per substep between the constraint
 //! sets and the colliders. The [spatial hash](crate::spatial_hash) is rebuilt from the current
-//! positions, then one thread per member sums its own correction over the candidates (no
+//! positions (with [neighbour lists](crate::contact_lists), only when they are stale), then one
+//! thread per member sums its own correction over the candidates of its list or the hash's
+//! cells (no
 //! float atomics; each pair's terms computed by the CPU's operations, summed in the CPU's fixed
 //! point, whose result does not depend on the order: bit-identical on a device without fused
 //! multiply-add, such as lavapipe), then a second dispatch adds the corrections to the
 //! displacements.
 
 use crate::buffers::{self, Buffers};
+use crate::contact_lists::{AUTO_MEMBERS, LIST_CAPACITY};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
-use crate::spatial_hash::SpatialHash;
+use crate::solver::ContactListMode;
+use crate::spatial_hash::{ListRequest, SpatialHash, work_bytes};
 use hooke::Model;
 use hooke::collision::self_collision::contact_radii;
 
@@ -35,7 +39,17 @@ impl SelfCollision {
 
     /// The contacts of `model`; `None` when no body has self-collision on. The model must have
     /// at most [`SelfCollision::MAX_BODIES`] bodies ([`check_bodies`]).
-    pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model) -> Option<SelfCollision> {
+    ///
+    /// `lists` says whether the contacts come from neighbour lists
+    /// ([`crate::contact_lists`]); lists too large for one storage binding of the device are
+    /// left out (logged), with the same contacts.
+    pub fn new(
+        kernels: &Kernels,
+        device: &wgpu::Device,
+        b: &Buffers,
+        model: &Model,
+        lists: ContactListMode,
+    ) -> Option<SelfCollision> {
         let (members, max_radius) = hooke::collision::self_collision::members(model);
         if members.is_empty() {
             return None;
@@ -73,10 +87,28 @@ impl SelfCollision {
                 tag[p as usize] = k as u32;
             }
         }
+        let n = model.particle_count();
+        let mut use_lists = match lists {
+            ContactListMode::Always => true,
+            ContactListMode::Never => false,
+            ContactListMode::Auto => members.len() >= AUTO_MEMBERS,
+        };
+        let table_bytes = 4 * (2 * members.len() as u64 + 1) * (1 + LIST_CAPACITY as u64);
+        let limit = device.limits().max_storage_buffer_binding_size;
+        if use_lists && (table_bytes > limit || work_bytes(members.len(), n, true) > limit) {
+            log::warn!(
+                "hooke-gpu: the particle contacts' neighbour lists of {} members exceed the device's {limit}-byte \
+                 storage binding; the contacts come from the hash's cells",
+                members.len()
+            );
+            use_lists = false;
+        }
+        let list_request = use_lists.then(|| ListRequest { capacity: LIST_CAPACITY, particle_body: &tag });
         let rest = buffers::storage(device, "hooke contact rest", &rest);
+        let correction = buffers::zeroed(device, "hooke contact work", work_bytes(members.len(), n, use_lists));
+        let hash =
+            SpatialHash::new(kernels, device, b, &flagged, max_radius, &bodies, &rest, &correction, list_request);
         let tag = buffers::storage(device, "hooke contact tag", &tag);
-        let correction = buffers::zeroed(device, "hooke contact work", (members.len() * 32) as u64);
-        let hash = SpatialHash::new(kernels, device, b, &flagged, max_radius, &bodies, &rest, &correction);
         let bound = kernels.get(&SPEC).bind(
             device,
             &[&b.position, &b.displacement, &rest, &tag, &hash.info, &hash.table, &correction, &b.health],
@@ -84,7 +116,15 @@ impl SelfCollision {
         Some(SelfCollision { hash, bound })
     }
 
-    /// Records the contacts of one substep: the hash's build, the gather, the apply.
+    /// The buffer and byte offset of the neighbour lists' tallies (list builds, then members
+    /// whose list overflowed: two u32 summed since these contacts were made); `None` without
+    /// lists.
+    pub fn list_tallies(&self) -> Option<(&wgpu::Buffer, u64)> {
+        self.hash.tallies().map(|at| (&self.hash.counters, at))
+    }
+
+    /// Records the contacts of one substep: the hash's build (with lists: their check, and the
+    /// build when they are stale), the gather, the apply.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32)) {
         self.hash.record(pass, params);
         let m = self.hash.constants.member_count;

@@ -1,7 +1,8 @@
 // Particle contacts (self-collision), one Jacobi pass per substep after the constraint sets
 // (self_collision.rs; hooke's `collision/self_collision.rs`, operation for operation and in the
 // same order, so that both round alike): each member gathers its own averaged correction from
-// the candidates the spatial hash lists, then adds it to its displacement.
+// its neighbour list (contact_lists.wgsl) or, without lists or when its list overflowed, from
+// the candidates of the spatial hash's cells, then adds it to its displacement.
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
@@ -13,21 +14,32 @@
 @group(0) @binding(4) var<storage, read> info: HashInfo;
 @group(0) @binding(5) var<storage, read> table: array<u32>;
 // Correction (xyz) and number of contacts (w, as bits) of each member, then each hash entry's
-// point (position, radius) in the table's order.
+// point (position, radius) in the table's order; with neighbour lists, then each member's
+// position at the last build and each particle's position now (contact_layout.wgsl).
 @group(0) @binding(6) var<storage, read_write> correction: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> health: Health;
 
 // Fixed-point units per metre (hooke's `FIXED_POINT`, 2²⁸).
 const FIXED: f32 = 268435456.0;
 
-// Adds v, in fixed point (truncated towards zero, saturating), to the 64-bit words (low, high).
-fn fixed_add(low: ptr<function, vec3<u32>>, high: ptr<function, vec3<u32>>, v: vec3<f32>) {
+// The fixed-point sum of a member's corrections (hooke's `FixedSum`: 64-bit words as (low,
+// high) u32 pairs) and its number of contacts.
+struct Sum {
+    low: vec3<u32>,
+    high: vec3<u32>,
+    count: u32,
+}
+
+// Adds v, in fixed point (truncated towards zero, saturating), to the 64-bit words (low, high)
+// of `sum`.
+fn fixed_add(sum: ptr<function, Sum>, v: vec3<f32>) {
     let t = vec3<i32>(v * FIXED);
     let u = bitcast<vec3<u32>>(t);
-    let sum = *low + u;
-    let carry = select(vec3<u32>(0u), vec3<u32>(1u), sum < *low);
-    *high = *high + select(vec3<u32>(0u), vec3<u32>(0xffffffffu), t < vec3<i32>(0)) + carry;
-    *low = sum;
+    let low = (*sum).low;
+    let added = low + u;
+    let carry = select(vec3<u32>(0u), vec3<u32>(1u), added < low);
+    (*sum).high = (*sum).high + select(vec3<u32>(0u), vec3<u32>(0xffffffffu), t < vec3<i32>(0)) + carry;
+    (*sum).low = added;
 }
 
 // One word in metres: as an i32 when it fits (rounding once), else f32(high)·2³² + f32(low).
@@ -43,14 +55,78 @@ fn fixed_value(low: vec3<u32>, high: vec3<u32>) -> vec3<f32> {
     return vec3<f32>(fixed_word(low.x, high.x), fixed_word(low.y, high.y), fixed_word(low.z, high.z));
 }
 
+// What a member brings to each of its contacts.
+struct Member {
+    i: u32,
+    // Position now (x⁰ + d), its displacement d and its position at the substep's start x⁰.
+    x: vec3<f32>,
+    d: vec3<f32>,
+    x0: vec3<f32>,
+    w: f32,
+    r: f32,
+    rest: vec3<f32>,
+    body: u32,
+    // Its contacts in the last substep.
+    contacts: u32,
+    relax: f32,
+}
+
+// The contact of member `a` with particle j, at xj, closer than t = rᵢ + rⱼ, of its world and
+// not its neighbour at rest (rd: their rest positions' difference; tag_j: j's tag): its
+// correction and friction added to `sum`.
+fn touch(a: Member, j: u32, xj: vec3<f32>, t: f32, rd: vec3<f32>, tag_j: u32, sum: ptr<function, Sum>) {
+    var delta = a.x - xj;
+    let dist2 = dot3(delta, delta);
+    let pj = position[j];
+    let dj4 = displacement[j];
+    let bj = tag_j & 0xfffffu;
+    // The contact normal: along the pair now; for coincident particles along the pair at rest,
+    // else at the substep's start, else ±y by index (antisymmetric).
+    let dist = sqrt(dist2);
+    let start = a.x0 - pj.xyz;
+    if dot3(delta, delta) <= 0.0 {
+        if dot3(rd, rd) > 0.0 {
+            delta = rd;
+        } else if dot3(start, start) > 0.0 {
+            delta = start;
+        } else if a.i < j {
+            delta = vec3<f32>(0.0, 1.0, 0.0);
+        } else {
+            delta = vec3<f32>(0.0, -1.0, 0.0);
+        }
+    }
+    let n = delta / sqrt(dot3(delta, delta));
+    let wj = pj.w;
+    let dist0 = sqrt(dot3(start, start));
+    var goal = t;
+    if dist0 < t {
+        goal = min(t, dist0 + a.relax);
+    }
+    (*sum).count = (*sum).count + 1u;
+    if goal <= dist {
+        return;
+    }
+    let depth = goal - dist;
+    // The same share on both sides of the pair: momentum is kept.
+    let split = f32(max(max(a.contacts, tag_j >> 20u), 1u));
+    let share = a.w / (a.w + wj) / split;
+    fixed_add(sum, n * (depth * share));
+    let rel = a.d - dj4.xyz;
+    let tangential = rel - n * dot3(rel, n);
+    let fi = info.friction[a.body];
+    let fj = info.friction[bj];
+    let f = vec2<f32>(0.5 * (fi.x + fj.x), 0.5 * (fi.y + fj.y));
+    fixed_add(sum, coulomb(f.x, f.y, tangential, depth) * share);
+}
+
 @compute @workgroup_size(64)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);
-    if k >= info.member_count {
+    let m = info.member_count;
+    if k >= m {
         return;
     }
-    let base = info.table_size + 1u;
-    let i = table[base + info.member_count + k] & 0x7fffffffu;
+    let i = table[members_at() + k] & 0x7fffffffu;
     let pi = position[i];
     let wi = pi.w;
     if wi <= 0.0 {
@@ -58,101 +134,87 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         return;
     }
     let di4 = displacement[i];
-    let xi = (pi + di4).xyz;
     let rest_i = rest[i];
-    let ri = rest_i.w;
     let tag_i = tag[i];
-    let bi = tag_i & 0xfffffu;
-    let ni = tag_i >> 20u;
-    let x0i = pi.xyz;
-    let di = di4.xyz;
-    let relax = info.depenetration_speed * P.h;
-    // The sum in fixed point (hooke's `FixedSum`): 64-bit words as (low, high) u32 pairs.
-    var low = vec3<u32>(0u);
-    var high = vec3<u32>(0u);
-    var count = 0u;
-    let reach = ri + info.max_radius;
-    let lo = cell_of(xi - vec3<f32>(reach), info.inv_cell);
-    let hi = cell_of(xi + vec3<f32>(reach), info.inv_cell);
-    // Every cell the box touches (cells one contact distance wide: 3 per axis, 4 where rounding
-    // puts the box's ends across borders), each bucket's entries of that cell only. The order
-    // differs from the CPU's (its cells are twice as wide); the fixed-point sum does not care.
-    for (var cz = lo.z; cz <= hi.z; cz++) {
-    for (var cy = lo.y; cy <= hi.y; cy++) {
-    for (var cx = lo.x; cx <= hi.x; cx++) {
-        let cell = vec3<i32>(cx, cy, cz);
-        let b = bucket_of(cell, info.table_size);
-        let stop = table[b + 1u];
-        for (var s = table[b]; s < stop; s++) {
-            let point = correction[info.member_count + s];
-            if any(cell_of(point.xyz, info.inv_cell) != cell) {
+    var a: Member;
+    a.i = i;
+    a.x = (pi + di4).xyz;
+    a.d = di4.xyz;
+    a.x0 = pi.xyz;
+    a.w = wi;
+    a.r = rest_i.w;
+    a.rest = rest_i.xyz;
+    a.body = tag_i & 0xfffffu;
+    a.contacts = tag_i >> 20u;
+    a.relax = info.depenetration_speed * P.h;
+    var sum: Sum;
+    sum.low = vec3<u32>(0u);
+    sum.high = vec3<u32>(0u);
+    sum.count = 0u;
+    let cap = info.list_capacity;
+    var listed = 0xffffffffu;
+    if cap != 0u && info.cells_mode == 0u {
+        listed = table[list_lengths_at() + k];
+    }
+    if listed <= cap {
+        // The member's neighbour list (contact_lists.wgsl): its candidates' positions now,
+        // written by `check` this substep; the list already holds only the member's world,
+        // without itself and its neighbours at rest.
+        for (var e = 0u; e < listed; e++) {
+            let j = table[lists_at() + e * m + k];
+            let point = correction[current_at() + j];
+            let delta = a.x - point.xyz;
+            let t = a.r + point.w;
+            if dot3(delta, delta) >= t * t {
                 continue;
             }
-            var delta = xi - point.xyz;
-            let dist2 = dot3(delta, delta);
-            let t = ri + point.w;
-            if dist2 >= t * t {
-                continue;
-            }
-            let j = table[base + s];
-            if j == i {
-                continue;
-            }
-            let pj = position[j];
-            let dj4 = displacement[j];
-            let rest_j = rest[j];
-            let tag_j = tag[j];
-            let bj = tag_j & 0xfffffu;
-            // Particles of two worlds never touch (the world of each body is in its record).
-            if info.friction[bi].z != info.friction[bj].z {
-                continue;
-            }
-            let rd = rest_i.xyz - rest_j.xyz;
-            if bi == bj && dot3(rd, rd) < t * t {
-                continue;
-            }
-            // The contact normal: along the pair now; for coincident particles along the pair
-            // at rest, else at the substep's start, else ±y by index (antisymmetric).
-            let dist = sqrt(dist2);
-            let start = x0i - pj.xyz;
-            if dot3(delta, delta) <= 0.0 {
-                if dot3(rd, rd) > 0.0 {
-                    delta = rd;
-                } else if dot3(start, start) > 0.0 {
-                    delta = start;
-                } else if i < j {
-                    delta = vec3<f32>(0.0, 1.0, 0.0);
-                } else {
-                    delta = vec3<f32>(0.0, -1.0, 0.0);
+            touch(a, j, point.xyz, t, a.rest - rest[j].xyz, tag[j], &sum);
+        }
+    } else {
+        // Every cell the box touches (without lists cells one contact distance wide: 3 per
+        // axis, 4 where rounding puts the box's ends across borders), each bucket's entries of
+        // that cell only. The order differs from the CPU's; the fixed-point sum does not care.
+        let base = info.table_size + 1u;
+        let reach = a.r + info.max_radius;
+        let lo = cell_of(a.x - vec3<f32>(reach), info.inv_cell);
+        let hi = cell_of(a.x + vec3<f32>(reach), info.inv_cell);
+        for (var cz = lo.z; cz <= hi.z; cz++) {
+        for (var cy = lo.y; cy <= hi.y; cy++) {
+        for (var cx = lo.x; cx <= hi.x; cx++) {
+            let cell = vec3<i32>(cx, cy, cz);
+            let b = bucket_of(cell, info.table_size);
+            let stop = table[b + 1u];
+            for (var s = table[b]; s < stop; s++) {
+                let point = correction[m + s];
+                if any(cell_of(point.xyz, info.inv_cell) != cell) {
+                    continue;
                 }
+                let delta = a.x - point.xyz;
+                let t = a.r + point.w;
+                if dot3(delta, delta) >= t * t {
+                    continue;
+                }
+                let j = table[base + s];
+                if j == i {
+                    continue;
+                }
+                let tag_j = tag[j];
+                let bj = tag_j & 0xfffffu;
+                // Particles of two worlds never touch (the world of each body is in its record).
+                if info.friction[a.body].z != info.friction[bj].z {
+                    continue;
+                }
+                let rd = a.rest - rest[j].xyz;
+                if a.body == bj && dot3(rd, rd) < t * t {
+                    continue;
+                }
+                touch(a, j, point.xyz, t, rd, tag_j, &sum);
             }
-            let n = delta / sqrt(dot3(delta, delta));
-            let wj = pj.w;
-            let dist0 = sqrt(dot3(start, start));
-            var goal = t;
-            if dist0 < t {
-                goal = min(t, dist0 + relax);
-            }
-            count = count + 1u;
-            if goal <= dist {
-                continue;
-            }
-            let depth = goal - dist;
-            // The same share on both sides of the pair: momentum is kept.
-            let split = f32(max(max(ni, tag_j >> 20u), 1u));
-            let share = wi / (wi + wj) / split;
-            fixed_add(&low, &high, n * (depth * share));
-            let rel = di - dj4.xyz;
-            let tangential = rel - n * dot3(rel, n);
-            let fi = info.friction[bi];
-            let fj = info.friction[bj];
-            let f = vec2<f32>(0.5 * (fi.x + fj.x), 0.5 * (fi.y + fj.y));
-            fixed_add(&low, &high, coulomb(f.x, f.y, tangential, depth) * share);
+        }
+        }
         }
     }
-    }
-    }
-    correction[k] = vec4<f32>(fixed_value(low, high), bitcast<f32>(count));
+    correction[k] = vec4<f32>(fixed_value(sum.low, sum.high), bitcast<f32>(sum.count));
 }
 
 @compute @workgroup_size(64)
@@ -163,7 +225,7 @@ fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     }
     let c = correction[k];
     let count = bitcast<u32>(c.w);
-    let i = table[info.table_size + 1u + info.member_count + k] & 0x7fffffffu;
+    let i = table[members_at() + k] & 0x7fffffffu;
     tag[i] = (tag[i] & 0xfffffu) | (min(count, 4095u) << 20u);
     if count == 0u {
         return;

@@ -22,10 +22,18 @@ pub const ROPE_SOLVER: &str = concat!(include_str!("common.wgsl"), include_str!(
 pub const TETHERS: &str = concat!(include_str!("common.wgsl"), include_str!("tethers.wgsl"));
 /// `jacobi.wgsl`: the Jacobi distance-constraint iteration, one thread per particle.
 pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jacobi.wgsl"));
-/// `spatial_hash.wgsl`: the spatial hash of the particle contacts (count, scan, scatter, sort).
-pub const SPATIAL_HASH: &str = concat!(include_str!("common.wgsl"), include_str!("spatial_hash.wgsl"));
-/// `self_collision.wgsl`: particle contacts, one Jacobi gather per member.
-pub const SELF_COLLISION: &str = concat!(include_str!("common.wgsl"), include_str!("self_collision.wgsl"));
+/// `spatial_hash.wgsl`: the spatial hash of the particle contacts (count, scan, scatter) and
+/// the neighbour lists built from it (after `contact_layout.wgsl`).
+pub const SPATIAL_HASH: &str =
+    concat!(include_str!("common.wgsl"), include_str!("contact_layout.wgsl"), include_str!("spatial_hash.wgsl"));
+/// `contact_lists.wgsl`: whether the particle contacts' neighbour lists are stale, and the
+/// indirect arguments of their build (after `contact_layout.wgsl`).
+pub const CONTACT_LISTS: &str =
+    concat!(include_str!("common.wgsl"), include_str!("contact_layout.wgsl"), include_str!("contact_lists.wgsl"));
+/// `self_collision.wgsl`: particle contacts, one Jacobi gather per member (after
+/// `contact_layout.wgsl`).
+pub const SELF_COLLISION: &str =
+    concat!(include_str!("common.wgsl"), include_str!("contact_layout.wgsl"), include_str!("self_collision.wgsl"));
 /// `collide.wgsl`: colliders and Coulomb friction (after `worlds.wgsl` and `collider_shapes.wgsl`).
 pub const COLLIDE: &str = concat!(
     include_str!("common.wgsl"),
@@ -59,6 +67,7 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::tethers::SPEC,
     crate::jacobi::SPEC,
     crate::spatial_hash::SPEC,
+    crate::contact_lists::SPEC,
     crate::self_collision::SPEC,
     crate::collide::SPEC,
     crate::triangle_contact::SPEC,

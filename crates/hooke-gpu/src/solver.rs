@@ -55,6 +55,27 @@ pub struct GpuSettings {
     /// the pace (many small bodies, worlds of small cloths), slower for one large body, whose
     /// colours then run on one workgroup. Off by default.
     pub tiles: bool,
+    /// Whether the particle contacts (self-collision) come from neighbour lists kept across
+    /// substeps ([`ContactListMode`]); the contacts, and the bits, are the same either way.
+    /// [`ContactListMode::Auto`] by default.
+    pub contact_lists: ContactListMode,
+}
+
+/// Where the GPU's particle contacts find their candidates: in Verlet neighbour lists, rebuilt
+/// from the spatial hash only when a particle has moved far enough to need it (half the CPU
+/// solver's skin; see `hooke::collision::self_collision`), or in the hash's cells, rebuilt
+/// every substep. Both find the same contacts and give the same bits; the lists are faster
+/// for large models (their cell walks are what costs) and slower for small ones (two more
+/// dispatches per substep, where dispatches set the pace).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContactListMode {
+    /// Lists for models with at least 8 192 particles in self-collision, cells below.
+    #[default]
+    Auto,
+    /// Always lists (where they fit in the device's storage bindings).
+    Always,
+    /// Never lists: the hash's cells, rebuilt every substep.
+    Never,
 }
 
 impl Default for GpuSettings {
@@ -65,6 +86,7 @@ impl Default for GpuSettings {
             normals: true,
             solve: GpuSolve::GaussSeidel,
             tiles: false,
+            contact_lists: ContactListMode::Auto,
         }
     }
 }
@@ -272,7 +294,7 @@ impl Bindings {
             jacobi,
             ropes,
             tethers,
-            self_collision: SelfCollision::new(kernels, device, b, model),
+            self_collision: SelfCollision::new(kernels, device, b, model, settings.contact_lists),
             collide: Collide::new(kernels, device, b),
             triangle_contact: TriangleContact::new(kernels, device, b, model),
             finish: Finish::new(kernels, device, b),
@@ -311,6 +333,8 @@ pub struct GpuXpbdSolver {
     pending: Option<SolverError>,
     /// Frames stepped since the health record was last read.
     unchecked: u32,
+    /// The neighbour lists' tallies (builds, members overflowed) at the last read.
+    list_tally: [u32; 2],
     /// GPU timestamps of frames, while [`GpuXpbdSolver::time_frames`] is collecting them.
     timer: Option<FrameTimer>,
     /// GPU timestamps between stages, while measuring them ([`Solver::measure_stages`]).
@@ -359,6 +383,7 @@ impl GpuXpbdSolver {
             pinned: Vec::new(),
             pending: None,
             unchecked: 0,
+            list_tally: [0; 2],
             timer: None,
             stage_timer: None,
             read_backs: std::cell::Cell::new(0),
@@ -953,6 +978,14 @@ impl Solver for GpuXpbdSolver {
         Some(times)
     }
 
+    fn contact_list_totals(&mut self) -> Option<(u64, u64)> {
+        let (counters, at) = self.k.self_collision.as_ref()?.list_tallies()?;
+        self.read_backs.set(self.read_backs.get() + 1);
+        let bytes = readback::read_back_at(&self.ctx, &self.b.staging, &[(counters, at, 8)]);
+        let tally: [u32; 2] = bytemuck::pod_read_unaligned(&bytes);
+        Some((tally[0] as u64, tally[1] as u64))
+    }
+
     fn time(&self) -> f64 {
         self.time
     }
@@ -974,8 +1007,25 @@ impl Solver for GpuXpbdSolver {
             return Ok(report);
         }
         self.unchecked = 0;
-        let bytes = self.read(&[(&self.b.health, size_of::<HealthRecord>() as u64)]);
-        let health: HealthRecord = bytemuck::pod_read_unaligned(&bytes);
+        let record = size_of::<HealthRecord>();
+        let bytes = match self.k.self_collision.as_ref().and_then(SelfCollision::list_tallies) {
+            Some((counters, at)) => {
+                self.read_backs.set(self.read_backs.get() + 1);
+                readback::read_back_at(
+                    &self.ctx,
+                    &self.b.staging,
+                    &[(&self.b.health, 0, record as u64), (counters, at, 8)],
+                )
+            }
+            None => self.read(&[(&self.b.health, record as u64)]),
+        };
+        let health: HealthRecord = bytemuck::pod_read_unaligned(&bytes[..record]);
+        if bytes.len() == record + 8 {
+            let tally: [u32; 2] = bytemuck::pod_read_unaligned(&bytes[record..]);
+            report.contact_list_builds = tally[0].wrapping_sub(self.list_tally[0]);
+            report.contact_list_overflows = tally[1].wrapping_sub(self.list_tally[1]);
+            self.list_tally = tally;
+        }
         if health.nonfinite != 0 || health.too_fast != 0 || health.overstrained != 0 {
             let mut st = State { particle_position: Vec::new(), particle_velocity: Vec::new(), time: 0.0 };
             let mut err = self.try_read_state(&mut st).expect_err("a flagged record is a blow-up");
@@ -1060,7 +1110,9 @@ impl Solver for GpuXpbdSolver {
         }
         // Self-collision may have been switched, and its friction changed: its buffers and
         // bind groups are made anew (the only ones a material change makes).
-        self.k.self_collision = SelfCollision::new(&self.kernels, self.ctx.device(), &self.b, &model);
+        self.k.self_collision =
+            SelfCollision::new(&self.kernels, self.ctx.device(), &self.b, &model, self.settings.contact_lists);
+        self.list_tally = [0; 2];
         self.model = model;
         Ok(())
     }
@@ -1081,6 +1133,7 @@ impl Solver for GpuXpbdSolver {
             return Err(SolverError::InvalidSettings { setting: "model", message: format!("wgpu validation: {e}") });
         }
         self.k = k;
+        self.list_tally = [0; 2];
         write_colour_slots(self.ctx.queue(), &b, &model);
         self.b = b;
         self.structural = buffers::structural_constraints(&model).len() as u32;

@@ -6,9 +6,15 @@
 //
 // `table` holds start[0..=T] (bucket b is entries[start[b]..start[b + 1]]), then entries[M],
 // then members[M] (the colliding particles, increasing; the top bit set where the particle's
-// body has the speed clamp). `counters` holds count[0..=T] (zero
-// between builds: the add-back clears it) and cursor[T]. `scratch` holds block_sum[B],
-// block_prefix[B] and each member's bucket[M].
+// body has the speed clamp); with neighbour lists, then each member's list length[M] and the
+// lists (capacity·M: entry e of member k at e·M + k). `counters` holds count[0..=T] (zero
+// between builds: the add-back clears it), cursor[T] and the lists' two flags and
+// two tallies (contact_layout.wgsl). `scratch` holds block_sum[B], block_prefix[B], each member's
+// bucket[M] and, with neighbour lists, the body of every particle[N].
+//
+// With neighbour lists (contact_lists.wgsl) every dispatch here is indirect, through the
+// arguments `arm` writes into `info`: all of them in a substep whose lists are stale, none in
+// the others.
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
@@ -29,10 +35,6 @@ const PER_THREAD: u32 = 8u;
 const SMALL_BLOCKS: u32 = 16u;
 
 var<workgroup> partial: array<u32, 64>;
-
-fn members_at() -> u32 {
-    return info.table_size + 1u + info.member_count;
-}
 
 // Exclusive scan of `partial` across the workgroup (Hillis–Steele, then shifted); returns
 // the exclusive prefix of thread `lid` and leaves the total in partial[63].
@@ -61,7 +63,8 @@ fn count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     }
     let member = table[members_at() + k];
     let i = member & 0x7fffffffu;
-    if (member >> 31u) != 0u {
+    // With neighbour lists, `check` (contact_lists.wgsl) has applied the clamp.
+    if (member >> 31u) != 0u && info.list_capacity == 0u {
         let d = displacement[i].xyz;
         let len = sqrt(dot3(d, d));
         let cap = 0.4 * rest[i].w;
@@ -170,4 +173,74 @@ fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     let i = table[members_at() + k] & 0x7fffffffu;
     table[info.table_size + 1u + slot] = i;
     work[info.member_count + slot] = vec4<f32>((position[i] + displacement[i]).xyz, rest[i].w);
+}
+
+// 6. With neighbour lists, one thread per member: its list, the members within its contact
+// distance plus the skin now (t + s), of its world, not itself, not its neighbours at rest
+// (hooke's `SelfCollision::build_lists`), from the cells its box of reach touches; its length
+// (beyond the capacity: counted, and the member's contacts come from the cells until a build
+// fits); its position now, from which `check` measures how far it moves.
+@compute @workgroup_size(64)
+fn lists(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = thread_index(gid, nwg);
+    let m = info.member_count;
+    if k >= m {
+        return;
+    }
+    let i = table[members_at() + k] & 0x7fffffffu;
+    let c = work[current_at() + i];
+    let xi = c.xyz;
+    let ri = c.w;
+    let body_at = 2u * info.block_count + m;
+    let bi = scratch[body_at + i];
+    let rest_i = rest[i].xyz;
+    let base = info.table_size + 1u;
+    let cap = info.list_capacity;
+    let reach = ri + info.max_radius + info.skin;
+    let lo = cell_of(xi - vec3<f32>(reach), info.inv_cell);
+    let hi = cell_of(xi + vec3<f32>(reach), info.inv_cell);
+    var n = 0u;
+    for (var cz = lo.z; cz <= hi.z; cz++) {
+    for (var cy = lo.y; cy <= hi.y; cy++) {
+    for (var cx = lo.x; cx <= hi.x; cx++) {
+        let cell = vec3<i32>(cx, cy, cz);
+        let b = bucket_of(cell, info.table_size);
+        let stop = table[b + 1u];
+        for (var s = table[b]; s < stop; s++) {
+            let point = work[m + s];
+            if any(cell_of(point.xyz, info.inv_cell) != cell) {
+                continue;
+            }
+            let delta = xi - point.xyz;
+            let reach_ij = ri + point.w + info.skin;
+            if dot3(delta, delta) >= reach_ij * reach_ij {
+                continue;
+            }
+            let j = table[base + s];
+            if j == i {
+                continue;
+            }
+            let bj = scratch[body_at + j];
+            if info.friction[bi].z != info.friction[bj].z {
+                continue;
+            }
+            let t = ri + point.w;
+            let rd = rest_i - rest[j].xyz;
+            if bi == bj && dot3(rd, rd) < t * t {
+                continue;
+            }
+            if n < cap {
+                table[lists_at() + n * m + k] = j;
+            }
+            n = n + 1u;
+        }
+    }
+    }
+    }
+    table[list_lengths_at() + k] = n;
+    if n > cap {
+        atomicOr(&counters[flags_at() + OVERFLOW], 1u);
+        atomicAdd(&counters[flags_at() + OVERFLOWED], 1u);
+    }
+    work[built_at() + k] = vec4<f32>(xi, 0.0);
 }

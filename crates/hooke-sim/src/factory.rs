@@ -1,7 +1,7 @@
 //! The scene-to-solver factory.
 
 use hooke::Solver;
-use hooke_gpu::{GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver};
+use hooke_gpu::{ContactListMode, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver};
 use hooke_io::scene::{Scene, SolverChoice};
 use std::sync::Arc;
 
@@ -41,6 +41,9 @@ pub struct SolverOptions {
     pub context: Option<Arc<GpuContext>>,
     /// GPU, Gauss–Seidel: sweep each body in a workgroup of its own ([`GpuSettings::tiles`]).
     pub tiles: bool,
+    /// GPU: where the particle contacts find their candidates
+    /// ([`GpuSettings::contact_lists`]).
+    pub contact_lists: ContactListMode,
 }
 
 impl SolverOptions {
@@ -54,6 +57,7 @@ impl SolverOptions {
             timestamps: false,
             context: None,
             tiles: false,
+            contact_lists: ContactListMode::Auto,
         }
     }
 }
@@ -131,6 +135,7 @@ pub fn make_gpu_solver(scene: &Scene, options: &SolverOptions) -> Result<GpuXpbd
         normals: true,
         solve: options.gpu_solve,
         tiles: options.tiles,
+        contact_lists: options.contact_lists,
     };
     Ok(GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?)
 }

@@ -171,3 +171,127 @@ fn self_collision_thickness_matches_the_cpu() {
     }
     assert!(dx < 1e-3, "{dx}");
 }
+
+/// GPU settings with the particle contacts' neighbour lists `mode`.
+fn with_lists(s: XpbdSettings, mode: ContactListMode) -> GpuSettings {
+    GpuSettings { xpbd: s, contact_lists: mode, ..GpuSettings::default() }
+}
+
+/// Steps `solver` for `frames` frames; returns (list builds, list overflows, substeps) summed.
+fn run_counting(solver: &mut dyn Solver, control: &Control, frames: usize) -> (u32, u32, u32) {
+    let (mut builds, mut overflows, mut substeps) = (0, 0, 0);
+    for _ in 0..frames {
+        let r = solver.step(control, 1.0 / 60.0).unwrap();
+        builds += r.contact_list_builds;
+        overflows += r.contact_list_overflows;
+        substeps += r.substeps;
+    }
+    (builds, overflows, substeps)
+}
+
+/// Neighbour lists kept across substeps find the contacts of a hash built every substep: the
+/// trampoline's upper cloth lands on the lower one with the CPU's bits on lavapipe (within
+/// 1 mm elsewhere), with lists rebuilt in some substeps only, none overflowing; without lists
+/// the GPU reports no builds. Breaking the staleness check (lists never rebuilt) lets the
+/// upper cloth through.
+#[test]
+fn neighbour_lists_find_the_contacts_of_the_cells() {
+    let ctx = gpu_or_skip!();
+    let (model, control) = trampoline();
+    let mut cpu = XpbdSolver::new(model.clone(), settings()).unwrap();
+    let mut cells =
+        GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(settings(), ContactListMode::Never)).unwrap();
+    let mut lists =
+        GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(settings(), ContactListMode::Always)).unwrap();
+    let (cpu_builds, _, _) = run_counting(&mut cpu, &control, 40);
+    let (cell_builds, _, _) = run_counting(&mut cells, &control, 40);
+    let (builds, overflows, substeps) = run_counting(&mut lists, &control, 40);
+    let (c, g, l) = (state_of(&mut cpu), state_of(&mut cells), state_of(&mut lists));
+    let dx = max_diff(&c.particle_position, &l.particle_position);
+    let dv = max_diff(&c.particle_velocity, &l.particle_velocity);
+    let dcells = max_diff(&g.particle_position, &l.particle_position);
+    eprintln!(
+        "neighbour lists on the GPU: built in {builds} of {substeps} substeps (CPU {cpu_builds}), {overflows} \
+         overflows; |Δx| vs CPU {dx:.3e} m, |Δv| {dv:.3e} m/s, vs cells {dcells:.3e} m"
+    );
+    if rounding(&ctx).exact() {
+        assert_eq!((dx, dv, dcells), (0.0, 0.0, 0.0), "lavapipe: the lists must give the CPU's bits");
+        assert_eq!(builds, cpu_builds, "the same positions, so the same rebuilds as the CPU");
+    }
+    assert!(dx < 1e-3 && dcells < 1e-3, "{dx} {dcells}");
+    assert_eq!(cell_builds, 0, "without lists the GPU reports no builds");
+    assert!(builds > 1 && builds < substeps / 2, "lists kept in most substeps: {builds} builds of {substeps}");
+    assert_eq!(overflows, 0);
+    let upper = &model.bodies()[1];
+    let mean = |b: &hooke::Body| b.particles.clone().map(|p| l.particle_position[p as usize].y).sum::<f32>();
+    let (up, low) = (mean(upper) / 100.0, mean(&model.bodies()[0]) / 144.0);
+    assert!(up > low + 0.015, "the upper cloth fell through: {up} against {low}");
+}
+
+/// A list that overflows its capacity is not truncated: two 16 × 16 layers 5 spacings thick
+/// (about 100 candidates for an inner particle, 48 fit) dropped onto each other, and beside
+/// them two thin 12 × 12 layers, the upper falling 15 cm onto the lower, give with lists the
+/// bits of the cells and of the CPU on lavapipe; the overflows are reported, and after each
+/// overflowing build the contacts come from the cells for a spell of 20 substeps, doubling at
+/// each further overflow, before lists are tried again (the thin layers meet in those
+/// substeps: lists kept through them would miss it).
+#[test]
+fn overflowing_lists_fall_back_to_the_cells() {
+    let ctx = gpu_or_skip!();
+    let mut b = ModelBuilder::new();
+    for (k, y) in [0.5f32, 0.57].into_iter().enumerate() {
+        let mut g = ClothGrid::new(format!("layer{k}"), 16, 16, 0.01);
+        g.center = Vec3::new(0.003 * k as f32, y, 0.0);
+        g.material.thickness = 0.05;
+        g.material.self_collision = true;
+        b.add_cloth_grid(&g).unwrap();
+    }
+    for (k, y) in [0.5f32, 0.65].into_iter().enumerate() {
+        let mut g = ClothGrid::new(format!("thin{k}"), 12, 12, 0.01);
+        g.center = Vec3::new(0.5 + 0.002 * k as f32, y, 0.0);
+        g.material.thickness = 0.012;
+        g.material.self_collision = true;
+        b.add_cloth_grid(&g).unwrap();
+    }
+    let model = Arc::new(b.finalize().unwrap());
+    let mut control = Control::new();
+    for (r, c) in [(0, 0), (0, 15), (15, 0), (15, 15)] {
+        control.pin(model.bodies()[0].grid_index(r, c).unwrap());
+    }
+    for (r, c) in [(0, 0), (0, 11), (11, 0), (11, 11)] {
+        control.pin(model.bodies()[2].grid_index(r, c).unwrap());
+    }
+    let s = XpbdSettings { substeps: 10, ..settings() };
+    let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
+    let mut cells = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactListMode::Never)).unwrap();
+    let mut lists = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactListMode::Always)).unwrap();
+    run_counting(&mut cpu, &control, 20);
+    run_counting(&mut cells, &control, 20);
+    let (builds, overflows, substeps) = run_counting(&mut lists, &control, 20);
+    let (c, g, l) = (state_of(&mut cpu), state_of(&mut cells), state_of(&mut lists));
+    let dx = max_diff(&c.particle_position, &l.particle_position);
+    let dcells = max_diff(&g.particle_position, &l.particle_position);
+    eprintln!(
+        "overflowing lists: {overflows} member overflows, built in {builds} of {substeps} substeps; |Δx| vs CPU \
+         {dx:.3e} m, vs cells {dcells:.3e} m"
+    );
+    if rounding(&ctx).exact() {
+        assert_eq!((dx, dcells), (0.0, 0.0), "lavapipe: an overflow must not change the contacts");
+    }
+    assert!(dx < 1e-3 && dcells < 1e-3, "{dx} {dcells}");
+    assert!(overflows > 100 * builds, "most inner members overflow at every build: {overflows}");
+    // A build, then spells of cells of 20, 40, 80, … substeps, each followed by a build.
+    let (mut at, mut spell, mut expected) = (0, 20, 0);
+    while at < substeps {
+        (at, spell, expected) = (at + 1 + spell, (2 * spell).min(640), expected + 1);
+    }
+    assert_eq!(builds, expected, "a build after each spell of cells, the spells doubling");
+    let all: Vec<u32> = (0..model.particle_count() as u32).collect();
+    let closest = deepest_overlap(&model, &l.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
+    assert!(closest >= 0.9, "layers {closest} of the thickness apart");
+    let mean = |k: usize| {
+        let p = model.bodies()[k].particles.clone();
+        p.clone().map(|i| l.particle_position[i as usize].y).sum::<f32>() / p.len() as f32
+    };
+    assert!(mean(3) > mean(2) + 0.003, "the thin upper layer fell through: {} against {}", mean(3), mean(2));
+}

@@ -76,12 +76,18 @@ pub struct StepReport {
     pub contacts: u32,
     /// Particles in contact with another particle (self-collision) in the last substep.
     pub particle_contacts: u32,
-    /// Substeps of the frame in which the CPU rebuilt the particle contacts' neighbour lists
-    /// (through the spatial hash; in the others it reused them, with the same result — see
+    /// Substeps of the frame that rebuilt the particle contacts' neighbour lists (through the
+    /// spatial hash; the others reused them, with the same result — see
     /// [`crate::collision::self_collision`]); counted by the CPU solvers (XPBD, PBD and
-    /// implicit Euler), 0 on the GPU (which builds its hash every substep) and without
+    /// implicit Euler) and by the GPU's where it keeps lists (hooke-gpu's `ContactListMode`;
+    /// without them it builds its hash every substep and reports 0), 0 without
     /// self-collision.
     pub contact_list_builds: u32,
+    /// Members whose neighbour list overflowed its capacity, summed over the frame's
+    /// substeps: they gathered their contacts from the hash's cells instead (none is lost),
+    /// and the lists were rebuilt in the next substep. Only the GPU's lists have a capacity;
+    /// 0 on the CPU.
+    pub contact_list_overflows: u32,
     /// Linear-solver iterations (e.g. conjugate gradient) of the substep that needed most;
     /// 0 for solvers without a linear solve.
     pub linear_iterations: u32,
@@ -221,6 +227,16 @@ pub trait Solver: Send {
     /// starts a new collection; `None` when not measuring or nothing was measured yet. A GPU
     /// solver reads its timestamps back for it (one read-back per call that returns some).
     fn take_stage_times(&mut self) -> Option<StageTimes> {
+        None
+    }
+    /// The particle contacts' neighbour-list builds and overflowed member lists, summed since
+    /// the solver was made or its contacts were remade (a material change, a rebuild): the
+    /// totals of [`StepReport::contact_list_builds`] and
+    /// [`StepReport::contact_list_overflows`], for a caller of a solver that fills those only
+    /// in some reports (a GPU solver fills them where it reads its health record). `None`
+    /// (the default) where every report carries them, as on the CPU, or without lists. A GPU
+    /// solver reads them back (one read-back per call).
+    fn contact_list_totals(&mut self) -> Option<(u64, u64)> {
         None
     }
 }
