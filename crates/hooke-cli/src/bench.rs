@@ -246,6 +246,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 None => checks.push(t.elapsed().as_secs_f64()),
             }
         }
+        if gpu && solver.contact_list_totals().is_some() {
+            gpu_lists = true;
+        }
         (solver, device)
     } else if gpu {
         let mut options = crate::solver_options(args.backend, solve);

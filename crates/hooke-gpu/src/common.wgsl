@@ -43,9 +43,12 @@ struct Params {
 @group(1) @binding(0) var<uniform> P: Params;
 
 // Linear thread index of a (possibly two-dimensional) dispatch of WORKGROUP-wide groups:
-// grids larger than 65 535 groups spill into y.
+// grids larger than 65 535 groups spill into y, with x then exactly 65 535 groups (the host's
+// `kernel::dispatch_groups` and the indirect arguments of `contact_lists.wgsl` both split so).
+// The row width is that constant rather than `num_workgroups.x`, which D3D12 reads as 0 in an
+// indirect dispatch without wgpu's validation; `nwg` is kept for the kernels' signatures.
 fn thread_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return gid.x + gid.y * nwg.x * WORKGROUP;
+    return gid.x + gid.y * 65535u * WORKGROUP;
 }
 
 // x·x with the left-to-right order of glam's Vec3::dot (no fused multiply-add), so that
@@ -99,7 +102,8 @@ struct Health {
 // queries it; hooke's `collision/spatial_hash.rs`): its constants; with neighbour lists
 // (contact_lists.wgsl) their skin (m), the squared distance a member may move before they are
 // rebuilt (m²), their capacity per member (0: no lists), whether this substep's contacts come
-// from the cells instead (after a build overflowed), and the indirect arguments of the
+// from the cells instead (a spell after an overflow or lists stale too soon), and the
+// indirect arguments of the
 // build's six dispatches, which `arm` writes every substep (x, y, z workgroups each: count,
 // scan_blocks, scan_top, scan_add, scatter, lists); then per body the friction of its
 // self-contacts (static, kinetic), its world (z, a whole number; w unused). Rust twin:

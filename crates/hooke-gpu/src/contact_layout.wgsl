@@ -18,8 +18,9 @@ fn lists_at() -> u32 {
 }
 
 // Words of `counters` after the hash's counts and cursors: the lists' flags and tallies.
-// STALE: a member has moved too far since the last build, or none was made yet (bit 0), or a
-// spell of cells has ended (bit 1); OVERFLOW: the
+// STALE: a member has moved too far since the last build (bit 0), or relative to the reference
+// member (bit 1; stale when both are set), a spell of cells has ended (4), none was made yet
+// (8); OVERFLOW: the
 // last build had a member with more candidates than the capacity; BUILDS and OVERFLOWED: the
 // builds made and the members whose list overflowed in them, summed since the lists were made
 // (the solver reads them with its health record); CELLS: substeps left before lists are tried

@@ -1,11 +1,12 @@
 //! Verlet neighbour lists for the particle contacts on the GPU (`contact_lists.wgsl`): hooke's
 //! [`hooke::collision::self_collision`] lists — each member's candidates within its contact
 //! distance plus a skin s of [`SKIN_RADII`] collision radii, kept until a member has moved
-//! [`LIST_REBUILD`] · s since they were built — so that most substeps neither build the
+//! [`LIST_REBUILD`] · s since they were built, both absolutely and relative to a reference
+//! member (so a cloth falling as a whole keeps them) — so that most substeps neither build the
 //! [spatial hash](crate::spatial_hash) nor walk its cells. A pair missing from the lists was at
-//! least t + s apart at the build; while nobody has moved s/2 it cannot be closer than t, so
-//! the gather finds the contacts, and the fixed-point sums the bits, of a hash built every
-//! substep.
+//! least t + s apart at the build; while nobody has moved s/2 (or nobody s/2 relative to one
+//! common shift) it cannot be closer than t, so the gather finds the contacts, and the
+//! fixed-point sums the bits, of a hash built every substep.
 //!
 //! Every substep `check` (one thread per member) applies the optional speed clamp, writes the
 //! member's position x⁰ + d for the list build and the gather, and flags the lists stale when
@@ -25,7 +26,8 @@
 //! lists that last bring it back to 20.
 //!
 //! The lists pay where the gather's cell walk sets the pace (large models); for small ones
-//! their two extra dispatches per substep cost more than they save, so
+//! their three extra dispatches per substep (`check`, `arm`, `lists`) cost more than they
+//! save, so
 //! [`ContactListMode::Auto`](crate::ContactListMode::Auto) turns them on from
 //! [`AUTO_MEMBERS`] members.
 

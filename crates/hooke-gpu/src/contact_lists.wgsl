@@ -3,8 +3,8 @@
 // the optional speed clamp, writes each member's current position and radius, and flags the
 // lists stale when a member has moved more than `rebuild_limit2` (squared) since they were
 // built; `arm` then writes the indirect arguments of the hash's build and of the list build
-// (spatial_hash.wgsl): all of them when the lists are stale or the last build overflowed, none
-// otherwise.
+// (spatial_hash.wgsl): all of them when the lists are stale, none when they are fresh, the
+// hash's alone in a spell of cells (below).
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
@@ -20,7 +20,8 @@ const SMALL_BLOCKS: u32 = 16u;
 
 // 1. One thread per member: the optional speed clamp of its body (|d| ≤ 0.2 × 2r, as the hash's
 // `count` applies it without lists), its position x⁰ + d and radius for the list build and the
-// gather, and whether it has moved too far since the last build (NaN counts as too far).
+// gather, and whether it has moved too far since the last build, absolutely and relative to the
+// reference member (NaN counts as too far).
 @compute @workgroup_size(64)
 fn check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);
@@ -40,9 +41,30 @@ fn check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     }
     let x = (position[i] + displacement[i]).xyz;
     work[current_at() + i] = vec4<f32>(x, r);
+    // The reference member's displacement since the build (hooke's `reference_member`): from
+    // its position now, or at the substep's start where its body has the clamp (which its own
+    // thread may be applying at this moment).
+    let reference = info.member_count / 2u;
+    let rm = table[members_at() + reference];
+    let ri = rm & 0x7fffffffu;
+    var xr = position[ri].xyz;
+    if (rm >> 31u) == 0u {
+        xr = (position[ri] + displacement[ri]).xyz;
+    }
+    let shift = xr - work[built_at() + reference].xyz;
     let moved = x - work[built_at() + k].xyz;
+    let relative = moved - shift;
+    // Bit 0: moved too far; bit 1: moved too far relative to the reference. Either bound alone
+    // keeps the lists valid: they are stale when both fail.
+    var bits = 0u;
     if !(dot3(moved, moved) <= info.rebuild_limit2) {
-        atomicOr(&counters[flags_at() + STALE], 1u);
+        bits = 1u;
+    }
+    if !(dot3(relative, relative) <= info.rebuild_limit2) {
+        bits = bits | 2u;
+    }
+    if bits != 0u {
+        atomicOr(&counters[flags_at() + STALE], bits);
     }
 }
 
@@ -79,10 +101,11 @@ fn arm(@builtin(local_invocation_index) lid: u32) {
         return;
     }
     let f = flags_at();
-    // STALE: 1 from `check`, 2 when a spell of cells has ended (a retry, not lists that lasted).
+    // STALE: bits 0 and 1 from `check` (stale when both are set), 4 when a spell of cells has
+    // ended (a retry, not lists that lasted), 8 before the first build.
     let flags = atomicExchange(&counters[f + STALE], 0u);
-    let stale = flags != 0u;
-    let retry = (flags & 2u) != 0u;
+    let retry = (flags & 4u) != 0u;
+    let stale = (flags & 3u) == 3u || flags >= 4u;
     var cells = atomicLoad(&counters[f + CELLS]);
     let age = min(atomicLoad(&counters[f + AGE]), 0xfffffffeu) + 1u;
     let short_lived = stale && cells == 0u && age < MIN_LIFE;
@@ -101,7 +124,7 @@ fn arm(@builtin(local_invocation_index) lid: u32) {
         hash = true;
         // The next substep's contacts come from lists, built anew.
         if cells == 0u {
-            atomicStore(&counters[f + STALE], 2u);
+            atomicStore(&counters[f + STALE], 4u);
         }
         info.cells_mode = 1u;
     } else {

@@ -314,7 +314,8 @@ fn dispatch(pass: &mut wgpu::ComputePass<'_>, n: u32) {
     dispatch_groups(pass, n.div_ceil(WORKGROUP));
 }
 
-/// Dispatches `groups` workgroups, spilling into y beyond 65 535.
+/// Dispatches `groups` workgroups, spilling into y beyond 65 535 (then with x = 65 535
+/// exactly, which `thread_index` in `common.wgsl` relies on).
 fn dispatch_groups(pass: &mut wgpu::ComputePass<'_>, groups: u32) {
     let x = groups.min(MAX_GROUPS);
     let y = groups.div_ceil(x);

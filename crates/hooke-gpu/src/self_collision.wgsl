@@ -178,10 +178,13 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         let reach = a.r + info.max_radius;
         let lo = cell_of(a.x - vec3<f32>(reach), info.inv_cell);
         let hi = cell_of(a.x + vec3<f32>(reach), info.inv_cell);
-        for (var cz = lo.z; cz <= hi.z; cz++) {
-        for (var cy = lo.y; cy <= hi.y; cy++) {
-        for (var cx = lo.x; cx <= hi.x; cx++) {
-            let cell = vec3<i32>(cx, cy, cz);
+        // At most 8 cells per axis (a finite position's box spans 3–4): a runaway position,
+        // whose cells saturate at i32's ends, visits a few instead of looping past them.
+        let span = min(hi - lo, vec3<i32>(7));
+        for (var dz = 0; dz <= span.z; dz++) {
+        for (var dy = 0; dy <= span.y; dy++) {
+        for (var dx = 0; dx <= span.x; dx++) {
+            let cell = lo + vec3<i32>(dx, dy, dz);
             let b = bucket_of(cell, info.table_size);
             let stop = table[b + 1u];
             for (var s = table[b]; s < stop; s++) {

@@ -62,11 +62,12 @@ pub struct GpuSettings {
 }
 
 /// Where the GPU's particle contacts find their candidates: in Verlet neighbour lists, rebuilt
-/// from the spatial hash only when a particle has moved far enough to need it (half the CPU
-/// solver's skin; see `hooke::collision::self_collision`), or in the hash's cells, rebuilt
-/// every substep. Both find the same contacts and give the same bits; the lists are faster
-/// for large models (their cell walks are what costs) and slower for small ones (two more
-/// dispatches per substep, where dispatches set the pace).
+/// from the spatial hash only when a particle has moved far enough to need it (the CPU
+/// solver's skin and threshold; see `hooke::collision::self_collision`), or in the hash's
+/// cells, rebuilt every substep. Both find the same contacts and give the same bits; the lists
+/// are faster for large models (their cell walks are what costs) and slower for small ones
+/// (three more dispatches per substep, and the hash's recorded as empty indirect ones, where
+/// dispatches set the pace).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ContactListMode {
     /// Lists for models with at least 8 192 particles in self-collision, cells below.

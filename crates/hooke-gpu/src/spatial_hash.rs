@@ -60,7 +60,7 @@ pub(crate) struct HashInfo {
     /// Candidates a member's list holds; 0 without lists.
     pub list_capacity: u32,
     /// Set by the device in substeps whose contacts come from the cells although there are
-    /// lists (after a build overflowed).
+    /// lists (a spell after a build overflowed or lists went stale too soon).
     pub cells_mode: u32,
     pub _pad: [u32; 2],
     pub args: [u32; 20],
@@ -146,11 +146,11 @@ impl SpatialHash {
             table.resize(table.len() + (m as usize) * (1 + l.capacity as usize), 0);
         }
         let table = buffers::storage(device, "hooke hash table", &table);
-        // The counts and cursors; then the lists' flags (STALE set: no lists yet; OVERFLOW),
+        // The counts and cursors; then the lists' flags (STALE: 8, no lists yet; OVERFLOW),
         // tallies (builds, members overflowed), substeps left in cells, the lists' age (none
         // yet: as old as can be) and the next spell of cells (0: the shortest).
         let mut counters = vec![0u32; (2 * t + 1) as usize];
-        counters.extend_from_slice(&[1, 0, 0, 0, 0, u32::MAX, 0]);
+        counters.extend_from_slice(&[8, 0, 0, 0, 0, u32::MAX, 0]);
         let counters = buffers::storage(device, "hooke hash counters", &counters);
         let mut scratch = vec![0u32; (2 * blocks + m) as usize];
         if let Some(l) = &lists {

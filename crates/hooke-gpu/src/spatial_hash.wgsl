@@ -8,13 +8,13 @@
 // then members[M] (the colliding particles, increasing; the top bit set where the particle's
 // body has the speed clamp); with neighbour lists, then each member's list length[M] and the
 // lists (capacity·M: entry e of member k at e·M + k). `counters` holds count[0..=T] (zero
-// between builds: the add-back clears it), cursor[T] and the lists' two flags and
-// two tallies (contact_layout.wgsl). `scratch` holds block_sum[B], block_prefix[B], each member's
+// between builds: the add-back clears it), cursor[T] and the lists' seven words of flags and
+// tallies (contact_layout.wgsl). `scratch` holds block_sum[B], block_prefix[B], each member's
 // bucket[M] and, with neighbour lists, the body of every particle[N].
 //
 // With neighbour lists (contact_lists.wgsl) every dispatch here is indirect, through the
-// arguments `arm` writes into `info`: all of them in a substep whose lists are stale, none in
-// the others.
+// arguments `arm` writes into `info`: all of them in a substep whose lists are stale, the
+// hash's alone in a spell of cells, none in the others.
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
@@ -200,10 +200,13 @@ fn lists(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     let lo = cell_of(xi - vec3<f32>(reach), info.inv_cell);
     let hi = cell_of(xi + vec3<f32>(reach), info.inv_cell);
     var n = 0u;
-    for (var cz = lo.z; cz <= hi.z; cz++) {
-    for (var cy = lo.y; cy <= hi.y; cy++) {
-    for (var cx = lo.x; cx <= hi.x; cx++) {
-        let cell = vec3<i32>(cx, cy, cz);
+    // At most 8 cells per axis (a finite position's box spans 3–4): a runaway position,
+    // whose cells saturate at i32's ends, visits a few instead of looping past them.
+    let span = min(hi - lo, vec3<i32>(7));
+    for (var dz = 0; dz <= span.z; dz++) {
+    for (var dy = 0; dy <= span.y; dy++) {
+    for (var dx = 0; dx <= span.x; dx++) {
+        let cell = lo + vec3<i32>(dx, dy, dz);
         let b = bucket_of(cell, info.table_size);
         let stop = table[b + 1u];
         for (var s = table[b]; s < stop; s++) {
@@ -238,7 +241,8 @@ fn lists(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     }
     }
     table[list_lengths_at() + k] = n;
-    if n > cap {
+    // A pinned member gathers nothing: its list may be as long as it likes.
+    if n > cap && position[i].w > 0.0 {
         atomicOr(&counters[flags_at() + OVERFLOW], 1u);
         atomicAdd(&counters[flags_at() + OVERFLOWED], 1u);
     }

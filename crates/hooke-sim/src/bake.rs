@@ -253,7 +253,7 @@ impl<'s> Bake<'s> {
         BodyConvergence::measure(&model, &state.particle_position, &pinned, None, &mut bodies);
         monitor.record(0, 0.0, &bodies);
         writer.write_frame(0, &state.particle_position)?;
-        csv.row(0, &first, [Some(0); 4], &bodies)?;
+        csv.row(0, &first, [Some(0); 5], &bodies)?;
 
         let started = Instant::now();
         let mut worst = first;
@@ -319,7 +319,9 @@ impl<'s> Bake<'s> {
             worst.max_penetration = worst.max_penetration.max(d.max_penetration);
             worst.nan_count = worst.nan_count.max(d.nan_count);
             writer.write_frame(frame, &state.particle_position)?;
-            let counts = [report.contacts, report.particle_contacts, tear.broken, tear.split].map(Some);
+            let counts =
+                [report.contacts, report.particle_contacts, tear.broken, tear.split, report.contact_list_overflows]
+                    .map(Some);
             csv.row(frame, &d, counts, &bodies)?;
             written += 1;
             worst.time = d.time;
@@ -379,7 +381,7 @@ impl CsvWriter {
         .map_err(io(&tmp))?;
         let mut out = std::io::BufWriter::new(f);
         let mut header = String::from(
-            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts,max_residual_strain,particle_contacts,self_penetration_m,broken_constraints,split_particles",
+            "frame,time_s,max_stretch_strain,total_energy_j,kinetic_energy_j,gravity_energy_j,elastic_energy_j,max_penetration_m,nan_count,max_speed_m_per_s,contacts,max_residual_strain,particle_contacts,self_penetration_m,broken_constraints,split_particles,contact_list_overflows",
         );
         for name in names {
             for q in BODY_COLUMNS {
@@ -391,21 +393,23 @@ impl CsvWriter {
         Ok(CsvWriter { tmp, path: path.to_path_buf(), out: Some(out), self_collision: false })
     }
 
-    /// One frame's row; `counts` are the contacts with colliders, the particle contacts, and
-    /// the constraints broken and particles split by tearing after the frame (`None`: not
-    /// known, an empty cell).
+    /// One frame's row; `counts` are the contacts with colliders, the particle contacts, the
+    /// constraints broken and particles split by tearing after the frame, and the particle
+    /// contacts' neighbour lists that overflowed (`None`: not known, an empty cell).
     pub(crate) fn row(
         &mut self,
         frame: usize,
         d: &Diagnostics,
-        counts: [Option<u32>; 4],
+        counts: [Option<u32>; 5],
         bodies: &[BodyConvergence],
     ) -> Result<(), BakeError> {
         let out = self.out.as_mut().expect("open until finish");
         let worst = bodies.iter().map(BodyConvergence::residual).fold(f32::NAN, f32::max);
-        let [contacts, particle_contacts, broken, split] = counts.map(|c| c.map_or(String::new(), |c| c.to_string()));
+        let [contacts, particle_contacts, broken, split, overflows] =
+            counts.map(|c| c.map_or(String::new(), |c| c.to_string()));
         let penetration = if self.self_collision { d.self_penetration } else { f32::NAN };
-        let mut tail = format!("{},{particle_contacts},{},{broken},{split}", cell(worst), cell(penetration));
+        let mut tail =
+            format!("{},{particle_contacts},{},{broken},{split},{overflows}", cell(worst), cell(penetration));
         for b in bodies {
             for v in
                 [b.strain, b.strain_at_pins, b.residual_stiff, b.residual_compliant, b.residual_at_pins, b.residual_rms]

@@ -1020,7 +1020,7 @@ fn bake_pack(
             m.worst.nan_count = m.worst.nan_count.max(d.nan_count);
             m.worst.time = d.time;
             m.writer.write_frame(frame, x).map_err(|e| bake_error(m.sample)(e.into()))?;
-            let counts = if frame == 0 { [Some(0); 4] } else { [None, None, Some(0), Some(0)] };
+            let counts = if frame == 0 { [Some(0); 5] } else { [None, None, Some(0), Some(0), None] };
             m.csv.row(frame, &d, counts, &bodies).map_err(bake_error(m.sample))?;
         }
         Ok(())

@@ -66,7 +66,9 @@ fn self_collision_matches_the_cpu() {
 }
 
 /// Switching self-collision on by a material change builds the contact kernels; the GPU then
-/// matches the CPU switched the same way (bit for bit on lavapipe).
+/// matches the CPU switched the same way (bit for bit on lavapipe), with the hash's cells and
+/// with neighbour lists (made with the contacts, at the change). A state written mid-run (the
+/// particles put back where they were 10 frames before) is followed too.
 #[test]
 fn self_collision_switched_on_by_a_material_change() {
     let ctx = gpu_or_skip!();
@@ -77,26 +79,37 @@ fn self_collision_switched_on_by_a_material_change() {
         off = off.with_cloth_material(body, ClothMaterial { self_collision: false, ..m }).unwrap();
     }
     let off = Arc::new(off);
-    let mut cpu = XpbdSolver::new(off.clone(), settings()).unwrap();
-    let mut gpu = GpuXpbdSolver::new(ctx.clone(), off.clone(), settings()).unwrap();
-    for frame in 0..30 {
-        if frame == 5 {
-            cpu.notify_model_changed(on.clone()).unwrap();
-            gpu.notify_model_changed(on.clone()).unwrap();
+    for mode in [ContactListMode::Never, ContactListMode::Always] {
+        let mut cpu = XpbdSolver::new(off.clone(), settings()).unwrap();
+        let mut gpu = GpuXpbdSolver::new(ctx.clone(), off.clone(), with_lists(settings(), mode)).unwrap();
+        let mut saved = None;
+        for frame in 0..30 {
+            if frame == 5 {
+                cpu.notify_model_changed(on.clone()).unwrap();
+                gpu.notify_model_changed(on.clone()).unwrap();
+            }
+            if frame == 10 {
+                saved = Some(state_of(&mut cpu));
+            }
+            if frame == 20 {
+                let s = saved.take().unwrap();
+                cpu.write_state(&s).unwrap();
+                gpu.write_state(&s).unwrap();
+            }
+            cpu.step(&control, 1.0 / 60.0).unwrap();
+            gpu.step(&control, 1.0 / 60.0).unwrap();
         }
-        cpu.step(&control, 1.0 / 60.0).unwrap();
-        gpu.step(&control, 1.0 / 60.0).unwrap();
+        let (c, g) = (state_of(&mut cpu), state_of(&mut gpu));
+        let dx = max_diff(&c.particle_position, &g.particle_position);
+        eprintln!("self-collision switched on at frame 5 ({mode:?}): max |Δx| = {dx:.3e} m after 30 frames");
+        if rounding(&ctx).exact() {
+            assert_eq!(dx, 0.0, "{mode:?}");
+        }
+        assert!(dx < 1e-3, "{dx}");
+        let all: Vec<u32> = (0..on.particle_count() as u32).collect();
+        let closest = deepest_overlap(&on, &g.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
+        assert!(closest >= 0.9, "layers {closest} of the thickness apart");
     }
-    let (c, g) = (state_of(&mut cpu), state_of(&mut gpu));
-    let dx = max_diff(&c.particle_position, &g.particle_position);
-    eprintln!("self-collision switched on at frame 5: max |Δx| = {dx:.3e} m after 30 frames");
-    if rounding(&ctx).exact() {
-        assert_eq!(dx, 0.0);
-    }
-    assert!(dx < 1e-3, "{dx}");
-    let all: Vec<u32> = (0..on.particle_count() as u32).collect();
-    let closest = deepest_overlap(&on, &g.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
-    assert!(closest >= 0.9, "layers {closest} of the thickness apart");
 }
 
 /// The speed clamp on the GPU: a 1 cm cloth with self-collision and the clamp, falling for
@@ -294,4 +307,43 @@ fn overflowing_lists_fall_back_to_the_cells() {
         p.clone().map(|i| l.particle_position[i as usize].y).sum::<f32>() / p.len() as f32
     };
     assert!(mean(3) > mean(2) + 0.003, "the thin upper layer fell through: {} against {}", mean(3), mean(2));
+}
+
+/// Two 10 × 10 layers 1.5 cm apart falling freely together for 20 frames (400 substeps, up
+/// to 3 m/s: every particle moves more than the skin per substep) keep their neighbour lists:
+/// no particle moves half a skin relative to the reference particle, so after the first build
+/// the lists are rebuilt at most once, on the GPU as on the CPU (the same count and the same
+/// bits on lavapipe).
+#[test]
+fn lists_are_kept_through_a_free_fall() {
+    let ctx = gpu_or_skip!();
+    let mut b = ModelBuilder::new();
+    for (k, y) in [1.0f32, 1.015].into_iter().enumerate() {
+        let mut g = ClothGrid::new(format!("layer{k}"), 10, 10, 0.01);
+        g.center = Vec3::new(0.0, y, 0.0);
+        g.material.thickness = 0.012;
+        g.material.self_collision = true;
+        b.add_cloth_grid(&g).unwrap();
+    }
+    let model = Arc::new(b.finalize().unwrap());
+    let s = XpbdSettings { air_damping: 0.0, ..settings() };
+    let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
+    let mut lists = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactListMode::Always)).unwrap();
+    let control = Control::new();
+    let (cpu_builds, _, _) = run_counting(&mut cpu, &control, 20);
+    let (builds, overflows, substeps) = run_counting(&mut lists, &control, 20);
+    let (c, l) = (state_of(&mut cpu), state_of(&mut lists));
+    let dx = max_diff(&c.particle_position, &l.particle_position);
+    let speed = l.particle_velocity.iter().map(|v| v.length()).fold(0.0f32, f32::max);
+    eprintln!(
+        "free fall at up to {speed:.2} m/s: lists built in {builds} of {substeps} substeps (CPU {cpu_builds}); |Δx| vs CPU {dx:.3e} m"
+    );
+    if rounding(&ctx).exact() {
+        assert_eq!(dx, 0.0);
+        assert_eq!(builds, cpu_builds);
+    }
+    assert!(dx < 1e-3, "{dx}");
+    assert!(speed > 3.0, "{speed}");
+    assert!(builds <= 2 && cpu_builds <= 2, "lists rebuilt {builds} (GPU), {cpu_builds} (CPU) times in a free fall");
+    assert_eq!(overflows, 0);
 }

@@ -10,11 +10,11 @@
 //!
 //! **The solve** runs once per substep, after the constraint sets and before the colliders, as
 //! a Jacobi gather: with the positions of all particles frozen at the start of the stage, each
-//! particle visits its candidates — on the CPU from neighbour lists that the
+//! particle visits its candidates — from neighbour lists that the
 //! [spatial hash](super::spatial_hash) builds and that are kept while no particle has moved
-//! more than a fraction of their skin (see [`NeighbourLists`]; the GPU queries its hash every
-//! substep; both find the same contacts) — and for each contact sums its own share of the
-//! correction that
+//! more than a fraction of their skin (see [`NeighbourLists`]; the GPU keeps the same lists
+//! for large models and queries its hash every substep for small ones; all find the same
+//! contacts) — and for each contact sums its own share of the correction that
 //! pushes the pair to distance t along n = (xᵢ − xⱼ)/‖xᵢ − xⱼ‖,
 //!
 //! Δxᵢ = wᵢ/(wᵢ + wⱼ) · (t − ‖xᵢ − xⱼ‖) · n,
@@ -113,8 +113,9 @@ pub(crate) struct SelfCollision {
 /// bits as a hash built afresh — for finite positions: a pair at a NaN distance is no contact
 /// here, where the GPU's gather counts it (a NaN stops the run either way). They are rebuilt
 /// in the substep where a particle has moved more than [`LIST_REBUILD`] × s since the last
-/// build, with s = [`SKIN_RADII`] × the largest collision radius: every substep or two while
-/// a cloth falls or crumples fast, seldom once it rests.
+/// build, with s = [`SKIN_RADII`] × the largest collision radius, both absolutely and
+/// relative to a reference particle (so a cloth falling as a whole keeps its lists): every
+/// substep or two while a cloth crumples fast, seldom once it rests.
 #[derive(Clone, Debug, Default)]
 struct NeighbourLists {
     /// Member k's candidates are `pairs[offsets[k]..offsets[k + 1]]` (particle ids).
@@ -135,8 +136,17 @@ struct NeighbourLists {
 pub const SKIN_RADII: f32 = 1.0;
 
 /// The lists are rebuilt once a particle has moved more than this fraction of the skin since
-/// they were built: below ½, with a margin for the rounding of the distances.
+/// they were built, and also relative to the reference member ([`reference_member`]): below
+/// ½, with a margin for the rounding of the distances.
 pub const LIST_REBUILD: f32 = 0.45;
+
+/// The member (index into the members, of `members` in all) whose displacement since the
+/// lists' build is the common shift of the second staleness test: the middle one. Its
+/// position is taken at the substep's start where its body has the speed clamp (any common
+/// shift keeps the bound).
+pub fn reference_member(members: usize) -> usize {
+    members / 2
+}
 
 /// What one solve found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -217,7 +227,16 @@ impl SelfCollision {
         self.position.clear();
         self.position.extend(particles.iter().map(Particle::position));
         self.lists.substeps += 1;
-        if self.lists_stale(parallel) {
+        // The reference member's position now, or at the substep's start where its body has
+        // the speed clamp (the GPU, which clamps in the kernel that tests the lists, reads it
+        // there without a race).
+        let reference = self.members[reference_member(self.members.len())] as usize;
+        let reference_x = if self.clamp[self.body[reference] as usize] {
+            particles[reference].x.truncate()
+        } else {
+            self.position[reference]
+        };
+        if self.lists_stale(reference_x, parallel) {
             self.build_lists(model, parallel);
         }
         let ctx = Gather {
@@ -267,22 +286,34 @@ impl SelfCollision {
     }
 
     /// Whether the lists must be rebuilt for the positions in `self.position`: there are
-    /// none yet, or a member has moved more than [`LIST_REBUILD`] × the skin since.
-    fn lists_stale(&self, parallel: bool) -> bool {
+    /// none yet, or a member has moved more than [`LIST_REBUILD`] × the skin since, and a
+    /// member has moved that much relative to the reference member ([`reference_member`]),
+    /// which is at `reference_x` now.
+    /// Either bound keeps every pair's distance within 2 × LIST_REBUILD × s of its value at the
+    /// build (|Δxᵢ − Δxⱼ| ≤ |Δxᵢ − c| + |Δxⱼ − c| for any common c: 0 or the reference's
+    /// displacement), so the lists stay valid while one holds — the second through a cloth's
+    /// free fall, where every particle moves together.
+    fn lists_stale(&self, reference_x: Vec3, parallel: bool) -> bool {
         let lists = &self.lists;
         if lists.built_at.len() != self.members.len() {
             return true;
         }
         let limit2 = (LIST_REBUILD * lists.skin).powi(2);
-        let moved = |(&i, &x): (&u32, &Vec3)| {
-            let d2 = (self.position[i as usize] - x).length_squared();
-            d2 > limit2 || d2.is_nan()
+        let shift = reference_x - lists.built_at[reference_member(self.members.len())];
+        let beyond = |c: Vec3| {
+            move |(&i, &x): (&u32, &Vec3)| {
+                let d2 = ((self.position[i as usize] - x) - c).length_squared();
+                d2 > limit2 || d2.is_nan()
+            }
         };
-        if parallel && self.members.len() > 2 * CHUNK {
-            self.members.par_iter().zip(&lists.built_at).any(moved)
-        } else {
-            self.members.iter().zip(&lists.built_at).any(moved)
-        }
+        let any = |c: Vec3| {
+            if parallel && self.members.len() > 2 * CHUNK {
+                self.members.par_iter().zip(&lists.built_at).any(beyond(c))
+            } else {
+                self.members.iter().zip(&lists.built_at).any(beyond(c))
+            }
+        };
+        any(Vec3::ZERO) && any(shift)
     }
 
     /// Rebuilds the spatial hash and, through it, the lists at `self.position`.
@@ -692,6 +723,60 @@ mod tests {
             }
         }
         assert!(touched, "the ropes must come into contact");
+    }
+
+    /// The same head-on pair, and a third rope far away in the middle of the members (the
+    /// reference), all carried by a common motion of 5 skins per substep: every particle
+    /// moves far more than the skin, yet the lists are kept in some substeps (no particle
+    /// moved half a skin relative to the reference) and still give the fresh lists' contacts
+    /// at every substep (the pair closes by 2 × 0.999 × LIST_REBUILD × s per substep, as
+    /// above). Testing the relative motion against the skin instead of its 0.45 misses the
+    /// contact.
+    #[test]
+    fn lists_follow_a_common_motion_and_stay_valid() {
+        let r = 0.01f32;
+        let (t, s) = (2.0 * r, SKIN_RADII * r);
+        let gap = t + s + 1e-5;
+        let mut b = ModelBuilder::new();
+        for (k, x) in [0.0f32, 1.0, gap].into_iter().enumerate() {
+            let mut rope = crate::Rope::straight(format!("rope{k}"), Vec3::new(x, 1.0, 0.0), Vec3::new(x, 1.1, 0.0), 2);
+            rope.material.radius = r;
+            rope.material.self_collision = true;
+            b.add_rope(&rope).unwrap();
+        }
+        let model = b.finalize().unwrap();
+        let per_rope = model.bodies()[0].particles.len();
+        let mut state = SolverState::from_model(&model);
+        let mut kept = SelfCollision::new(&model);
+        let step = 0.999 * LIST_REBUILD * s;
+        let common = Vec3::new(0.0, 0.0, 5.0 * s);
+        let mut touched = false;
+        for substep in 0..6 {
+            for (k, p) in state.particles.iter_mut().enumerate() {
+                let toward = match (substep, k / per_rope) {
+                    (0, _) | (_, 1) => 0.0,
+                    (_, 0) => step,
+                    _ => -step,
+                };
+                let shift = if substep == 0 { Vec3::ZERO } else { common };
+                p.d = (Vec3::new(toward, 0.0, 0.0) + shift).extend(0.0);
+            }
+            let mut fresh = kept.clone();
+            fresh.lists = NeighbourLists::default();
+            let (mut a, mut b) = (state.clone(), state.clone());
+            let ca = kept.solve(&model, &mut a.particles, &mut a.velocity, 1.0 / 1200.0, None, false);
+            let cb = fresh.solve(&model, &mut b.particles, &mut b.velocity, 1.0 / 1200.0, None, false);
+            assert_eq!(ca, cb, "kept lists must find the contacts a fresh hash finds (substep {substep})");
+            touched |= cb.particles > 0;
+            state = b;
+            for p in &mut state.particles {
+                p.x += p.d.truncate().extend(0.0);
+                p.d = Vec4::ZERO;
+            }
+        }
+        assert!(touched, "the ropes must come into contact");
+        let (builds, substeps) = kept.list_builds();
+        assert!(builds < substeps, "the common motion alone must not rebuild the lists: {builds} of {substeps}");
     }
 
     /// A 10 × 10 cloth pressed (1 mm per substep) onto another 1.4 cm below, the two sliding

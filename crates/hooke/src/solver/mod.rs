@@ -85,8 +85,9 @@ pub struct StepReport {
     pub contact_list_builds: u32,
     /// Members whose neighbour list overflowed its capacity, summed over the frame's
     /// substeps: they gathered their contacts from the hash's cells instead (none is lost),
-    /// and the lists were rebuilt in the next substep. Only the GPU's lists have a capacity;
-    /// 0 on the CPU.
+    /// and the substeps that follow take every contact from the cells for a spell before
+    /// lists are tried again (hooke-gpu's `contact_lists`). Only the GPU's lists have a
+    /// capacity; 0 on the CPU.
     pub contact_list_overflows: u32,
     /// Linear-solver iterations (e.g. conjugate gradient) of the substep that needed most;
     /// 0 for solvers without a linear solve.
