@@ -1,4 +1,4 @@
-// The spatial hash of the particle contacts, rebuilt every substep (spatial_hash.rs; hooke's
+// The spatial hash of the particle contacts, rebuilt every substep without neighbour lists (spatial_hash.rs; hooke's
 // `collision/spatial_hash.rs`, with cells one contact distance wide instead of two): count the
 // members per bucket, exclusive prefix sum (blocks of 512, then the block sums, then the
 // add-back), and scatter each member with its point (in any order: the contact sums are in
