@@ -81,9 +81,11 @@ unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 
 /// Projects a run of constraints of one colour: `blocks` (four constraints each, their
-/// multipliers in `block_lambda`, four per block) then `tail` one by one (multipliers in
-/// `tail_lambda`). [`project4`] and [`project_one`] do the same IEEE operations in the same
-/// order, so the result does not depend on how a colour is split into blocks.
+/// multipliers in `block_lambda`, four per block) — two at a time on a CPU with AVX2
+/// (eight lanes), one at a time otherwise — then `tail` one by one (multipliers in
+/// `tail_lambda`). The eight-lane kernel, [`project4`] and [`project_one`] do the same IEEE
+/// operations in the same order, so the result does not depend on how a colour is split into
+/// blocks, nor on the CPU.
 ///
 /// # Safety
 /// `p` must be valid for every particle index in the constraints; the constraints must be of
@@ -98,6 +100,18 @@ pub(crate) unsafe fn project<const PBD: bool>(
     p: Shared<Particle>,
     sweep: Sweep,
 ) {
+    let mut blocks = blocks;
+    let mut block_lambda = block_lambda;
+    #[cfg(target_arch = "x86_64")]
+    if avx2_available() {
+        let pairs = blocks.len() / 2;
+        for (b, l) in blocks.chunks_exact(2).zip(block_lambda.chunks_exact_mut(8)) {
+            // SAFETY: AVX2 is present; the rest is forwarded from the caller.
+            unsafe { avx2::project8::<PBD>([&b[0], &b[1]], l.try_into().unwrap(), p.0, sweep) };
+        }
+        blocks = &blocks[2 * pairs..];
+        block_lambda = &mut block_lambda[8 * pairs..];
+    }
     for (b, l) in blocks.iter().zip(block_lambda.chunks_exact_mut(4)) {
         unsafe { project4::<PBD>(b, l.try_into().unwrap(), p.0, sweep) };
     }
@@ -214,6 +228,177 @@ pub(crate) unsafe fn project4<const PBD: bool>(c: &Block4, lambda: &mut [f32; 4]
     }
 }
 
+/// Whether this CPU runs the eight-lane (AVX2) kernel (detected once, then cached by the
+/// standard library).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn avx2_available() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    //! The eight-lane kernel: [`super::project4`] on two blocks at once, operation for
+    //! operation (comparisons with glam's SSE predicates, negation by the sign bit), so that
+    //! it gives the same bits.
+    use super::{Block4, COS2_TURN, Particle, Sweep};
+    use std::arch::x86_64::*;
+
+    /// The eight columns of eight 8-float rows (a row is one particle record: x⁰, w, d).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+        let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        [
+            _mm256_permute2f128_ps::<0x20>(s0, s4),
+            _mm256_permute2f128_ps::<0x20>(s1, s5),
+            _mm256_permute2f128_ps::<0x20>(s2, s6),
+            _mm256_permute2f128_ps::<0x20>(s3, s7),
+            _mm256_permute2f128_ps::<0x31>(s0, s4),
+            _mm256_permute2f128_ps::<0x31>(s1, s5),
+            _mm256_permute2f128_ps::<0x31>(s2, s6),
+            _mm256_permute2f128_ps::<0x31>(s3, s7),
+        ]
+    }
+
+    /// Four lanes of `a` then four of `b`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn join(a: glam::Vec4, b: glam::Vec4) -> __m256 {
+        _mm256_set_m128(b.into(), a.into())
+    }
+
+    /// `Vec4::select`: `a` where the mask is set, `b` elsewhere.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn select(mask: __m256, a: __m256, b: __m256) -> __m256 {
+        _mm256_or_ps(_mm256_andnot_ps(mask, b), _mm256_and_ps(a, mask))
+    }
+
+    /// The sign flipped (glam's negation).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn neg(a: __m256) -> __m256 {
+        _mm256_xor_ps(a, _mm256_set1_ps(-0.0))
+    }
+
+    /// [`super::project4`] on blocks `b[0]` (lanes 0–3) and `b[1]` (lanes 4–7), their
+    /// multipliers in `lambda`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; as [`super::project`] for the particles.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn project8<const PBD: bool>(
+        b: [&Block4; 2],
+        lambda: &mut [f32; 8],
+        p: *mut Particle,
+        sweep: Sweep,
+    ) {
+        let index = |k: usize, first: bool| {
+            let block = b[k / 4];
+            if first { block.i[k % 4] } else { block.j[k % 4] }
+        };
+        let pi: [*mut Particle; 8] = std::array::from_fn(|k| unsafe { p.add(index(k, true) as usize) });
+        let pj: [*mut Particle; 8] = std::array::from_fn(|k| unsafe { p.add(index(k, false) as usize) });
+        // SAFETY: a particle record is 32 bytes, x⁰ (with w) then d.
+        let load = |q: &[*mut Particle; 8]| {
+            transpose8(std::array::from_fn(|k| unsafe { _mm256_loadu_ps(q[k] as *const f32) }))
+        };
+        let [xix, xiy, xiz, wi, dix, diy, diz, _] = load(&pi);
+        let [xjx, xjy, xjz, wj, djx, djy, djz, _] = load(&pj);
+        let wsum = _mm256_add_ps(wi, wj);
+        let (x0x, x0y, x0z) = (_mm256_sub_ps(xix, xjx), _mm256_sub_ps(xiy, xjy), _mm256_sub_ps(xiz, xjz));
+        let (ddx, ddy, ddz) = (_mm256_sub_ps(dix, djx), _mm256_sub_ps(diy, djy), _mm256_sub_ps(diz, djz));
+        let (xx, xy, xz) = (_mm256_add_ps(x0x, ddx), _mm256_add_ps(x0y, ddy), _mm256_add_ps(x0z, ddz));
+        let dot3 = |ax, ay, az, bx, by, bz| {
+            _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ax, bx), _mm256_mul_ps(ay, by)), _mm256_mul_ps(az, bz))
+        };
+        let l02 = dot3(x0x, x0y, x0z, x0x, x0y, x0z);
+        let len2 = dot3(xx, xy, xz, xx, xy, xz);
+        let dot = dot3(x0x, x0y, x0z, xx, xy, xz);
+        let (zero, tiny) = (_mm256_setzero_ps(), _mm256_set1_ps(1e-18));
+        let start = _mm256_and_ps(
+            _mm256_and_ps(_mm256_cmp_ps::<_CMP_GE_OS>(l02, tiny), _mm256_cmp_ps::<_CMP_GT_OS>(dot, zero)),
+            _mm256_cmp_ps::<_CMP_GE_OS>(
+                _mm256_mul_ps(dot, dot),
+                _mm256_mul_ps(_mm256_set1_ps(COS2_TURN), _mm256_mul_ps(l02, len2)),
+            ),
+        );
+        let (ux, uy, uz) = (select(start, x0x, xx), select(start, x0y, xy), select(start, x0z, xz));
+        let u2 = select(start, l02, len2);
+        let valid = _mm256_and_ps(_mm256_cmp_ps::<_CMP_NEQ_UQ>(wsum, zero), _mm256_cmp_ps::<_CMP_GE_OS>(u2, tiny));
+        let len = _mm256_sqrt_ps(len2);
+        let ul = _mm256_sqrt_ps(u2);
+        let cval = _mm256_sub_ps(len, join(b[0].rest, b[1].rest));
+        let t = if PBD {
+            let s = _mm256_set1_ps(sweep.pbd_stiffness);
+            _mm256_div_ps(neg(_mm256_mul_ps(s, cval)), _mm256_mul_ps(wsum, ul))
+        } else {
+            // SAFETY: eight floats.
+            let lam = unsafe { _mm256_loadu_ps(lambda.as_ptr()) };
+            let tension = _mm256_or_ps(
+                _mm256_cmp_ps::<_CMP_LT_OS>(lam, zero),
+                _mm256_and_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(lam, zero), _mm256_cmp_ps::<_CMP_GE_OS>(cval, zero)),
+            );
+            let alpha = _mm256_mul_ps(
+                select(
+                    tension,
+                    join(b[0].compliance_stretch, b[1].compliance_stretch),
+                    join(b[0].compliance_compression, b[1].compliance_compression),
+                ),
+                _mm256_set1_ps(sweep.inv_h2),
+            );
+            let damping = _mm256_mul_ps(join(b[0].damping, b[1].damping), _mm256_set1_ps(sweep.inv_h));
+            let gamma = select(_mm256_cmp_ps::<_CMP_GT_OS>(alpha, zero), damping, zero);
+            let ud = dot3(ux, uy, uz, ddx, ddy, ddz);
+            let numer = _mm256_sub_ps(
+                _mm256_mul_ps(neg(_mm256_add_ps(cval, _mm256_mul_ps(alpha, lam))), ul),
+                _mm256_mul_ps(gamma, ud),
+            );
+            let denom =
+                _mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(1.0), gamma), wsum), alpha), u2);
+            let t = select(valid, _mm256_div_ps(numer, denom), zero);
+            let updated = select(valid, _mm256_add_ps(lam, _mm256_mul_ps(t, ul)), lam);
+            // SAFETY: eight floats.
+            unsafe { _mm256_storeu_ps(lambda.as_mut_ptr(), updated) };
+            t
+        };
+        let t = select(valid, t, zero);
+        let (cx, cy, cz) = (_mm256_mul_ps(ux, t), _mm256_mul_ps(uy, t), _mm256_mul_ps(uz, t));
+        let lanes = |v: __m256| {
+            let mut out = [0.0f32; 8];
+            // SAFETY: eight floats.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+            out
+        };
+        let (ix, iy, iz) = (lanes(_mm256_mul_ps(cx, wi)), lanes(_mm256_mul_ps(cy, wi)), lanes(_mm256_mul_ps(cz, wi)));
+        let (jx, jy, jz) = (lanes(_mm256_mul_ps(cx, wj)), lanes(_mm256_mul_ps(cy, wj)), lanes(_mm256_mul_ps(cz, wj)));
+        for k in 0..8 {
+            // SAFETY: forwarded from the caller; the lanes' particles are disjoint.
+            unsafe {
+                (*pi[k]).d += glam::Vec4::new(ix[k], iy[k], iz[k], 0.0);
+                (*pj[k]).d -= glam::Vec4::new(jx[k], jy[k], jz[k], 0.0);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +482,72 @@ mod tests {
             let stretch = -p[1].x.y - 1.0;
             let expected = m * 9.81 / k;
             assert!((stretch - expected).abs() < 1e-3 * expected, "h = {h}: stretch {stretch}, expected {expected}");
+        }
+    }
+
+    /// The eight-lane (AVX2) kernel gives bit for bit the result of the four-lane one on each
+    /// of its two blocks — multipliers included — for XPBD with damping, stretch and
+    /// compression compliances and λ of both signs and zero, for PBD, and with pinned,
+    /// coincident and turned pairs (skipped where the CPU has no AVX2, with the reason printed).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn eight_lanes_are_the_four_lane_kernel_bit_for_bit() {
+        if !avx2_available() {
+            println!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let mut seed = 987u32;
+        let mut rnd = move || {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        for round in 0..400 {
+            let mut a: Vec<Particle> = (0..16)
+                .map(|k| Particle {
+                    x: Vec4::new(
+                        rnd(),
+                        rnd(),
+                        rnd(),
+                        if k % 7 == 5 || (round % 7 == 0 && k < 2) { 0.0 } else { rnd() + 0.6 },
+                    ),
+                    // Large displacements now and then, so that some pairs turn past 25°.
+                    d: Vec4::new(rnd(), rnd(), rnd(), 0.0) * if round % 3 == 0 { 1.0 } else { 0.01 },
+                })
+                .collect();
+            if round % 5 == 0 {
+                a[3] = a[2];
+                a[12] = a[13];
+            }
+            let cons: [DistanceConstraint; 8] = std::array::from_fn(|k| DistanceConstraint {
+                i: 2 * k as u32,
+                j: 2 * k as u32 + 1,
+                rest_length: rnd() + 0.6,
+                compliance_stretch: if k % 4 == 0 { 0.0 } else { 1e-4 * (rnd() + 0.6) },
+                compliance_compression: 1e-3 * (rnd() + 0.6),
+                damping: if k % 3 == 2 { 0.0 } else { 1e-3 * (rnd() + 0.6) },
+            });
+            let blocks = [Block4::new(&cons[..4].try_into().unwrap()), Block4::new(&cons[4..].try_into().unwrap())];
+            let lam0: [f32; 8] = std::array::from_fn(|k| if k % 5 == 1 { 0.0 } else { rnd() });
+            let sw = Sweep { inv_h: 1200.0, inv_h2: 1.44e6, pbd_stiffness: 0.7 };
+            let mut b = a.clone();
+            let (mut la, mut lb) = (lam0, lam0);
+            let (lb0, lb1) = lb.split_at_mut(4);
+            unsafe {
+                if round % 2 == 0 {
+                    avx2::project8::<false>([&blocks[0], &blocks[1]], &mut la, a.as_mut_ptr(), sw);
+                    project4::<false>(&blocks[0], lb0.try_into().unwrap(), b.as_mut_ptr(), sw);
+                    project4::<false>(&blocks[1], lb1.try_into().unwrap(), b.as_mut_ptr(), sw);
+                } else {
+                    avx2::project8::<true>([&blocks[0], &blocks[1]], &mut la, a.as_mut_ptr(), sw);
+                    project4::<true>(&blocks[0], lb0.try_into().unwrap(), b.as_mut_ptr(), sw);
+                    project4::<true>(&blocks[1], lb1.try_into().unwrap(), b.as_mut_ptr(), sw);
+                }
+            }
+            let bits = |v: Vec4| v.to_array().map(f32::to_bits);
+            for k in 0..16 {
+                assert_eq!(bits(a[k].d), bits(b[k].d), "round {round} particle {k}");
+            }
+            assert_eq!(la.map(f32::to_bits), lb.map(f32::to_bits), "round {round}");
         }
     }
 
