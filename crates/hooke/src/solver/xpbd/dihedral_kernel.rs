@@ -5,7 +5,7 @@
 //! The hinges of one colour share no particle, so solving four together is solving them one
 //! after another. Every lane does the scalar path's operations in its order — IEEE additions,
 //! multiplications, divisions and square roots, which SIMD rounds as scalar code does, and
-//! the same [`atan2`](crate::angle::atan2) per lane — so the result is the scalar sweep's bit
+//! the same arctangent in every lane ([`atan2`](crate::angle::atan2), four at a time) — so the result is the scalar sweep's bit
 //! for bit (test `four_lanes_are_the_scalar_update_bit_for_bit`), and hence still the GPU
 //! kernel's (`dihedral.wgsl`). A colour's last hinges that do not fill a block of four go
 //! through the scalar update.
@@ -135,16 +135,11 @@ unsafe fn project4<const PBD: bool>(c: &[DihedralBending], lambda: &mut [f32], p
     let now = hinge4(&x);
     // C = θ − θ₀, wrapped to (−π, π].
     let (sin, cos) = (V3::cross(now.n1, now.n2).dot(now.e) * now.inv_le, now.n1.dot(now.n2));
-    let value = Vec4::from_array(std::array::from_fn(|l| {
-        let theta = crate::angle::atan2(sin[l], cos[l]);
-        let mut v = theta - c[l].rest_angle;
-        if v > std::f32::consts::PI {
-            v -= std::f32::consts::TAU;
-        } else if v <= -std::f32::consts::PI {
-            v += std::f32::consts::TAU;
-        }
-        v
-    }));
+    let theta = crate::angle::atan2_4(sin, cos);
+    let rest = Vec4::new(c[0].rest_angle, c[1].rest_angle, c[2].rest_angle, c[3].rest_angle);
+    let v = theta - rest;
+    let (pi, tau) = (Vec4::splat(std::f32::consts::PI), Vec4::splat(std::f32::consts::TAU));
+    let value = Vec4::select(v.cmpgt(pi), v - tau, Vec4::select(v.cmple(-pi), v + tau, v));
     // The gradients at the start of the substep unless the hinge turned by more than 25° (or
     // was degenerate then).
     let then = hinge4(&x0);
