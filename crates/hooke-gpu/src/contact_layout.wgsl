@@ -48,3 +48,16 @@ fn built_at() -> u32 {
 fn current_at() -> u32 {
     return 3u * info.member_count;
 }
+
+// The optional speed clamp of particle i (hooke's `SelfCollision::solve`): its substep
+// displacement capped at 0.2 × its contact distance 2r. Applied by the hash's `count` without
+// neighbour lists, by `check` (contact_lists.wgsl) with them; each including file declares
+// `displacement` (read-write) and `rest`.
+fn speed_clamp(i: u32) {
+    let d = displacement[i].xyz;
+    let len = sqrt(dot3(d, d));
+    let cap = 0.4 * rest[i].w;
+    if len > cap {
+        displacement[i] = vec4<f32>(d * (cap / len), 0.0);
+    }
+}

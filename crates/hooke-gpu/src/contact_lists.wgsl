@@ -32,12 +32,7 @@ fn check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     let i = member & 0x7fffffffu;
     let r = rest[i].w;
     if (member >> 31u) != 0u {
-        let d = displacement[i].xyz;
-        let len = sqrt(dot3(d, d));
-        let cap = 0.4 * r;
-        if len > cap {
-            displacement[i] = vec4<f32>(d * (cap / len), 0.0);
-        }
+        speed_clamp(i);
     }
     let x = (position[i] + displacement[i]).xyz;
     work[current_at() + i] = vec4<f32>(x, r);

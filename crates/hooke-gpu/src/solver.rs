@@ -424,6 +424,12 @@ impl GpuXpbdSolver {
         readback::read_back(&self.ctx, &self.b.staging, parts)
     }
 
+    /// As [`GpuXpbdSolver::read`], with (buffer, byte offset, bytes) parts.
+    fn read_at(&self, parts: &[(&wgpu::Buffer, u64, u64)]) -> Vec<u8> {
+        self.read_backs.set(self.read_backs.get() + 1);
+        readback::read_back_at(&self.ctx, &self.b.staging, parts)
+    }
+
     /// The Jacobi relaxation ω and Chebyshev spectral radius ρ in use (those of
     /// [`GpuSolve::jacobi_parameters`] at the last frame's substep); `None` under
     /// Gauss–Seidel and before the first frame.
@@ -981,8 +987,7 @@ impl Solver for GpuXpbdSolver {
 
     fn contact_list_totals(&mut self) -> Option<(u64, u64)> {
         let (counters, at) = self.k.self_collision.as_ref()?.list_tallies()?;
-        self.read_backs.set(self.read_backs.get() + 1);
-        let bytes = readback::read_back_at(&self.ctx, &self.b.staging, &[(counters, at, 8)]);
+        let bytes = self.read_at(&[(counters, at, 8)]);
         let tally: [u32; 2] = bytemuck::pod_read_unaligned(&bytes);
         Some((tally[0] as u64, tally[1] as u64))
     }
@@ -1010,14 +1015,7 @@ impl Solver for GpuXpbdSolver {
         self.unchecked = 0;
         let record = size_of::<HealthRecord>();
         let bytes = match self.k.self_collision.as_ref().and_then(SelfCollision::list_tallies) {
-            Some((counters, at)) => {
-                self.read_backs.set(self.read_backs.get() + 1);
-                readback::read_back_at(
-                    &self.ctx,
-                    &self.b.staging,
-                    &[(&self.b.health, 0, record as u64), (counters, at, 8)],
-                )
-            }
+            Some((counters, at)) => self.read_at(&[(&self.b.health, 0, record as u64), (counters, at, 8)]),
             None => self.read(&[(&self.b.health, record as u64)]),
         };
         let health: HealthRecord = bytemuck::pod_read_unaligned(&bytes[..record]);

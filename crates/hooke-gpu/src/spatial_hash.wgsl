@@ -65,12 +65,7 @@ fn count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     let i = member & 0x7fffffffu;
     // With neighbour lists, `check` (contact_lists.wgsl) has applied the clamp.
     if (member >> 31u) != 0u && info.list_capacity == 0u {
-        let d = displacement[i].xyz;
-        let len = sqrt(dot3(d, d));
-        let cap = 0.4 * rest[i].w;
-        if len > cap {
-            displacement[i] = vec4<f32>(d * (cap / len), 0.0);
-        }
+        speed_clamp(i);
     }
     let x = (position[i] + displacement[i]).xyz;
     let b = bucket_of(cell_of(x, info.inv_cell), info.table_size);

@@ -674,6 +674,38 @@ mod tests {
     use crate::{ClothGrid, ModelBuilder};
     use glam::Vec4;
 
+    /// Short vertical ropes of radius `r` with self-collision, one at each x of `xs`.
+    fn ropes_at(xs: &[f32], r: f32) -> Model {
+        let mut b = ModelBuilder::new();
+        for (k, &x) in xs.iter().enumerate() {
+            let mut rope = crate::Rope::straight(format!("rope{k}"), Vec3::new(x, 1.0, 0.0), Vec3::new(x, 1.1, 0.0), 2);
+            rope.material.radius = r;
+            rope.material.self_collision = true;
+            b.add_rope(&rope).unwrap();
+        }
+        b.finalize().unwrap()
+    }
+
+    /// One contact solve of `state` (displacements set) by `kept` and by a clone with its
+    /// lists dropped; returns both counts and moves `state` on to the fresh solve's positions.
+    fn kept_and_fresh(
+        kept: &mut SelfCollision,
+        model: &Model,
+        state: &mut SolverState,
+    ) -> (ContactCount, ContactCount) {
+        let mut fresh = kept.clone();
+        fresh.lists = NeighbourLists::default();
+        let (mut a, mut b) = (state.clone(), state.clone());
+        let ca = kept.solve(model, &mut a.particles, &mut a.velocity, 1.0 / 1200.0, None, false);
+        let cb = fresh.solve(model, &mut b.particles, &mut b.velocity, 1.0 / 1200.0, None, false);
+        *state = b;
+        for p in &mut state.particles {
+            p.x += p.d.truncate().extend(0.0);
+            p.d = Vec4::ZERO;
+        }
+        (ca, cb)
+    }
+
     /// Two short ropes (1 cm radius) side by side, t + s + 10 µm apart when the lists are built
     /// in the first substep (so not listed), each moving toward the other by
     /// 0.999 × [`LIST_REBUILD`] × s per substep: with LIST_REBUILD ≤ ½ they stay more than t apart until the lists are rebuilt,
@@ -685,14 +717,7 @@ mod tests {
         let r = 0.01f32;
         let (t, s) = (2.0 * r, SKIN_RADII * r);
         let gap = t + s + 1e-5;
-        let mut b = ModelBuilder::new();
-        for (k, x) in [0.0f32, gap].into_iter().enumerate() {
-            let mut rope = crate::Rope::straight(format!("rope{k}"), Vec3::new(x, 1.0, 0.0), Vec3::new(x, 1.1, 0.0), 2);
-            rope.material.radius = r;
-            rope.material.self_collision = true;
-            b.add_rope(&rope).unwrap();
-        }
-        let model = b.finalize().unwrap();
+        let model = ropes_at(&[0.0, gap], r);
         let mut state = SolverState::from_model(&model);
         let mut kept = SelfCollision::new(&model);
         let step = 0.999 * LIST_REBUILD * s;
@@ -709,18 +734,9 @@ mod tests {
                 };
                 p.d = Vec4::new(toward, 0.0, 0.0, 0.0);
             }
-            let mut fresh = kept.clone();
-            fresh.lists = NeighbourLists::default();
-            let (mut a, mut b) = (state.clone(), state.clone());
-            let ca = kept.solve(&model, &mut a.particles, &mut a.velocity, 1.0 / 1200.0, None, false);
-            let cb = fresh.solve(&model, &mut b.particles, &mut b.velocity, 1.0 / 1200.0, None, false);
+            let (ca, cb) = kept_and_fresh(&mut kept, &model, &mut state);
             assert_eq!(ca, cb, "kept lists must find the contacts a fresh hash finds");
             touched |= cb.particles > 0;
-            state = b;
-            for p in &mut state.particles {
-                p.x += p.d.truncate().extend(0.0);
-                p.d = Vec4::ZERO;
-            }
         }
         assert!(touched, "the ropes must come into contact");
     }
@@ -737,14 +753,7 @@ mod tests {
         let r = 0.01f32;
         let (t, s) = (2.0 * r, SKIN_RADII * r);
         let gap = t + s + 1e-5;
-        let mut b = ModelBuilder::new();
-        for (k, x) in [0.0f32, 1.0, gap].into_iter().enumerate() {
-            let mut rope = crate::Rope::straight(format!("rope{k}"), Vec3::new(x, 1.0, 0.0), Vec3::new(x, 1.1, 0.0), 2);
-            rope.material.radius = r;
-            rope.material.self_collision = true;
-            b.add_rope(&rope).unwrap();
-        }
-        let model = b.finalize().unwrap();
+        let model = ropes_at(&[0.0, 1.0, gap], r);
         let per_rope = model.bodies()[0].particles.len();
         let mut state = SolverState::from_model(&model);
         let mut kept = SelfCollision::new(&model);
@@ -761,18 +770,9 @@ mod tests {
                 let shift = if substep == 0 { Vec3::ZERO } else { common };
                 p.d = (Vec3::new(toward, 0.0, 0.0) + shift).extend(0.0);
             }
-            let mut fresh = kept.clone();
-            fresh.lists = NeighbourLists::default();
-            let (mut a, mut b) = (state.clone(), state.clone());
-            let ca = kept.solve(&model, &mut a.particles, &mut a.velocity, 1.0 / 1200.0, None, false);
-            let cb = fresh.solve(&model, &mut b.particles, &mut b.velocity, 1.0 / 1200.0, None, false);
+            let (ca, cb) = kept_and_fresh(&mut kept, &model, &mut state);
             assert_eq!(ca, cb, "kept lists must find the contacts a fresh hash finds (substep {substep})");
             touched |= cb.particles > 0;
-            state = b;
-            for p in &mut state.particles {
-                p.x += p.d.truncate().extend(0.0);
-                p.d = Vec4::ZERO;
-            }
         }
         assert!(touched, "the ropes must come into contact");
         let (builds, substeps) = kept.list_builds();
