@@ -142,7 +142,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     );
     let mut options = crate::solver_options(args.backend, solve);
     options.tiles = tiles;
-    options.contact_lists = args.gpu_solve.contact_lists.mode();
+    options.contact_search = args.gpu_solve.contact_search.mode();
     if args.backend == crate::Backend::Gpu {
         // One device for every sample: its kernels are compiled once.
         options.context = Some(hooke_gpu::GpuContext::new().map_err(|e| anyhow::anyhow!("--backend gpu: {e}"))?);

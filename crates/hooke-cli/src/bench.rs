@@ -217,7 +217,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (solver, device): (Box<dyn hooke::Solver>, String) = if let Some(tearing) = &mut tearing {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
-        options.contact_lists = args.gpu_solve.contact_lists.mode();
+        options.contact_search = args.gpu_solve.contact_search.mode();
         let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
         for _ in 0..args.warmup {
             let control = tearing.control(scene.control_at(solver.time()));
@@ -253,7 +253,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     } else if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
-        options.contact_lists = args.gpu_solve.contact_lists.mode();
+        options.contact_search = args.gpu_solve.contact_search.mode();
         options.health_interval = 0;
         options.timestamps = true;
         let mut solver = hooke_sim::make_gpu_solver(&scene, &options)?;

@@ -283,31 +283,37 @@ pub struct GpuSolveArgs {
     #[arg(long)]
     gpu_tiles: bool,
     /// With --backend gpu: where the particle contacts (self-collision) find their
-    /// candidates: auto (neighbour lists from 8 192 colliding particles), always (lists,
-    /// rebuilt from the spatial hash only when a particle has moved far enough) or never (the
-    /// hash's cells, rebuilt every substep). The same contacts and result either way.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub contact_lists: ContactListsArg,
+    /// candidates: auto (all pairs up to 4 096 colliding particles, neighbour lists from
+    /// 8 192, the hash's cells between), lists (rebuilt from the spatial hash only when a
+    /// particle has moved far enough), cells (the hash's, rebuilt every substep) or all-pairs
+    /// (every pair tested, no hash). The same contacts and result either way.
+    #[arg(long, visible_alias = "contact-lists", value_enum, default_value = "auto")]
+    pub contact_search: ContactSearchArg,
 }
 
-/// `--contact-lists`: [`hooke_gpu::ContactListMode`].
+/// `--contact-search`: [`hooke_gpu::ContactSearch`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ContactListsArg {
-    /// Lists for large models, cells for small ones.
+pub enum ContactSearchArg {
+    /// All pairs for small models, lists for large ones, cells between.
     Auto,
     /// Always neighbour lists.
-    Always,
-    /// Never: the hash's cells every substep.
-    Never,
+    #[value(alias = "always")]
+    Lists,
+    /// The hash's cells every substep.
+    #[value(alias = "never")]
+    Cells,
+    /// Every pair tested, no hash.
+    AllPairs,
 }
 
-impl ContactListsArg {
+impl ContactSearchArg {
     /// The library's mode.
-    pub fn mode(self) -> hooke_gpu::ContactListMode {
+    pub fn mode(self) -> hooke_gpu::ContactSearch {
         match self {
-            ContactListsArg::Auto => hooke_gpu::ContactListMode::Auto,
-            ContactListsArg::Always => hooke_gpu::ContactListMode::Always,
-            ContactListsArg::Never => hooke_gpu::ContactListMode::Never,
+            ContactSearchArg::Auto => hooke_gpu::ContactSearch::Auto,
+            ContactSearchArg::Lists => hooke_gpu::ContactSearch::Lists,
+            ContactSearchArg::Cells => hooke_gpu::ContactSearch::Cells,
+            ContactSearchArg::AllPairs => hooke_gpu::ContactSearch::AllPairs,
         }
     }
 }

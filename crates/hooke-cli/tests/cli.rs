@@ -749,34 +749,38 @@ fn view_opens_a_window_and_closes_after_its_frames() {
     assert!(!o.status.success() && t.contains("unknown demo \"nope\"") && t.contains("pbd-rope"), "{t}");
 }
 
-/// `--contact-lists always|never` on the GPU bakes `scenes/cloth_pile.toml` (a cloth folding
-/// onto itself with self-collision) to the same cache byte for byte on lavapipe: neighbour
-/// lists kept across substeps find the contacts of a hash built every substep.
-/// `diagnostics.csv` counts the lists that overflowed (`contact_list_overflows`; 0 on the CPU,
-/// whose lists have no capacity). Skipped without an adapter unless HOOKE_REQUIRE_GPU is set.
+/// `--contact-search lists|cells|all-pairs` on the GPU bakes `scenes/cloth_pile.toml` (a cloth
+/// folding onto itself with self-collision) to the same cache byte for byte on lavapipe:
+/// neighbour lists kept across substeps, and all pairs tested without a hash, find the contacts
+/// of a hash built every substep. `diagnostics.csv` counts the lists that overflowed
+/// (`contact_list_overflows`; 0 on the CPU, whose lists have no capacity). Skipped without an
+/// adapter unless HOOKE_REQUIRE_GPU is set.
 #[test]
 fn gpu_contact_lists_bake_the_cache_of_the_cells() {
     let tmp = tempfile::tempdir().unwrap();
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenes/cloth_pile.toml");
-    let run = |lists: &str| {
-        let out = format!("gpu_{lists}");
+    let run = |search: &str| {
+        let out = format!("gpu_{search}");
         let o = hooke(
-            &["run", scene, "--frames", "60", "--backend", "gpu", "--contact-lists", lists, "--out", &out],
+            &["run", scene, "--frames", "60", "--backend", "gpu", "--contact-search", search, "--out", &out],
             tmp.path(),
         );
         (o, out)
     };
-    let (o, always) = run("always");
+    let (o, always) = run("lists");
     let t = text(&o);
     if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
         println!("skipped: no GPU adapter ({})", t.lines().last().unwrap_or(""));
         return;
     }
     assert!(o.status.success(), "{t}");
-    let (o, never) = run("never");
+    let (o, never) = run("cells");
+    assert!(o.status.success(), "{}", text(&o));
+    let (o, pairs) = run("all-pairs");
     assert!(o.status.success(), "{}", text(&o));
     let cache = |dir: &str| std::fs::read(tmp.path().join(dir).join("cloth_pile.usda")).unwrap();
     assert!(cache(&always) == cache(&never), "the lists' cache differs from the cells'");
+    assert!(cache(&pairs) == cache(&never), "the all-pairs cache differs from the cells'");
     let csv = std::fs::read_to_string(tmp.path().join(&always).join("diagnostics.csv")).unwrap();
     let overflows = column(&csv, "contact_list_overflows");
     let contacts = column(&csv, "particle_contacts");

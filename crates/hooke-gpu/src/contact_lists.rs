@@ -28,7 +28,7 @@
 //! The lists pay where the gather's cell walk sets the pace (large models); for small ones
 //! their three extra dispatches per substep (`check`, `arm`, `lists`) cost more than they
 //! save, so
-//! [`ContactListMode::Auto`](crate::ContactListMode::Auto) turns them on from
+//! [`ContactSearch::Auto`](crate::ContactSearch::Auto) turns them on from
 //! [`AUTO_MEMBERS`] members.
 
 use crate::buffers::Buffers;
@@ -48,7 +48,7 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
 /// Candidates a member's list holds on the GPU.
 pub const LIST_CAPACITY: u32 = 48;
 
-/// Members from which [`ContactListMode::Auto`](crate::ContactListMode::Auto) uses lists.
+/// Members from which [`ContactSearch::Auto`](crate::ContactSearch::Auto) uses lists.
 pub const AUTO_MEMBERS: usize = 1 << 13;
 
 /// The staleness check and the arming of the indirect build, bound to a solver's buffers.

@@ -216,6 +216,24 @@ impl Bound {
         dispatch(pass, n);
     }
 
+    /// As [`Bound::run`], over `groups` whole workgroups (of the entry point's own size)
+    /// instead of a thread count.
+    pub fn run_groups(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        entry: usize,
+        params: (&wgpu::BindGroup, u32),
+        groups: u32,
+    ) {
+        if groups == 0 {
+            return;
+        }
+        pass.set_pipeline(&self.kernel.pipelines[entry]);
+        pass.set_bind_group(0, &self.group, &[]);
+        pass.set_bind_group(1, params.0, &[params.1]);
+        dispatch_groups(pass, groups);
+    }
+
     /// As [`Bound::run`], with the workgroup counts read by the device from `args` at `offset`
     /// (bytes; three u32: x, y, z), which an earlier dispatch may have written.
     pub fn run_indirect(

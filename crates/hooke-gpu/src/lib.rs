@@ -135,4 +135,5 @@ mod worlds;
 
 pub use contact_lists::{AUTO_MEMBERS, LIST_CAPACITY};
 pub use context::{GpuContext, GpuError};
-pub use solver::{ContactListMode, GpuSettings, GpuSolve, GpuXpbdSolver};
+pub use self_collision::ALL_PAIRS_MEMBERS;
+pub use solver::{ContactSearch, GpuSettings, GpuSolve, GpuXpbdSolver};

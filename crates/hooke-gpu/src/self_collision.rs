@@ -12,7 +12,7 @@
 use crate::buffers::{self, Buffers};
 use crate::contact_lists::{AUTO_MEMBERS, LIST_CAPACITY};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
-use crate::solver::ContactListMode;
+use crate::solver::ContactSearch;
 use crate::spatial_hash::{ListRequest, SpatialHash, work_bytes};
 use hooke::Model;
 use hooke::collision::self_collision::contact_radii;
@@ -21,15 +21,27 @@ use hooke::collision::self_collision::contact_radii;
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "self_collision.wgsl",
     source: crate::shaders::SELF_COLLISION,
-    entries: &["gather", "apply"],
+    entries: &["gather", "apply", "gather_all"],
     access: &[Read, ReadWrite, Read, ReadWrite, Read, Read, ReadWrite, ReadWrite],
     slot: false,
 };
+
+/// Threads per member of the all-pairs gather (`SLICES` in the shader).
+const SLICES: u32 = 16;
+
+/// Threads per workgroup of the all-pairs gather (`ALL_PAIRS_GROUP` in the shader).
+const ALL_PAIRS_GROUP: u32 = 256;
+
+/// Members up to which [`ContactSearch::Auto`] tests all pairs instead of building the hash.
+pub const ALL_PAIRS_MEMBERS: usize = 4096;
 
 /// The contact kernels bound to a solver's buffers, with the hash they query.
 pub(crate) struct SelfCollision {
     hash: SpatialHash,
     bound: Bound,
+    /// Every pair tested (`gather_all`): the hash's table holds the members and its
+    /// constants, but is never built.
+    all_pairs: bool,
 }
 
 impl SelfCollision {
@@ -40,15 +52,16 @@ impl SelfCollision {
     /// The contacts of `model`; `None` when no body has self-collision on. The model must have
     /// at most [`SelfCollision::MAX_BODIES`] bodies ([`check_bodies`]).
     ///
-    /// `lists` says whether the contacts come from neighbour lists
-    /// ([`crate::contact_lists`]); lists too large for one storage binding of the device are
-    /// left out (logged), with the same contacts.
+    /// `search` says where the contacts find their candidates ([`ContactSearch`]); lists too
+    /// large for one storage binding of the device are left out (logged), and so is the
+    /// all-pairs test where a body has the speed clamp: the cells instead, with the same
+    /// contacts.
     pub fn new(
         kernels: &Kernels,
         device: &wgpu::Device,
         b: &Buffers,
         model: &Model,
-        lists: ContactListMode,
+        search: ContactSearch,
     ) -> Option<SelfCollision> {
         let (members, max_radius) = hooke::collision::self_collision::members(model);
         if members.is_empty() {
@@ -88,10 +101,23 @@ impl SelfCollision {
             }
         }
         let n = model.particle_count();
-        let mut use_lists = match lists {
-            ContactListMode::Always => true,
-            ContactListMode::Never => false,
-            ContactListMode::Auto => members.len() >= AUTO_MEMBERS,
+        let clamped = flagged.iter().any(|&f| f >> 31 != 0);
+        let mut use_lists = match search {
+            ContactSearch::Auto => members.len() >= AUTO_MEMBERS,
+            ContactSearch::Lists => true,
+            ContactSearch::Cells | ContactSearch::AllPairs => false,
+        };
+        let all_pairs = match search {
+            ContactSearch::Auto => members.len() <= ALL_PAIRS_MEMBERS && !clamped,
+            ContactSearch::AllPairs if clamped => {
+                log::warn!(
+                    "hooke-gpu: a body has the speed clamp, which the hash's build applies; the particle contacts \
+                     come from the hash's cells, not all pairs"
+                );
+                false
+            }
+            ContactSearch::AllPairs => true,
+            ContactSearch::Lists | ContactSearch::Cells => false,
         };
         let table_bytes = 4 * (2 * members.len() as u64 + 1) * (1 + LIST_CAPACITY as u64);
         let limit = device.limits().max_storage_buffer_binding_size;
@@ -113,7 +139,7 @@ impl SelfCollision {
             device,
             &[&b.position, &b.displacement, &rest, &tag, &hash.info, &hash.table, &correction, &b.health],
         );
-        Some(SelfCollision { hash, bound })
+        Some(SelfCollision { hash, bound, all_pairs })
     }
 
     /// The buffer and byte offset of the neighbour lists' tallies (list builds, then members
@@ -124,11 +150,15 @@ impl SelfCollision {
     }
 
     /// Records the contacts of one substep: the hash's build (with lists: their check, and the
-    /// build when they are stale), the gather, the apply.
+    /// build when they are stale) and the gather, or the all-pairs gather; then the apply.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32)) {
-        self.hash.record(pass, params);
         let m = self.hash.constants.member_count;
-        self.bound.run(pass, 0, params, m);
+        if self.all_pairs {
+            self.bound.run_groups(pass, 2, params, m.div_ceil(ALL_PAIRS_GROUP / SLICES));
+        } else {
+            self.hash.record(pass, params);
+            self.bound.run(pass, 0, params, m);
+        }
         self.bound.run(pass, 1, params, m);
     }
 }

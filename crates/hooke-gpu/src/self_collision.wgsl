@@ -220,6 +220,108 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     correction[k] = vec4<f32>(fixed_value(sum.low, sum.high), bitcast<f32>(sum.count));
 }
 
+// `gather_all`'s threads per member, each testing every SLICES-th candidate of a tile (a
+// power of two dividing ALL_PAIRS_GROUP); `SLICES` in self_collision.rs.
+const SLICES: u32 = 16u;
+// `gather_all`'s workgroup: ALL_PAIRS_GROUP / SLICES members, and the candidates it tests in
+// tiles of ALL_PAIRS_GROUP; `ALL_PAIRS_GROUP` in self_collision.rs.
+const ALL_PAIRS_GROUP: u32 = 256u;
+
+// The tile of candidates: their points (position x⁰ + d, radius) and particle indices.
+var<workgroup> tile_point: array<vec4<f32>, ALL_PAIRS_GROUP>;
+var<workgroup> tile_index: array<u32, ALL_PAIRS_GROUP>;
+// Each thread's partial sum, reduced across a member's slices.
+var<workgroup> slice_low: array<vec3<u32>, ALL_PAIRS_GROUP>;
+var<workgroup> slice_high: array<vec3<u32>, ALL_PAIRS_GROUP>;
+var<workgroup> slice_count: array<u32, ALL_PAIRS_GROUP>;
+
+// The contacts of a small model without the hash (self_collision.rs, `ALL_PAIRS_MEMBERS`):
+// SLICES threads per member. The workgroup loads the members in tiles into workgroup memory,
+// one each, and each thread tests every SLICES-th candidate of the tile against its member
+// with `gather`'s tests; then the slices' fixed-point sums are added in workgroup memory.
+// Integer sums do not depend on the order, so the result is `gather`'s, bit for bit, in one
+// dispatch instead of the hash's four or five. The speed clamp is not applied here (a model
+// with it uses the hash).
+@compute @workgroup_size(ALL_PAIRS_GROUP)
+fn gather_all(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let m = info.member_count;
+    let k = (wid.x + wid.y * 65535u) * (ALL_PAIRS_GROUP / SLICES) + lid / SLICES;
+    let slice = lid % SLICES;
+    var sum: Sum;
+    sum.low = vec3<u32>(0u);
+    sum.high = vec3<u32>(0u);
+    sum.count = 0u;
+    var live = k < m;
+    var a: Member;
+    if live {
+        let i = table[members_at() + k] & 0x7fffffffu;
+        let pi = position[i];
+        live = pi.w > 0.0;
+        let di4 = displacement[i];
+        let rest_i = rest[i];
+        let tag_i = tag[i];
+        a.i = i;
+        a.x = (pi + di4).xyz;
+        a.d = di4.xyz;
+        a.x0 = pi.xyz;
+        a.w = pi.w;
+        a.r = rest_i.w;
+        a.rest = rest_i.xyz;
+        a.body = tag_i & 0xfffffu;
+        a.contacts = tag_i >> 20u;
+        a.relax = info.depenetration_speed * P.h;
+    }
+    for (var base = 0u; base < m; base += ALL_PAIRS_GROUP) {
+        if base + lid < m {
+            let j = table[members_at() + base + lid] & 0x7fffffffu;
+            tile_point[lid] = vec4<f32>((position[j] + displacement[j]).xyz, rest[j].w);
+            tile_index[lid] = j;
+        }
+        workgroupBarrier();
+        if live {
+            let size = min(ALL_PAIRS_GROUP, m - base);
+            for (var e = slice; e < size; e += SLICES) {
+                let point = tile_point[e];
+                let j = tile_index[e];
+                let delta = a.x - point.xyz;
+                let t = a.r + point.w;
+                if dot3(delta, delta) >= t * t || j == a.i {
+                    continue;
+                }
+                let tag_j = tag[j];
+                let bj = tag_j & 0xfffffu;
+                if info.friction[a.body].z != info.friction[bj].z {
+                    continue;
+                }
+                let rd = a.rest - rest[j].xyz;
+                if a.body == bj && dot3(rd, rd) < t * t {
+                    continue;
+                }
+                touch(a, j, point.xyz, t, rd, tag_j, &sum);
+            }
+        }
+        workgroupBarrier();
+    }
+    slice_low[lid] = sum.low;
+    slice_high[lid] = sum.high;
+    slice_count[lid] = sum.count;
+    workgroupBarrier();
+    for (var half = SLICES / 2u; half > 0u; half = half / 2u) {
+        if slice < half {
+            let low = slice_low[lid];
+            let added = low + slice_low[lid + half];
+            let carry = select(vec3<u32>(0u), vec3<u32>(1u), added < low);
+            slice_high[lid] = slice_high[lid] + slice_high[lid + half] + carry;
+            slice_low[lid] = added;
+            slice_count[lid] = slice_count[lid] + slice_count[lid + half];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && k < m {
+        correction[k] = vec4<f32>(fixed_value(slice_low[lid], slice_high[lid]), bitcast<f32>(slice_count[lid]));
+    }
+}
+
 @compute @workgroup_size(64)
 fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);

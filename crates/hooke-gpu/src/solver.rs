@@ -55,28 +55,34 @@ pub struct GpuSettings {
     /// the pace (many small bodies, worlds of small cloths), slower for one large body, whose
     /// colours then run on one workgroup. Off by default.
     pub tiles: bool,
-    /// Whether the particle contacts (self-collision) come from neighbour lists kept across
-    /// substeps ([`ContactListMode`]); the contacts, and the bits, are the same either way.
-    /// [`ContactListMode::Auto`] by default.
-    pub contact_lists: ContactListMode,
+    /// Where the particle contacts (self-collision) find their candidates
+    /// ([`ContactSearch`]); the contacts, and the bits, are the same either way.
+    /// [`ContactSearch::Auto`] by default.
+    pub contact_search: ContactSearch,
 }
 
 /// Where the GPU's particle contacts find their candidates: in Verlet neighbour lists, rebuilt
 /// from the spatial hash only when a particle has moved far enough to need it (the CPU
-/// solver's skin and threshold; see `hooke::collision::self_collision`), or in the hash's
-/// cells, rebuilt every substep. Both find the same contacts and give the same bits; the lists
-/// are faster for large models (their cell walks are what costs) and slower for small ones
-/// (three more dispatches per substep, and the hash's recorded as empty indirect ones, where
-/// dispatches set the pace).
+/// solver's skin and threshold; see `hooke::collision::self_collision`), in the hash's cells,
+/// rebuilt every substep, or among all pairs of colliding particles. All find the same
+/// contacts and give the same bits. They differ in cost: the lists pay for large models (the
+/// cell walks are what costs there) and cost more for small ones (three more dispatches per
+/// substep, where dispatches set the pace); all pairs take one dispatch per substep instead of
+/// the hash's four or five and pay for small models, whose n² pair tests are few.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ContactListMode {
-    /// Lists for models with at least 8 192 particles in self-collision, cells below.
+pub enum ContactSearch {
+    /// Lists from [`AUTO_MEMBERS`](crate::AUTO_MEMBERS) particles in self-collision, all pairs
+    /// up to [`ALL_PAIRS_MEMBERS`](crate::ALL_PAIRS_MEMBERS) (unless a body has the speed
+    /// clamp, which the hash's build applies), the cells between.
     #[default]
     Auto,
     /// Always lists (where they fit in the device's storage bindings).
-    Always,
-    /// Never lists: the hash's cells, rebuilt every substep.
-    Never,
+    Lists,
+    /// The hash's cells, rebuilt every substep.
+    Cells,
+    /// Every pair of colliding particles tested, with no hash (n² tests: for small models). A
+    /// model whose bodies have the speed clamp uses the cells instead.
+    AllPairs,
 }
 
 impl Default for GpuSettings {
@@ -87,7 +93,7 @@ impl Default for GpuSettings {
             normals: true,
             solve: GpuSolve::GaussSeidel,
             tiles: false,
-            contact_lists: ContactListMode::Auto,
+            contact_search: ContactSearch::Auto,
         }
     }
 }
@@ -295,7 +301,7 @@ impl Bindings {
             jacobi,
             ropes,
             tethers,
-            self_collision: SelfCollision::new(kernels, device, b, model, settings.contact_lists),
+            self_collision: SelfCollision::new(kernels, device, b, model, settings.contact_search),
             collide: Collide::new(kernels, device, b),
             triangle_contact: TriangleContact::new(kernels, device, b, model),
             finish: Finish::new(kernels, device, b),
@@ -1110,7 +1116,7 @@ impl Solver for GpuXpbdSolver {
         // Self-collision may have been switched, and its friction changed: its buffers and
         // bind groups are made anew (the only ones a material change makes).
         self.k.self_collision =
-            SelfCollision::new(&self.kernels, self.ctx.device(), &self.b, &model, self.settings.contact_lists);
+            SelfCollision::new(&self.kernels, self.ctx.device(), &self.b, &model, self.settings.contact_search);
         self.list_tally = [0; 2];
         self.model = model;
         Ok(())

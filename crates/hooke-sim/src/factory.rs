@@ -1,7 +1,7 @@
 //! The scene-to-solver factory.
 
 use hooke::Solver;
-use hooke_gpu::{ContactListMode, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver};
+use hooke_gpu::{ContactSearch, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver};
 use hooke_io::scene::{Scene, SolverChoice};
 use std::sync::Arc;
 
@@ -42,8 +42,8 @@ pub struct SolverOptions {
     /// GPU, Gauss–Seidel: sweep each body in a workgroup of its own ([`GpuSettings::tiles`]).
     pub tiles: bool,
     /// GPU: where the particle contacts find their candidates
-    /// ([`GpuSettings::contact_lists`]).
-    pub contact_lists: ContactListMode,
+    /// ([`GpuSettings::contact_search`]).
+    pub contact_search: ContactSearch,
 }
 
 impl SolverOptions {
@@ -57,7 +57,7 @@ impl SolverOptions {
             timestamps: false,
             context: None,
             tiles: false,
-            contact_lists: ContactListMode::Auto,
+            contact_search: ContactSearch::Auto,
         }
     }
 }
@@ -135,7 +135,7 @@ pub fn make_gpu_solver(scene: &Scene, options: &SolverOptions) -> Result<GpuXpbd
         normals: true,
         solve: options.gpu_solve,
         tiles: options.tiles,
-        contact_lists: options.contact_lists,
+        contact_search: options.contact_search,
     };
     Ok(GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?)
 }

@@ -13,7 +13,7 @@ use hooke::{
     Air, ClothGrid, ClothMaterial, ConstraintFamily, Control, Diagnostics, Method, Model, ModelBuilder, Rope, Solver,
     SolverError, Stage, State, XpbdSettings, XpbdSolver,
 };
-use hooke_gpu::{ContactListMode, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver, shaders};
+use hooke_gpu::{ContactSearch, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver, shaders};
 use std::sync::Arc;
 use std::time::Instant;
 

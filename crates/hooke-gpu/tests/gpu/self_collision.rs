@@ -66,8 +66,8 @@ fn self_collision_matches_the_cpu() {
 }
 
 /// Switching self-collision on by a material change builds the contact kernels; the GPU then
-/// matches the CPU switched the same way (bit for bit on lavapipe), with the hash's cells and
-/// with neighbour lists (made with the contacts, at the change). A state written mid-run (the
+/// matches the CPU switched the same way (bit for bit on lavapipe), with the hash's cells,
+/// with neighbour lists (made with the contacts, at the change) and with all pairs. A state written mid-run (the
 /// particles put back where they were 10 frames before) is followed too.
 #[test]
 fn self_collision_switched_on_by_a_material_change() {
@@ -79,7 +79,7 @@ fn self_collision_switched_on_by_a_material_change() {
         off = off.with_cloth_material(body, ClothMaterial { self_collision: false, ..m }).unwrap();
     }
     let off = Arc::new(off);
-    for mode in [ContactListMode::Never, ContactListMode::Always] {
+    for mode in [ContactSearch::Cells, ContactSearch::Lists, ContactSearch::AllPairs] {
         let mut cpu = XpbdSolver::new(off.clone(), settings()).unwrap();
         let mut gpu = GpuXpbdSolver::new(ctx.clone(), off.clone(), with_lists(settings(), mode)).unwrap();
         let mut saved = None;
@@ -186,8 +186,8 @@ fn self_collision_thickness_matches_the_cpu() {
 }
 
 /// GPU settings with the particle contacts' neighbour lists `mode`.
-fn with_lists(s: XpbdSettings, mode: ContactListMode) -> GpuSettings {
-    GpuSettings { xpbd: s, contact_lists: mode, ..GpuSettings::default() }
+fn with_lists(s: XpbdSettings, mode: ContactSearch) -> GpuSettings {
+    GpuSettings { xpbd: s, contact_search: mode, ..GpuSettings::default() }
 }
 
 /// Steps `solver` for `frames` frames; returns (list builds, list overflows, substeps) summed.
@@ -213,9 +213,9 @@ fn neighbour_lists_find_the_contacts_of_the_cells() {
     let (model, control) = trampoline();
     let mut cpu = XpbdSolver::new(model.clone(), settings()).unwrap();
     let mut cells =
-        GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(settings(), ContactListMode::Never)).unwrap();
+        GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(settings(), ContactSearch::Cells)).unwrap();
     let mut lists =
-        GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(settings(), ContactListMode::Always)).unwrap();
+        GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(settings(), ContactSearch::Lists)).unwrap();
     let (cpu_builds, _, _) = run_counting(&mut cpu, &control, 40);
     let (cell_builds, _, _) = run_counting(&mut cells, &control, 40);
     let (builds, overflows, substeps) = run_counting(&mut lists, &control, 40);
@@ -241,16 +241,10 @@ fn neighbour_lists_find_the_contacts_of_the_cells() {
     assert!(up > low + 0.015, "the upper cloth fell through: {up} against {low}");
 }
 
-/// A list that overflows its capacity is not truncated: two 16 × 16 layers 5 spacings thick
-/// (about 100 candidates for an inner particle, 48 fit) dropped onto each other, and beside
-/// them two thin 12 × 12 layers, the upper falling 15 cm onto the lower, give with lists the
-/// bits of the cells and of the CPU on lavapipe; the overflows are reported, and after each
-/// overflowing build the contacts come from the cells for a spell of 20 substeps, doubling at
-/// each further overflow, before lists are tried again (the thin layers meet in those
-/// substeps: lists kept through them would miss it).
-#[test]
-fn overflowing_lists_fall_back_to_the_cells() {
-    let ctx = gpu_or_skip!();
+/// Two 16 × 16 layers 5 spacings thick (about 100 candidates for an inner particle), the lower
+/// pinned at its corners, the upper 7 cm above it; beside them two thin 12 × 12 layers, the
+/// upper 15 cm above the lower, pinned one. Returns the model and control.
+fn crowded_layers() -> (Arc<Model>, Control) {
     let mut b = ModelBuilder::new();
     for (k, y) in [0.5f32, 0.57].into_iter().enumerate() {
         let mut g = ClothGrid::new(format!("layer{k}"), 16, 16, 0.01);
@@ -274,10 +268,64 @@ fn overflowing_lists_fall_back_to_the_cells() {
     for (r, c) in [(0, 0), (0, 11), (11, 0), (11, 11)] {
         control.pin(model.bodies()[2].grid_index(r, c).unwrap());
     }
+    (model, control)
+}
+
+/// Testing all pairs instead of the hash's candidates finds the same contacts: the
+/// trampoline's upper cloth lands on the lower one with the bits of the cells and of the CPU
+/// on lavapipe (within 1 mm elsewhere), and so do the two crowded layers of
+/// `overflowing_lists_fall_back_to_the_cells` (about 100 candidates a particle). A gather that
+/// skips every other candidate of its slice fails (it misses contacts: 6.7 mm from the CPU).
+#[test]
+fn all_pairs_find_the_contacts_of_the_cells() {
+    let ctx = gpu_or_skip!();
+    for (name, (model, control)) in [("trampoline", trampoline()), ("crowded layers", crowded_layers())] {
+        let s = XpbdSettings { substeps: 10, ..settings() };
+        let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
+        let mut cells = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactSearch::Cells)).unwrap();
+        let mut pairs = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactSearch::AllPairs)).unwrap();
+        let (mut contacts, mut cpu_contacts) = (0, 0);
+        for _ in 0..40 {
+            cpu_contacts = cpu_contacts.max(cpu.step(&control, 1.0 / 60.0).unwrap().particle_contacts);
+            cells.step(&control, 1.0 / 60.0).unwrap();
+            contacts = contacts.max(pairs.step(&control, 1.0 / 60.0).unwrap().particle_contacts);
+        }
+        let (c, g, p) = (state_of(&mut cpu), state_of(&mut cells), state_of(&mut pairs));
+        let dx = max_diff(&c.particle_position, &p.particle_position);
+        let dv = max_diff(&c.particle_velocity, &p.particle_velocity);
+        let dcells = max_diff(&g.particle_position, &p.particle_position);
+        let all: Vec<u32> = (0..model.particle_count() as u32).collect();
+        let closest =
+            deepest_overlap(&model, &p.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
+        eprintln!(
+            "all pairs on the GPU ({name}): |Δx| vs CPU {dx:.3e} m, |Δv| {dv:.3e} m/s, vs cells {dcells:.3e} m; \
+             closest pair {closest:.4} t; particles in contact {contacts} (CPU {cpu_contacts})"
+        );
+        if rounding(&ctx).exact() {
+            assert_eq!((dx, dv, dcells), (0.0, 0.0, 0.0), "{name}: lavapipe: all pairs must give the CPU's bits");
+            assert_eq!(contacts, cpu_contacts, "{name}");
+        }
+        assert!(dx < 1e-3 && dcells < 1e-3, "{name}: {dx} {dcells}");
+        assert!(contacts > 50, "{name}: the layers must meet");
+        assert!(closest >= 0.85, "{name}: layers {closest} of the thickness apart");
+    }
+}
+
+/// A list that overflows its capacity is not truncated: two 16 × 16 layers 5 spacings thick
+/// (about 100 candidates for an inner particle, 48 fit) dropped onto each other, and beside
+/// them two thin 12 × 12 layers, the upper falling 15 cm onto the lower, give with lists the
+/// bits of the cells and of the CPU on lavapipe; the overflows are reported, and after each
+/// overflowing build the contacts come from the cells for a spell of 20 substeps, doubling at
+/// each further overflow, before lists are tried again (the thin layers meet in those
+/// substeps: lists kept through them would miss it).
+#[test]
+fn overflowing_lists_fall_back_to_the_cells() {
+    let ctx = gpu_or_skip!();
+    let (model, control) = crowded_layers();
     let s = XpbdSettings { substeps: 10, ..settings() };
     let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
-    let mut cells = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactListMode::Never)).unwrap();
-    let mut lists = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactListMode::Always)).unwrap();
+    let mut cells = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactSearch::Cells)).unwrap();
+    let mut lists = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactSearch::Lists)).unwrap();
     run_counting(&mut cpu, &control, 20);
     run_counting(&mut cells, &control, 20);
     let (builds, overflows, substeps) = run_counting(&mut lists, &control, 20);
@@ -328,7 +376,7 @@ fn lists_are_kept_through_a_free_fall() {
     let model = Arc::new(b.finalize().unwrap());
     let s = XpbdSettings { air_damping: 0.0, ..settings() };
     let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
-    let mut lists = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactListMode::Always)).unwrap();
+    let mut lists = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, ContactSearch::Lists)).unwrap();
     let control = Control::new();
     let (cpu_builds, _, _) = run_counting(&mut cpu, &control, 20);
     let (builds, overflows, substeps) = run_counting(&mut lists, &control, 20);

@@ -79,7 +79,7 @@ pub struct StepReport {
     /// Substeps of the frame that rebuilt the particle contacts' neighbour lists (through the
     /// spatial hash; the others reused them, with the same result — see
     /// [`crate::collision::self_collision`]); counted by the CPU solvers (XPBD, PBD and
-    /// implicit Euler) and by the GPU's where it keeps lists (hooke-gpu's `ContactListMode`;
+    /// implicit Euler) and by the GPU's where it keeps lists (hooke-gpu's `ContactSearch`;
     /// without them it builds its hash every substep and reports 0), 0 without
     /// self-collision.
     pub contact_list_builds: u32,
