@@ -9,60 +9,29 @@
 //!   μₛ·g, and lets it slip above, the cloth then accelerating at μₖ·g.
 
 mod common;
+use common::contact_cases as cases;
 
 use glam::{Quat, Vec3};
-use hooke::collision::{Collider, ColliderMesh, GridResolution, Keyframe, Motion, SdfGrid, Shape, SignMethod};
+use hooke::collision::{Collider, Keyframe, Motion, Shape};
 use hooke::{
-    ClothGrid, Control, ForceSettings, ForceSolver, Integrator, Model, ModelBuilder, Solver, State, XpbdSettings,
-    XpbdSolver,
+    ClothGrid, Control, ForceSettings, ForceSolver, Integrator, Model, ModelBuilder, Solver, XpbdSettings, XpbdSolver,
 };
 use std::sync::Arc;
 
-fn solver(model: &Arc<Model>, implicit: bool) -> Box<dyn Solver> {
-    if implicit {
-        let s = ForceSettings { integrator: Integrator::ImplicitEuler, substeps: 20, ..ForceSettings::default() };
-        Box::new(ForceSolver::new(model.clone(), s).unwrap())
-    } else {
-        Box::new(XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap())
-    }
-}
-
-/// A 16 × 16 cloth of 0.45 m, 2 cm thick, dropped from 0.3 m above the top of `shape` (which
-/// sits on a ground plane at y = 0 when it is not the plane itself), settled for 2 s; returns
-/// the deepest penetration (m) into any collider at the end and the largest during the last
-/// second.
-fn drop_onto(shape: Shape, top: f32, self_collision: bool, implicit: bool) -> (f32, f32) {
-    let thickness = 0.02;
-    let mut g = ClothGrid::new("cloth", 16, 16, 0.03);
-    g.center = Vec3::new(0.01, top + 0.3, -0.02);
-    g.material.thickness = thickness;
-    g.material.self_collision = self_collision;
-    let mut b = ModelBuilder::new();
-    b.add_cloth_grid(&g).unwrap();
-    let plane = matches!(shape, Shape::Plane { .. });
-    b.add_collider(Collider::new("shape", shape).with_friction(0.5, 0.4)).unwrap();
-    if !plane {
-        b.add_collider(Collider::new("ground", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y })).unwrap();
-    }
-    let model = Arc::new(b.finalize().unwrap());
-    let mut s = solver(&model, implicit);
-    let mut x = Vec::new();
-    let mut worst = 0.0f32;
-    for frame in 0..120 {
-        s.step(&Control::new(), 1.0 / 60.0).unwrap();
-        if frame >= 60 {
-            s.read_positions(&mut x);
-            worst = worst.max(hooke::diagnostics::max_penetration(&model, &x, &[]));
+/// XPBD with a scene's settings, or implicit Euler at its substeps.
+fn make(implicit: bool) -> impl Fn(&Arc<Model>, XpbdSettings) -> Box<dyn Solver> {
+    move |model, s| -> Box<dyn Solver> {
+        if implicit {
+            let f = ForceSettings {
+                integrator: Integrator::ImplicitEuler,
+                substeps: s.substeps,
+                ..ForceSettings::default()
+            };
+            Box::new(ForceSolver::new(model.clone(), f).unwrap())
+        } else {
+            Box::new(XpbdSolver::new(model.clone(), s).unwrap())
         }
     }
-    s.read_positions(&mut x);
-    (hooke::diagnostics::max_penetration(&model, &x, &[]), worst)
-}
-
-/// The signed distance grid of a triangle mesh, `resolution` cells along its longest side.
-fn mesh_shape((positions, triangles): (Vec<Vec3>, Vec<[u32; 3]>), resolution: u32) -> Shape {
-    let (mesh, _) = ColliderMesh::new(&positions, &triangles, SignMethod::PseudoNormals).unwrap();
-    Shape::Sdf(Arc::new(SdfGrid::build(&mesh, GridResolution::Cells(resolution), None).unwrap()))
 }
 
 /// Every collider × XPBD and implicit Euler × self-collision off and on: no particle ends
@@ -71,28 +40,10 @@ fn mesh_shape((positions, triangles): (Vec<Vec3>, Vec<[u32; 3]>), resolution: u3
 /// faces and within 10⁻⁴ m of the sphere's surface at this resolution.
 #[test]
 fn no_collider_is_penetrated_in_any_combination() {
-    let box_mesh = common::cube_mesh(Vec3::new(-0.12, 0.0, -0.12), Vec3::new(0.12, 0.2, 0.12));
-    let box_mesh = (box_mesh.0.iter().map(|&p| Quat::from_rotation_y(0.3) * p).collect(), box_mesh.1);
-    let shapes = [
-        ("plane", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y }, 0.0),
-        ("sphere", Shape::Sphere { center: Vec3::new(0.0, 0.2, 0.0), radius: 0.2 }, 0.4),
-        ("capsule", Shape::Capsule { a: Vec3::new(-0.3, 0.1, 0.0), b: Vec3::new(0.3, 0.1, 0.0), radius: 0.1 }, 0.2),
-        (
-            "box",
-            Shape::Box {
-                center: Vec3::new(0.0, 0.1, 0.0),
-                half_extents: Vec3::new(0.12, 0.1, 0.12),
-                rotation: Quat::from_rotation_y(0.3),
-            },
-            0.2,
-        ),
-        ("mesh sphere", mesh_shape(common::icosphere(0.2, Vec3::new(0.0, 0.2, 0.0), 4), 48), 0.4),
-        ("mesh box", mesh_shape(box_mesh, 24), 0.2),
-    ];
-    for (name, shape, top) in shapes {
+    for (name, shape, top) in cases::matrix_shapes() {
         for self_collision in [false, true] {
             for implicit in [false, true] {
-                let (end, worst) = drop_onto(shape.clone(), top, self_collision, implicit);
+                let (end, worst, _) = cases::drop_onto(shape.clone(), top, self_collision, &make(implicit));
                 let solver = if implicit { "implicit Euler" } else { "XPBD" };
                 println!(
                     "{name:11} self-collision {self_collision:5} {solver:14}: penetration {end:.2e} m at the end, \
@@ -107,45 +58,6 @@ fn no_collider_is_penetrated_in_any_combination() {
     }
 }
 
-/// A 5 × 5 patch lying on a box that accelerates sideways at `a` (m/s², from rest, keyed at
-/// every substep so the acceleration is uniform), μₛ = 0.4, μₖ = 0.3, for 1 s under XPBD:
-/// returns how far the patch slipped behind the box (m).
-fn slip(a: f32) -> f32 {
-    let mut b = ModelBuilder::new();
-    let mut g = ClothGrid::new("patch", 5, 5, 0.02);
-    g.material.thickness = 0.004;
-    g.center = Vec3::new(0.0, 0.002, 0.0);
-    b.add_cloth_grid(&g).unwrap();
-    // 10 m long, so the patch is still on it after slipping for a second.
-    let shape = Shape::Box {
-        center: Vec3::new(0.0, -0.5, 0.0),
-        half_extents: Vec3::new(5.0, 0.5, 0.5),
-        rotation: Quat::IDENTITY,
-    };
-    b.add_collider(Collider::new("box", shape).with_friction(0.4, 0.3)).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let substeps = 20;
-    let h = 1.0 / (60.0 * substeps as f32);
-    let keys = (0..=60 * substeps)
-        .map(|k| {
-            let t = k as f32 * h;
-            Keyframe::translation(t, Vec3::new(0.5 * a * t * t, 0.0, 0.0))
-        })
-        .collect();
-    let motion = Arc::new(Motion::new(keys).unwrap());
-    let mut control = Control::new();
-    control.animate_collider(0, motion.clone());
-    let settings = XpbdSettings { substeps, iterations: 2, air_damping: 0.0, ..XpbdSettings::default() };
-    let mut s = XpbdSolver::new(model.clone(), settings).unwrap();
-    for _ in 0..60 {
-        s.step(&control, 1.0 / 60.0).unwrap();
-    }
-    let mut st = State::from_model(&model);
-    s.read_state(&mut st);
-    let moved = st.particle_position.iter().map(|p| p.x).sum::<f32>() / st.particle_position.len() as f32;
-    0.5 * a * 1.0 - moved
-}
-
 /// Below the static threshold (a = 0.75 μₛg) the patch rides the box (slip under 1 mm in 1 s);
 /// above it (a = 1.5 μₛg) it slips, accelerating at μₖg, so it falls behind by ½(a − μₖg)t²
 /// within 2 % (measured: 0.1 %). With μₛ and μₖ swapped the second figure changes by a third:
@@ -154,9 +66,9 @@ fn slip(a: f32) -> f32 {
 fn a_moving_box_carries_a_cloth_below_static_friction_and_lets_it_slip_above() {
     let g = 9.81f32;
     let (mu_s, mu_k) = (0.4f32, 0.3f32);
-    let below = slip(0.75 * mu_s * g);
+    let below = cases::slip(0.75 * mu_s * g, &make(false)).0;
     let a = 1.5 * mu_s * g;
-    let above = slip(a);
+    let above = cases::slip(a, &make(false)).0;
     let expected = 0.5 * (a - mu_k * g);
     println!("slip in 1 s: {below:.2e} m at 0.75 μₛg; {above:.4} m at 1.5 μₛg (Coulomb: {expected:.4} m)");
     assert!(below.abs() < 1e-3, "the patch slipped {below} m below the static threshold");
@@ -172,40 +84,7 @@ fn a_cloth_thrown_at_a_thin_board_does_not_pass_through() {
     for tilt in [0.0f32, 30.0] {
         for substeps in [5u32, 10, 20] {
             for implicit in [false, true] {
-                let mut g = ClothGrid::new("cloth", 10, 10, 0.03);
-                g.center = Vec3::new(0.0, 1.3, 0.0);
-                g.velocity = Vec3::new(0.0, -20.0, 0.0);
-                g.material.thickness = 0.01;
-                let mut b = ModelBuilder::new();
-                b.add_cloth_grid(&g).unwrap();
-                let rotation = Quat::from_rotation_z(tilt.to_radians());
-                // 6 m wide: the tilted board's cloth slides ≈ 1.7 m in the 10 frames.
-                let board = Shape::Box {
-                    center: Vec3::new(0.0, 1.0, 0.0),
-                    half_extents: Vec3::new(3.0, 0.0005, 3.0),
-                    rotation,
-                };
-                b.add_collider(Collider::new("board", board)).unwrap();
-                let model = Arc::new(b.finalize().unwrap());
-                let mut s: Box<dyn Solver> = if implicit {
-                    let fs =
-                        ForceSettings { integrator: Integrator::ImplicitEuler, substeps, ..ForceSettings::default() };
-                    Box::new(ForceSolver::new(model.clone(), fs).unwrap())
-                } else {
-                    Box::new(
-                        XpbdSolver::new(model.clone(), XpbdSettings { substeps, ..XpbdSettings::default() }).unwrap(),
-                    )
-                };
-                // Height above the board's mid-plane, along its normal, the lowest at any frame.
-                let normal = rotation * Vec3::Y;
-                let (mut x, mut lowest) = (Vec::new(), f32::INFINITY);
-                for _ in 0..10 {
-                    s.step(&Control::new(), 1.0 / 60.0).unwrap();
-                    s.read_positions(&mut x);
-                    let low =
-                        x.iter().map(|p| (*p - Vec3::new(0.0, 1.0, 0.0)).dot(normal)).fold(f32::INFINITY, f32::min);
-                    lowest = lowest.min(low);
-                }
+                let (lowest, _) = cases::thrown_at_board(tilt, substeps, &make(implicit));
                 let solver = if implicit { "implicit Euler" } else { "XPBD" };
                 println!(
                     "tilt {tilt}°, {substeps} substeps, {solver}: lowest particle {lowest:.4} m from the board's mid-plane"

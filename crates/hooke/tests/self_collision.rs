@@ -10,13 +10,16 @@
 //!   bounded speed instead of exploding; switching self-collision on mid-run makes no jump.
 
 use glam::Vec3;
-use hooke::collision::{Collider, Shape, SpatialHash, deepest_overlap};
+use hooke::collision::{Collider, Shape, SpatialHash};
 use hooke::{
-    ClothGrid, Control, ForceSettings, ForceSolver, Integrator, Model, ModelBuilder, Rope, Solver, State, XpbdSettings,
+    ClothGrid, Control, ForceSettings, ForceSolver, Integrator, Model, ModelBuilder, Solver, State, XpbdSettings,
     XpbdSolver,
 };
 use proptest::prelude::*;
 use std::sync::Arc;
+
+mod common;
+use common::contact_cases as cases;
 
 // ---------------------------------------------------------------------------------------------
 // The spatial hash.
@@ -81,23 +84,29 @@ enum Kind {
     Implicit,
 }
 
-fn solver(model: &Arc<Model>, kind: Kind) -> Box<dyn Solver> {
-    match kind {
-        Kind::Xpbd => Box::new(XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap()),
-        Kind::Implicit => {
-            let s = ForceSettings { integrator: Integrator::ImplicitEuler, substeps: 20, ..ForceSettings::default() };
-            Box::new(ForceSolver::new(model.clone(), s).unwrap())
+impl Kind {
+    /// Makes this kind's solver for a scene of [`cases`]: XPBD with the scene's settings, or
+    /// implicit Euler at the scene's substeps.
+    fn make(self) -> impl Fn(&Arc<Model>, XpbdSettings) -> Box<dyn Solver> {
+        move |model, s| match self {
+            Kind::Xpbd => Box::new(XpbdSolver::new(model.clone(), s).unwrap()),
+            Kind::Implicit => {
+                let f = ForceSettings {
+                    integrator: Integrator::ImplicitEuler,
+                    substeps: s.substeps,
+                    ..ForceSettings::default()
+                };
+                Box::new(ForceSolver::new(model.clone(), f).unwrap())
+            }
         }
     }
 }
 
-const THICKNESS: f32 = 0.03;
-
 /// A 10 × 20 cloth of spacing 2 cm and thickness 3 cm lying on a ground plane with friction.
 fn cloth_on_ground(self_collision: bool) -> (Arc<Model>, hooke::Body) {
     let mut g = ClothGrid::new("cloth", 20, 10, 0.02);
-    g.center = Vec3::new(0.0, 0.5 * THICKNESS, 0.0);
-    g.material.thickness = THICKNESS;
+    g.center = Vec3::new(0.0, 0.5 * cases::FOLD_THICKNESS, 0.0);
+    g.material.thickness = cases::FOLD_THICKNESS;
     g.material.self_collision = self_collision;
     let mut b = ModelBuilder::new();
     let id = b.add_cloth_grid(&g).unwrap();
@@ -108,48 +117,15 @@ fn cloth_on_ground(self_collision: bool) -> (Arc<Model>, hooke::Body) {
     (model, body)
 }
 
-/// Folds the cloth in half: its first row is carried over the fold line (z = 0) on a half
-/// circle in 1 s and laid one thickness above the last row, released at 1.2 s, and left to
-/// settle until 2.5 s. Returns the closest approach of two particles that are not neighbours
-/// at rest, as a fraction of the thickness (1 when none is closer than the thickness), and
-/// the largest speed at the end (m/s).
-fn fold(self_collision: bool, kind: Kind) -> (f32, f32) {
-    let (model, body) = cloth_on_ground(self_collision);
-    let mut s = solver(&model, kind);
-    let mut control = Control::new();
-    let row0: Vec<u32> = (0..10).map(|c| body.grid_index(0, c).unwrap()).collect();
-    let rest: Vec<Vec3> = row0.iter().map(|&p| model.particle_position()[p as usize]).collect();
-    let (radius, y0) = (-rest[0].z, rest[0].y);
-    let fps = 60.0;
-    for frame in 1..=150 {
-        let t = frame as f32 / fps;
-        if t <= 1.0 {
-            let phi = std::f32::consts::PI * t;
-            for (&p, x) in row0.iter().zip(&rest) {
-                let target = Vec3::new(x.x, y0 + radius * phi.sin() + THICKNESS * t, -radius * phi.cos());
-                control.pin_to(p, target);
-            }
-        } else if t > 1.2 {
-            control.release_all();
-        }
-        s.step(&control, 1.0 / fps).unwrap();
-    }
-    let mut st = State::from_model(&model);
-    s.read_state(&mut st);
-    let all: Vec<u32> = body.particles.clone().collect();
-    let closest = deepest_overlap(&model, &st.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
-    let speed = st.particle_velocity.iter().map(|v| v.length()).fold(0.0f32, f32::max);
-    (closest, speed)
-}
-
-/// A cloth folded onto itself: with self-collision on no two particles that are not
-/// neighbours at rest end closer than 90 % of the thickness, under XPBD and implicit Euler;
-/// with it off, the folded half falls through the other (closer than half the thickness).
+/// A cloth folded onto itself ([`cases::fold`]): with self-collision on no two particles that
+/// are not neighbours at rest end closer than 90 % of the thickness, under XPBD and implicit
+/// Euler; with it off, the folded half falls through the other (closer than half the
+/// thickness).
 #[test]
 fn a_folded_cloth_keeps_its_layers_apart() {
     for kind in [Kind::Xpbd, Kind::Implicit] {
-        let (on, speed_on) = fold(true, kind);
-        let (off, _) = fold(false, kind);
+        let (on, speed_on, _) = cases::fold(true, &kind.make());
+        let (off, _, _) = cases::fold(false, &kind.make());
         println!(
             "{kind:?} fold: closest approach {:.1} % of the thickness with self-collision, {:.1} % without; \
              largest speed at the end {speed_on:.2e} m/s",
@@ -161,51 +137,13 @@ fn a_folded_cloth_keeps_its_layers_apart() {
     }
 }
 
-/// Two single-particle... two 2-particle ropes, one particle of each placed at the contact
-/// distance t plus ε for ε from −2·10⁻⁴ to 2·10⁻⁴ m: the correction one substep applies is 0
-/// for ε ≥ 0 and grows continuously as ε goes below 0: between neighbouring ε it changes by
-/// no more than the change of ε plus 10⁻⁶ m.
+/// Two 2-particle ropes, one particle of each placed at the contact distance t plus ε for ε
+/// from −2·10⁻⁴ to 2·10⁻⁴ m: the correction one substep applies is 0 for ε ≥ 0 and grows
+/// continuously as ε goes below 0: between neighbouring ε it changes by no more than the
+/// change of ε plus 10⁻⁶ m ([`cases::check_pair_correction_is_continuous`]).
 #[test]
 fn the_contact_correction_is_continuous_across_the_contact_distance() {
-    let radius = 0.01;
-    let t = 2.0 * radius;
-    let correction = |eps: f32| {
-        let mut b = ModelBuilder::new();
-        b.set_gravity(Vec3::ZERO).unwrap();
-        for (k, x) in [0.0f32, t + eps].into_iter().enumerate() {
-            let mut r = Rope::straight(format!("r{k}"), Vec3::new(x, 0.0, 0.0), Vec3::new(x, 1.0, 0.0), 2);
-            r.material.radius = radius;
-            r.material.self_collision = true;
-            b.add_rope(&r).unwrap();
-        }
-        let model = Arc::new(b.finalize().unwrap());
-        let settings = XpbdSettings { substeps: 1, air_damping: 0.0, ..XpbdSettings::default() };
-        let mut s = XpbdSolver::new(model.clone(), settings).unwrap();
-        s.step(&Control::new(), 1.0 / 60.0).unwrap();
-        let mut st = State::from_model(&model);
-        s.read_state(&mut st);
-        (st.particle_position[2].x - st.particle_position[0].x) - (t + eps)
-    };
-    let steps = 80;
-    let eps: Vec<f32> = (0..=steps).map(|k| 2e-4 * (2.0 * k as f32 / steps as f32 - 1.0)).collect();
-    let c: Vec<f32> = eps.iter().map(|&e| correction(e)).collect();
-    for k in 0..steps {
-        let jump = (c[k + 1] - c[k]).abs();
-        assert!(
-            jump <= (eps[k + 1] - eps[k]).abs() + 1e-6,
-            "correction jumps by {jump} m between ε = {} and {} m",
-            eps[k],
-            eps[k + 1]
-        );
-    }
-    for (&e, &ck) in eps.iter().zip(&c) {
-        if e >= 0.0 {
-            assert!(ck.abs() < 1e-7, "a pair {e} m outside contact was moved by {ck} m");
-        } else {
-            assert!((ck - (-e)).abs() < 1e-6, "a pair {e} m inside contact was separated by {ck} m, not {}", -e);
-        }
-    }
-    println!("contact correction at ε = −2e-4: {:.3e} m; at 0: {:.1e} m", c[0], c[steps / 2]);
+    cases::check_pair_correction_is_continuous(&Kind::Xpbd.make());
 }
 
 /// Two 10 × 10 cloths of thickness 1 cm, one lying on the ground and one lying on it 1 cm
@@ -213,34 +151,8 @@ fn the_contact_correction_is_continuous_across_the_contact_distance() {
 /// every frame for 2 s more, and the layers stay at least 90 % of the thickness apart.
 #[test]
 fn two_resting_layers_stay_at_rest() {
-    let thickness = 0.01;
-    let mut b = ModelBuilder::new();
-    for (k, y) in [0.5 * thickness, 1.5 * thickness].into_iter().enumerate() {
-        let mut g = ClothGrid::new(format!("layer{k}"), 10, 10, 0.01);
-        g.center = Vec3::new(0.0, y, 0.0);
-        g.material.thickness = thickness;
-        g.material.self_collision = true;
-        b.add_cloth_grid(&g).unwrap();
-    }
-    b.add_collider(
-        Collider::new("ground", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y }).with_friction(0.6, 0.5),
-    )
-    .unwrap();
-    let model = Arc::new(b.finalize().unwrap());
     for kind in [Kind::Xpbd, Kind::Implicit] {
-        let mut s = solver(&model, kind);
-        let mut st = State::from_model(&model);
-        let mut fastest = 0.0f32;
-        for frame in 0..150 {
-            s.step(&Control::new(), 1.0 / 60.0).unwrap();
-            if frame >= 30 {
-                s.read_state(&mut st);
-                fastest = st.particle_velocity.iter().map(|v| v.length()).fold(fastest, f32::max);
-            }
-        }
-        let all: Vec<u32> = (0..model.particle_count() as u32).collect();
-        let closest =
-            deepest_overlap(&model, &st.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
+        let (fastest, closest, _) = cases::resting_layers(&kind.make());
         println!("{kind:?} resting layers: fastest particle after 0.5 s {fastest:.2e} m/s, closest {closest:.4} t");
         assert!(fastest < 1e-3, "{kind:?}: a resting layer moves at {fastest} m/s");
         assert!(closest >= 0.9, "{kind:?}: layers at {closest} of the thickness");
@@ -253,42 +165,8 @@ fn two_resting_layers_stay_at_rest() {
 /// depenetration speed (1 m/s) — no explosion and no jump.
 #[test]
 fn overlapping_layers_relax_without_a_jump() {
-    let thickness = 0.02;
-    let build = |on: bool| {
-        let mut b = ModelBuilder::new();
-        b.set_gravity(Vec3::ZERO).unwrap();
-        for (k, y) in [0.0, 0.3 * thickness].into_iter().enumerate() {
-            let mut g = ClothGrid::new(format!("layer{k}"), 12, 12, 0.015);
-            g.center = Vec3::new(0.003 * k as f32, y, 0.0);
-            g.material.thickness = thickness;
-            g.material.self_collision = on;
-            b.add_cloth_grid(&g).unwrap();
-        }
-        Arc::new(b.finalize().unwrap())
-    };
-    let all: Vec<u32> = (0..build(true).particle_count() as u32).collect();
     for switch_at in [None, Some(30)] {
-        let model = build(switch_at.is_none());
-        let mut s = XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap();
-        let mut st = State::from_model(&model);
-        let mut fastest = 0.0f32;
-        for frame in 0..120 {
-            if Some(frame) == switch_at {
-                let mut m = (*model).clone();
-                for body in 0..2 {
-                    let hooke::BodyMaterial::Cloth(mut mat) = m.bodies()[body].material else { unreachable!() };
-                    mat.self_collision = true;
-                    m = m.with_cloth_material(body, mat).unwrap();
-                }
-                s.notify_model_changed(Arc::new(m)).unwrap();
-            }
-            s.step(&Control::new(), 1.0 / 60.0).unwrap();
-            s.read_state(&mut st);
-            fastest = st.particle_velocity.iter().map(|v| v.length()).fold(fastest, f32::max);
-        }
-        let model = build(true);
-        let closest =
-            deepest_overlap(&model, &st.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
+        let (closest, fastest, _) = cases::overlapping_layers(switch_at, &Kind::Xpbd.make());
         println!(
             "overlap relaxed (switched on at frame {switch_at:?}): closest {closest:.3} t, fastest {fastest:.3} m/s"
         );
@@ -343,7 +221,7 @@ fn contacts_keep_momentum() {
             Kind::Xpbd => Box::new(
                 XpbdSolver::new(model.clone(), XpbdSettings { air_damping: 0.0, ..Default::default() }).unwrap(),
             ),
-            Kind::Implicit => solver(&model, kind),
+            Kind::Implicit => kind.make()(&model, XpbdSettings::default()),
         };
         let mut st = State::from_model(&model);
         for _ in 0..60 {
@@ -373,24 +251,7 @@ fn contacts_keep_momentum() {
 /// least 90 % of the thickness instead of staying inside each other.
 #[test]
 fn coincident_cloths_separate() {
-    let mut b = ModelBuilder::new();
-    for k in 0..2 {
-        let mut g = ClothGrid::new(format!("c{k}"), 10, 10, 0.03);
-        g.center = Vec3::new(0.0, 0.5, 0.0);
-        g.material.thickness = 0.04;
-        g.material.self_collision = true;
-        b.add_cloth_grid(&g).unwrap();
-    }
-    b.add_collider(Collider::new("ground", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y })).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let mut s = XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap();
-    for _ in 0..90 {
-        s.step(&Control::new(), 1.0 / 60.0).unwrap();
-    }
-    let mut st = State::from_model(&model);
-    s.read_state(&mut st);
-    let all: Vec<u32> = (0..model.particle_count() as u32).collect();
-    let closest = deepest_overlap(&model, &st.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
+    let (closest, _) = cases::coincident_cloths(&Kind::Xpbd.make());
     println!("coincident cloths after 1.5 s: closest pair {closest:.3} of the thickness");
     assert!(closest >= 0.9, "still {closest} of the thickness apart");
 }
@@ -433,54 +294,8 @@ fn the_speed_clamp_caps_falling_cloth_at_a_fifth_of_the_thickness_per_substep() 
 /// other rope — while with self-collision off they fall through.
 #[test]
 fn ropes_rest_on_a_cloth_and_on_each_other() {
-    let lowest_rope = |on: bool| {
-        let mut b = ModelBuilder::new();
-        let mut g = ClothGrid::new("cloth", 15, 15, 0.02);
-        g.center = Vec3::new(0.0, 0.5, 0.0);
-        g.material.thickness = 0.03;
-        g.material.stretch_stiffness = 2e4;
-        g.material.self_collision = on;
-        let cloth = b.add_cloth_grid(&g).unwrap();
-        for (k, (a, e, y)) in [
-            (Vec3::new(-0.12, 0.0, 0.0), Vec3::new(0.12, 0.0, 0.0), 0.55f32),
-            (Vec3::new(0.0, 0.0, -0.12), Vec3::new(0.0, 0.0, 0.12), 0.6),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let mut r = Rope::straight(format!("rope{k}"), a + Vec3::Y * y, e + Vec3::Y * y, 13);
-            r.material.radius = 0.01;
-            r.material.linear_density = 0.02;
-            r.material.self_collision = on;
-            b.add_rope(&r).unwrap();
-        }
-        let model = Arc::new(b.finalize().unwrap());
-        let mut control = Control::new();
-        let body = &model.bodies()[cloth.0];
-        for (r, c) in [(0, 0), (0, 14), (14, 0), (14, 14)] {
-            control.pin(body.grid_index(r, c).unwrap());
-        }
-        let mut s = XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap();
-        for _ in 0..120 {
-            s.step(&control, 1.0 / 60.0).unwrap();
-        }
-        let mut st = State::from_model(&model);
-        s.read_state(&mut st);
-        // The cloth's lowest point, and the ropes' lowest particles relative to it.
-        let cloth_low =
-            body.particles.clone().map(|p| st.particle_position[p as usize].y).fold(f32::INFINITY, f32::min);
-        let rope_low = model.bodies()[1..]
-            .iter()
-            .flat_map(|b| b.particles.clone())
-            .map(|p| st.particle_position[p as usize].y)
-            .fold(f32::INFINITY, f32::min);
-        let all: Vec<u32> = (0..model.particle_count() as u32).collect();
-        let closest =
-            deepest_overlap(&model, &st.particle_position, &all).map_or(1.0, |o| o.distance / o.contact_distance);
-        (rope_low - cloth_low, closest)
-    };
-    let (on, closest_on) = lowest_rope(true);
-    let (off, _) = lowest_rope(false);
+    let (on, closest_on, _) = cases::ropes_on_cloth(true, &Kind::Xpbd.make());
+    let (off, _, _) = cases::ropes_on_cloth(false, &Kind::Xpbd.make());
     println!(
         "ropes on a cloth: lowest rope particle {on:.4} m above the cloth's lowest point (closest pair {closest_on:.3} \
          of the contact distance); without self-collision {off:.3} m"
@@ -510,7 +325,7 @@ fn self_collision_thickness_sets_the_distance_between_layers() {
         )
         .unwrap();
         let model = Arc::new(b.finalize().unwrap());
-        let mut s = solver(&model, Kind::Xpbd);
+        let mut s = Kind::Xpbd.make()(&model, XpbdSettings::default());
         for _ in 0..90 {
             s.step(&Control::new(), 1.0 / 60.0).unwrap();
         }

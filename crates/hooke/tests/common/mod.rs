@@ -1,6 +1,8 @@
 //! Shared scene builders for the physics tests. Every mesh is generated here by code.
 #![allow(dead_code)]
 
+pub mod contact_cases;
+
 use glam::{Quat, Vec3};
 use hooke::{ClothGrid, ClothMaterial, Control, ModelBuilder, Solver, XpbdSettings, XpbdSolver};
 use std::sync::Arc;
