@@ -395,3 +395,76 @@ fn lists_are_kept_through_a_free_fall() {
     assert!(builds <= 2 && cpu_builds <= 2, "lists rebuilt {builds} (GPU), {cpu_builds} (CPU) times in a free fall");
     assert_eq!(overflows, 0);
 }
+
+/// A coordinate in [−2, 2] m, half of them snapped to a multiple of `cell` (on a border of
+/// the GPU's cells, one contact distance wide).
+fn coordinate(cell: f32) -> impl proptest::strategy::Strategy<Value = f32> {
+    use proptest::prelude::*;
+    prop_oneof![-2.0f32..2.0, (-40i32..=40).prop_map(move |k| k as f32 * cell)]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// The GPU's spatial hash finds what a brute-force search finds: random points in
+    /// [−2, 2]³ m, half of their coordinates on cell borders, paired into two-particle ropes
+    /// of radius r with self-collision and no gravity, step one substep with the hash's cells
+    /// and with all pairs tested (no hash): the particles in contact are those a brute-force
+    /// search of every pair finds (closer than 2r, not the two ends of one rope closer than 2r
+    /// at rest), and on lavapipe the positions are the CPU's bits either way.
+    #[test]
+    fn the_gpu_hash_finds_what_brute_force_finds(
+        r in proptest::prop_oneof![proptest::strategy::Just(0.05f32), proptest::strategy::Just(0.125f32), 0.02f32..0.25],
+        points in proptest::collection::vec((coordinate(0.1), coordinate(0.25), coordinate(0.25)), 2..160),
+    ) {
+        let Some(ctx) = common::gpu() else { return Ok(()) };
+        // The cells are one contact distance 2r wide: snap a third of the points to them too.
+        let points: Vec<Vec3> = points
+            .iter()
+            .enumerate()
+            .map(|(k, &(x, y, z))| {
+                let p = Vec3::new(x, y, z);
+                if k % 3 == 0 { (p / (2.0 * r)).round() * 2.0 * r } else { p }
+            })
+            .collect();
+        let mut b = ModelBuilder::new();
+        b.set_gravity(Vec3::ZERO).unwrap();
+        let mut ends = Vec::new();
+        for (k, pair) in points.chunks_exact(2).enumerate() {
+            // Two distinct ends (a rope needs a length).
+            let (a, e) = (pair[0], if pair[1] == pair[0] { pair[1] + Vec3::X * 1e-3 } else { pair[1] });
+            let mut rope = Rope::straight(format!("r{k}"), a, e, 2);
+            rope.material.radius = r;
+            rope.material.self_collision = true;
+            b.add_rope(&rope).unwrap();
+            ends.push([a, e]);
+        }
+        proptest::prop_assume!(!ends.is_empty());
+        let model = Arc::new(b.finalize().unwrap());
+        let x: Vec<Vec3> = model.particle_position().to_vec();
+        // Brute force: particles with a contact (closer than 2r, not their rope's other end
+        // when that is closer than 2r at rest).
+        let t2 = (2.0 * r) * (2.0 * r);
+        let touching = (0..x.len())
+            .filter(|&i| {
+                (0..x.len()).any(|j| {
+                    j != i && (x[i] - x[j]).length_squared() < t2 && !(i / 2 == j / 2 && (x[i] - x[j]).length_squared() < t2)
+                })
+            })
+            .count() as u32;
+        let s = XpbdSettings { substeps: 1, air_damping: 0.0, ..settings() };
+        let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
+        let cpu_report = cpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+        let cpu_x = state_of(&mut cpu).particle_position;
+        for mode in [ContactSearch::Cells, ContactSearch::AllPairs] {
+            let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(s, mode)).unwrap();
+            let report = gpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+            proptest::prop_assert_eq!(report.particle_contacts, touching, "{:?}: contacts against brute force", mode);
+            if rounding(&ctx).exact() {
+                let g = state_of(&mut gpu).particle_position;
+                proptest::prop_assert_eq!(max_diff(&g, &cpu_x), 0.0, "{:?}: the CPU's bits", mode);
+            }
+        }
+        proptest::prop_assert_eq!(cpu_report.particle_contacts, touching, "CPU contacts against brute force");
+    }
+}
