@@ -2,9 +2,15 @@
 //! present (`HOOKE_MESHES`, else `../shared/data/meshes` beside the workspace); each test
 //! prints why it skips where it is not.
 
+use hooke::collision::{Collider, Shape};
 use hooke::collision::{ColliderMesh, GridResolution, SdfGrid, SignMethod};
 use hooke::glam::Vec3;
+use hooke::{ClothGrid, Control, Model, ModelBuilder, Solver, XpbdSettings, XpbdSolver};
 use std::path::PathBuf;
+use std::sync::Arc;
+
+#[path = "../../hooke-gpu/tests/common/mod.rs"]
+mod gpu_common;
 
 /// The folder of sample meshes, if present.
 fn meshes() -> Option<PathBuf> {
@@ -54,34 +60,30 @@ fn bunny_pseudo_normals_agree_with_the_winding_number() {
     assert_eq!(disagree, 0);
 }
 
-/// A 50² cloth dropped onto the bunny (a 128³ grid) settles with no particle deeper than 10 % of
-/// its thickness, measured by the exact distance to the mesh, not by the grid.
-#[test]
-fn a_cloth_dropped_on_the_bunny_does_not_sink_into_it() {
-    use hooke::collision::{Collider, Shape};
-    use hooke::{ClothGrid, Control, ModelBuilder, Solver, XpbdSettings, XpbdSolver};
-    use std::sync::Arc;
-    let Some((p, t)) = bunny() else { return };
+/// A 50² cloth of 2 cm thickness dropped onto the bunny (a 128³ grid) by the solver `make`
+/// makes, for 2 s at 20 substeps × 2 iterations; `None` where the bunny is absent. Returns
+/// the particles touching it and the deepest a particle lies inside it, beyond its radius (m),
+/// measured by the exact distance to the mesh, not by the grid.
+fn bunny_drop(make: Make) -> Option<(usize, f64)> {
+    let (p, t) = bunny()?;
     let (mesh, _) = ColliderMesh::new(&p, &t, SignMethod::PseudoNormals).unwrap();
     let grid = Arc::new(SdfGrid::build(&mesh, GridResolution::Cells(128), None).unwrap());
-    let thickness = 0.02;
     // 1.47 m across, over the bunny's middle (it slides off a smaller one).
     let mut g = ClothGrid::new("cloth", 50, 50, 0.03);
     g.center = Vec3::new(-0.07, 1.15, 0.0);
-    g.material.thickness = thickness;
+    g.material.thickness = THICKNESS;
     let mut b = ModelBuilder::new();
     b.add_cloth_grid(&g).unwrap();
     b.add_collider(Collider::new("bunny", Shape::Sdf(grid)).with_friction(0.5, 0.4)).unwrap();
     b.add_collider(Collider::new("ground", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y })).unwrap();
     let model = Arc::new(b.finalize().unwrap());
-    let mut s = XpbdSolver::new(model.clone(), XpbdSettings { substeps: 20, iterations: 2, ..XpbdSettings::default() })
-        .unwrap();
+    let mut s = make(&model, XpbdSettings { substeps: 20, iterations: 2, ..XpbdSettings::default() });
     for _ in 0..120 {
         s.step(&Control::new(), 1.0 / 60.0).unwrap();
     }
     let mut x = Vec::new();
     s.read_positions(&mut x);
-    let r = 0.5 * thickness;
+    let r = 0.5 * THICKNESS;
     let (mut deepest, mut touching) = (0.0f64, 0);
     for p in &x {
         let (phi, _) = mesh.signed_distance(p.as_dvec3(), None);
@@ -90,6 +92,37 @@ fn a_cloth_dropped_on_the_bunny_does_not_sink_into_it() {
     }
     let grid_depth = hooke::diagnostics::max_penetration(&model, &x, &[]);
     println!("bunny: {touching} particles touching, deepest {deepest:.2e} m exact, {grid_depth:.2e} m by the grid");
+    Some((touching, deepest))
+}
+
+const THICKNESS: f32 = 0.02;
+
+/// Makes the solver of a scene from its model and XPBD settings.
+type Make<'a> = &'a dyn Fn(&Arc<Model>, XpbdSettings) -> Box<dyn Solver>;
+
+/// A 50² cloth dropped onto the bunny ([`bunny_drop`]) settles with no particle deeper than
+/// 10 % of its thickness, on the CPU.
+#[test]
+fn a_cloth_dropped_on_the_bunny_does_not_sink_into_it() {
+    let Some((touching, deepest)) = bunny_drop(&|model, s| Box::new(XpbdSolver::new(model.clone(), s).unwrap())) else {
+        return;
+    };
     assert!(touching > 100, "the cloth missed the bunny ({touching} touching)");
-    assert!(deepest < 0.1 * thickness as f64, "{deepest} m deep");
+    assert!(deepest < 0.1 * THICKNESS as f64, "{deepest} m deep");
+}
+
+/// The same on the GPU (skipped without an adapter unless `HOOKE_REQUIRE_GPU=1`).
+#[test]
+fn a_cloth_dropped_on_the_bunny_does_not_sink_into_it_on_the_gpu() {
+    if meshes().is_none() {
+        println!("skipped: bunny_10k.obj not found (set HOOKE_MESHES to the folder that holds it)");
+        return;
+    }
+    let Some(ctx) = gpu_common::gpu() else { return };
+    let make = |model: &Arc<Model>, s| -> Box<dyn Solver> {
+        Box::new(hooke_gpu::GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap())
+    };
+    let Some((touching, deepest)) = bunny_drop(&make) else { return };
+    assert!(touching > 100, "the cloth missed the bunny ({touching} touching)");
+    assert!(deepest < 0.1 * THICKNESS as f64, "{deepest} m deep");
 }

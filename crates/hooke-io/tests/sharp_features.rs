@@ -7,7 +7,11 @@
 //! depth — how far the feature stands out beyond the cloth's mid-surface — is measured.)
 
 use hooke::glam::{Quat, Vec3};
-use hooke::{Control, Solver, XpbdSolver};
+use hooke::{Control, Model, Solver, XpbdSettings, XpbdSolver};
+use std::sync::Arc;
+
+#[path = "../../hooke-gpu/tests/common/mod.rs"]
+mod gpu_common;
 use hooke_io::scene::{self, SolverChoice};
 
 /// The scene, with the box turned by `yaw` degrees about y.
@@ -50,10 +54,10 @@ static_friction = 0.5
 /// barycentric lattice, vertices included). Wherever a box edge or corner pokes through the
 /// cloth, the surface around it lies inside the box by as much as the feature stands out
 /// beyond the cloth's mid-surface.
-fn deepest_surface_in_box(yaw: f32, triangle_contact: bool) -> f32 {
+fn deepest_surface_in_box(yaw: f32, triangle_contact: bool, make: Make) -> f32 {
     let s = scene::parse(&scene_text(yaw, triangle_contact), "sharp.toml", "sharp", None, 1 << 30).unwrap();
     let SolverChoice::Position(settings) = s.solver else { panic!("XPBD expected") };
-    let mut solver = XpbdSolver::new(s.model.clone(), settings).unwrap();
+    let mut solver = make(&s.model, settings);
     let rotation = Quat::from_rotation_y(yaw.to_radians());
     let n = 6;
     let mut deepest = 0.0f32;
@@ -84,11 +88,15 @@ fn s_box(p: Vec3, rotation: Quat) -> f32 {
     q.max(Vec3::ZERO).length() + q.max_element().min(0.0)
 }
 
-#[test]
-fn box_edges_stay_under_a_draped_cloth() {
+/// Makes the solver of a scene from its model and XPBD settings.
+type Make<'a> = &'a dyn Fn(&Arc<Model>, XpbdSettings) -> Box<dyn Solver>;
+
+/// The input at yaw 0° and 17°, run by `make`'s solver: with triangle contact the
+/// cloth's surface stays within its half-thickness of the box; without it, it does not.
+fn check_box_edges(make: Make) {
     for yaw in [0.0, 17.0] {
-        let on = deepest_surface_in_box(yaw, true);
-        let off = deepest_surface_in_box(yaw, false);
+        let on = deepest_surface_in_box(yaw, true, make);
+        let off = deepest_surface_in_box(yaw, false, make);
         println!(
             "yaw {yaw}°: the cloth's surface lies up to {on:.4} m inside the box with triangle contact, {off:.4} m without"
         );
@@ -96,4 +104,16 @@ fn box_edges_stay_under_a_draped_cloth() {
         assert!(on < 0.0025, "yaw {yaw}°: the surface is {on} m inside the box, beyond the 2.5 mm half-thickness");
         assert!(off > 0.0035, "yaw {yaw}°: without triangle contact the surface is only {off} m inside");
     }
+}
+
+#[test]
+fn box_edges_stay_under_a_draped_cloth() {
+    check_box_edges(&|model, s| Box::new(XpbdSolver::new(model.clone(), s).unwrap()));
+}
+
+/// The same on the GPU (skipped without an adapter unless `HOOKE_REQUIRE_GPU=1`).
+#[test]
+fn box_edges_stay_under_a_draped_cloth_on_the_gpu() {
+    let Some(ctx) = gpu_common::gpu() else { return };
+    check_box_edges(&|model, s| Box::new(hooke_gpu::GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap()));
 }
