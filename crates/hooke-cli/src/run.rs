@@ -242,6 +242,14 @@ pub fn run(args: RunArgs) -> Result<()> {
             scene.model.particle_count()
         );
     }
+    if baked.contact_list_overflows > 0 {
+        println!(
+            "particle contacts: {} neighbour lists overflowed their {} candidates over the run (those particles took \
+             their contacts from the spatial hash's cells; none was dropped; per frame in diagnostics.csv)",
+            baked.contact_list_overflows,
+            hooke_gpu::LIST_CAPACITY
+        );
+    }
     let (iterations, substeps, most) = baked.iterations;
     if let SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }) = scene.solver
         && substeps > 0

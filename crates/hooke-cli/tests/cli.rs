@@ -749,6 +749,41 @@ fn view_opens_a_window_and_closes_after_its_frames() {
     assert!(!o.status.success() && t.contains("unknown demo \"nope\"") && t.contains("pbd-rope"), "{t}");
 }
 
+/// Neighbour lists that overflow are reported, not dropped: two 16 × 16 layers 5 cm thick at
+/// 1 cm spacing (about 100 candidates a particle, 48 fit) dropped onto each other on the GPU
+/// with lists count their overflows in `diagnostics.csv`, and the run's summary says so.
+/// Skipped without an adapter unless HOOKE_REQUIRE_GPU is set.
+#[test]
+fn gpu_list_overflows_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let layers = |name: &str, y: f32| {
+        format!(
+            "[[cloth]]\nname = \"{name}\"\nmaterial = \"thick\"\nrows = 16\ncolumns = 16\nspacing = 0.01\ncenter = [0.0, {y}, 0.0]\nself_collision = true\n"
+        )
+    };
+    let scene = format!(
+        "[solver]\nsubsteps = 10\n[materials.thick]\nthickness = 0.05\n{}{}[[collider]]\nshape = \"plane\"\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n",
+        layers("lower", 0.03),
+        layers("upper", 0.1)
+    );
+    std::fs::write(tmp.path().join("thick.toml"), scene).unwrap();
+    let o = hooke(
+        &["run", "thick.toml", "--frames", "20", "--backend", "gpu", "--contact-search", "lists", "--out", "out"],
+        tmp.path(),
+    );
+    let t = text(&o);
+    if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
+        println!("skipped: no GPU adapter ({})", t.lines().last().unwrap_or(""));
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    let csv = std::fs::read_to_string(tmp.path().join("out/diagnostics.csv")).unwrap();
+    let overflows: f64 = column(&csv, "contact_list_overflows").iter().sum();
+    println!("{overflows} list overflows over 20 frames");
+    assert!(overflows > 0.0, "the thick layers must overflow their lists");
+    assert!(t.contains(&format!("particle contacts: {overflows} neighbour lists overflowed")), "{t}");
+}
+
 /// `--contact-search lists|cells|all-pairs` on the GPU bakes `scenes/cloth_pile.toml` (a cloth
 /// folding onto itself with self-collision) to the same cache byte for byte on lavapipe:
 /// neighbour lists kept across substeps, and all pairs tested without a hash, find the contacts
@@ -791,6 +826,9 @@ fn gpu_contact_lists_bake_the_cache_of_the_cells() {
     );
     assert_eq!(overflows.len(), 61);
     assert!(contacts.iter().any(|&c| c > 100.0), "the cloth must fold onto itself");
+    // The run's summary says so when lists overflowed.
+    let overflowed = overflows.iter().sum::<f64>() > 0.0;
+    assert_eq!(t.contains("neighbour lists overflowed"), overflowed, "{t}");
     let o = hooke(&["run", scene, "--frames", "5", "--out", "cpu"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
     let csv = std::fs::read_to_string(tmp.path().join("cpu/diagnostics.csv")).unwrap();

@@ -125,6 +125,9 @@ pub struct Baked {
     pub torn: TornTotals,
     /// Iterations over all substeps, substeps, and the most iterations in one substep.
     pub iterations: (u64, u64, u32),
+    /// Members whose neighbour list overflowed, summed over the substeps (the GPU's particle
+    /// contacts; those members took their contacts from the hash's cells instead, none lost).
+    pub contact_list_overflows: u64,
     /// The cache's files.
     pub files: Vec<PathBuf>,
     /// `diagnostics.csv`.
@@ -260,6 +263,7 @@ impl<'s> Bake<'s> {
         let mut failure = None;
         let mut written = 1usize;
         let mut torn = TornTotals::default();
+        let mut contact_list_overflows = 0u64;
         let (mut iterations, mut substeps, mut most) = (0u64, 0u64, 0u32);
         for frame in 1..=scene.frames {
             if stop.load(Ordering::SeqCst) {
@@ -319,6 +323,7 @@ impl<'s> Bake<'s> {
             worst.max_penetration = worst.max_penetration.max(d.max_penetration);
             worst.nan_count = worst.nan_count.max(d.nan_count);
             writer.write_frame(frame, &state.particle_position)?;
+            contact_list_overflows += u64::from(report.contact_list_overflows);
             let counts =
                 [report.contacts, report.particle_contacts, tear.broken, tear.split, report.contact_list_overflows]
                     .map(Some);
@@ -340,6 +345,7 @@ impl<'s> Bake<'s> {
             monitor,
             torn,
             iterations: (iterations, substeps, most),
+            contact_list_overflows,
             files,
             diagnostics,
             seconds,
