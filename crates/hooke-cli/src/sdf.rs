@@ -20,6 +20,10 @@ pub struct SdfArgs {
     /// Free space around the mesh (m; default 3 cells).
     #[arg(long)]
     margin: Option<f32>,
+    /// The box the grid covers instead of the mesh's bounds plus the margin: its lower and
+    /// upper corners, x0,y0,z0,x1,y1,z1 (m, in the scaled mesh's frame).
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "margin")]
+    bounds: Option<String>,
     /// Uniform scale from file units to metres.
     #[arg(long, default_value_t = 1.0)]
     scale: f32,
@@ -51,6 +55,20 @@ pub fn sdf(args: SdfArgs) -> Result<()> {
             None => GridResolution::Cells(args.resolution),
         },
         margin: args.margin,
+        bounds: match &args.bounds {
+            None => None,
+            Some(text) => {
+                let v: Vec<f32> = text
+                    .split(',')
+                    .map(|x| x.trim().parse::<f32>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| anyhow::anyhow!("--bounds {text:?}: {e} (expected x0,y0,z0,x1,y1,z1 in metres)"))?;
+                let [x0, y0, z0, x1, y1, z1] = v[..] else {
+                    bail!("--bounds {text:?}: {} numbers, expected six: x0,y0,z0,x1,y1,z1 (m)", v.len());
+                };
+                Some([hooke::glam::Vec3::new(x0, y0, z0), hooke::glam::Vec3::new(x1, y1, z1)])
+            }
+        },
         sign,
     };
     if args.rebuild {

@@ -139,6 +139,15 @@ fn bad_input_fails_cleanly() {
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\nradius = 1.0\n"), "`radius` does not apply"),
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\ncell_size = 1e-6\n"), "at most"),
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\nmargin = 1e37\n"), "at most"),
+        (
+            format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\nmargin = 0.1\nbounds = [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]\n"),
+            "`bounds` and `margin` both given",
+        ),
+        (
+            format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\nbounds = [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]\n"),
+            "bounds must be two finite corners",
+        ),
+        (format!("{grid}[[collider]]\nshape = \"sphere\"\nradius = 1.0\nbounds = [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]\n"), "`bounds` does not apply"),
     ];
     let tetra = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\n";
     for (k, (scene, needle)) in cases.iter().enumerate() {

@@ -44,6 +44,9 @@ pub struct MeshColliderSpec {
     pub resolution: GridResolution,
     /// Margin around the mesh (m); `None`: the default number of cells.
     pub margin: Option<f32>,
+    /// The box the grid covers instead (lower and upper corner, m, in the scene's frame, where
+    /// the placed mesh lies; [`SdfGrid::build_within`]); with it `margin` must be `None`.
+    pub bounds: Option<[Vec3; 2]>,
     /// How inside is told from outside.
     pub sign: SignMethod,
 }
@@ -107,7 +110,14 @@ pub fn load_mesh_collider(spec: &MeshColliderSpec) -> Result<LoadedMeshCollider,
     let start = Instant::now();
     let (mesh, repairs) = ColliderMesh::new(&placed, &triangles, spec.sign).map_err(|e| format!("{file}: {e}"))?;
     warnings.extend(repairs.into_iter().map(|w| format!("{file}: {w}")));
-    let grid = SdfGrid::build(&mesh, spec.resolution, spec.margin).map_err(|e| format!("{file}: {e}"))?;
+    let grid = match spec.bounds {
+        Some(_) if spec.margin.is_some() => {
+            return Err(format!("{file}: bounds and margin both given; the bounds set the grid's box, give one"));
+        }
+        Some([lo, hi]) => SdfGrid::build_within(&mesh, spec.resolution, lo, hi),
+        None => SdfGrid::build(&mesh, spec.resolution, spec.margin),
+    }
+    .map_err(|e| format!("{file}: {e}"))?;
     let build_seconds = start.elapsed().as_secs_f64();
     let written = match write_cache(&cache, key, &grid) {
         Ok(()) => Some(cache),
@@ -159,6 +169,13 @@ fn cache_key(bytes: &[u8], spec: &MeshColliderSpec) -> u64 {
         Some(m) => {
             h.write_u8(1);
             f(&mut h, m);
+        }
+    }
+    // Only a box adds to the key, so the caches of grids without one keep their names.
+    if let Some(corners) = spec.bounds {
+        h.write_u8(2);
+        for v in corners.iter().flat_map(|c| c.to_array()) {
+            f(&mut h, v);
         }
     }
     h.write_u8(match spec.sign {
@@ -239,6 +256,7 @@ mod tests {
             // 1/7 of the longest side: a cell whose reciprocal is not exact in f32.
             resolution: GridResolution::Cells(7),
             margin: None,
+            bounds: None,
             sign: SignMethod::PseudoNormals,
         }
     }
@@ -273,6 +291,28 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+    }
+
+    /// A box of the user's sets the grid's extent: the grid starts at its lower corner, is
+    /// cached under another name than the grid without it (whose cache name is unchanged by
+    /// the key), and is read back the same; with a margin too it is refused, naming the file.
+    #[test]
+    fn bounds_set_the_grid_and_its_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tetra.obj");
+        std::fs::write(&path, TETRA).unwrap();
+        let whole = load_mesh_collider(&spec(path.clone())).unwrap();
+        let mut boxed = spec(path.clone());
+        boxed.bounds = Some([Vec3::new(-0.1, -0.1, -0.1), Vec3::new(0.6, 0.6, 0.3)]);
+        let first = load_mesh_collider(&boxed).unwrap();
+        assert_eq!(first.grid.origin(), Vec3::splat(-0.1));
+        assert!((first.grid.cell() - 0.7 / 7.0).abs() < 1e-6, "{}", first.grid.cell());
+        assert_ne!(first.cache, whole.cache);
+        let again = load_mesh_collider(&boxed).unwrap();
+        assert!(again.cached && again.grid == first.grid);
+        boxed.margin = Some(0.1);
+        let e = load_mesh_collider(&boxed).unwrap_err();
+        assert!(e.contains("tetra.obj") && e.contains("bounds and margin"), "{e}");
     }
 
     /// Missing, open and zero-volume meshes are refused with the file's name.

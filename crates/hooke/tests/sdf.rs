@@ -231,3 +231,52 @@ fn degenerate_meshes_are_refused() {
     ));
     assert!(matches!(ColliderMesh::new(&flat, &[], SignMethod::PseudoNormals), Err(MeshColliderError::Empty(_))));
 }
+
+/// A grid over a box of the user's (`SdfGrid::build_within`) instead of the mesh's bounds: over
+/// the upper half of a sphere it starts at the box's lower corner, spans the box with 32 cells
+/// along its longest side, holds the exact distance near the surface (within 1 % of a cell at
+/// the nodes) and the right sign at every node; where the box cuts the sphere, the points
+/// below the grid are still inside (φ extends the cut section). A box that misses the mesh,
+/// inverted corners and NaN are refused.
+#[test]
+fn a_grid_over_the_users_box_samples_the_mesh_within_it() {
+    let (r, c) = (0.5f32, Vec3::new(0.1, 0.7, -0.2));
+    let (p, t) = icosphere(r, c, 6);
+    let (mesh, _) = ColliderMesh::new(&p, &t, SignMethod::PseudoNormals).unwrap();
+    let (lo, hi) = (c + Vec3::new(-0.6, 0.1, -0.6), c + Vec3::new(0.6, 0.6, 0.6));
+    let grid = SdfGrid::build_within(&mesh, GridResolution::Cells(32), lo, hi).unwrap();
+    let h = grid.cell();
+    assert_eq!(grid.origin(), lo);
+    assert!((h - 1.2 / 32.0).abs() < 1e-6, "cell {h}");
+    let [nx, ny, nz] = grid.dims();
+    let far = grid.origin() + h * Vec3::new(nx as f32 - 1.0, ny as f32 - 1.0, nz as f32 - 1.0);
+    assert!(far.cmpge(hi - Vec3::splat(1e-5)).all() && far.cmple(hi + Vec3::splat(h)).all(), "{far} for {hi}");
+    let full = SdfGrid::build(&mesh, GridResolution::Cells(32), None).unwrap();
+    assert!(ny < full.dims()[1], "the box covers less than the whole sphere: {ny} rows against {}", full.dims()[1]);
+    let mut worst = 0.0f32;
+    for k in 0..nz {
+        for j in 0..ny {
+            for i in 0..nx {
+                let x = grid.origin() + h * Vec3::new(i as f32, j as f32, k as f32);
+                let exact = (x - c).length() - r;
+                let v = grid.values()[(i + nx * (j + ny * k)) as usize];
+                if exact.abs() > 1e-3 {
+                    assert_eq!(v < 0.0, exact < 0.0, "wrong sign at node ({i}, {j}, {k}): {v} vs {exact}");
+                }
+                if exact.abs() < 2.0 * h {
+                    worst = worst.max((v - exact).abs());
+                }
+            }
+        }
+    }
+    println!("grid over the upper half: dims {:?}, cell {h:.4} m, worst node error {worst:.2e} m", grid.dims());
+    assert!(worst < 0.01 * h, "{worst} m against 1 % of a cell, {} m", 0.01 * h);
+    // Below the cut, inside the sphere: φ < 0 still.
+    let (phi, _) = grid.sample(c + Vec3::new(0.0, 0.05, 0.0));
+    assert!(phi < 0.0, "{phi}");
+    for (a, b) in [(hi, lo), (lo, Vec3::new(f32::NAN, 1.0, 1.0)), (c + Vec3::splat(2.0), c + Vec3::splat(3.0))] {
+        let e = SdfGrid::build_within(&mesh, GridResolution::Cells(8), a, b).unwrap_err();
+        println!("{e}");
+        assert!(matches!(e, MeshColliderError::Settings(_)), "{e}");
+    }
+}

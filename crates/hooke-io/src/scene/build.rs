@@ -591,7 +591,7 @@ fn add_collider(
         "sphere" => &["center", "radius"],
         "capsule" => &["a", "b", "radius"],
         "box" => &["center", "half_extents", "rotation"],
-        "mesh" => &["path", "scale", "center", "rotation", "resolution", "cell_size", "margin", "sign"],
+        "mesh" => &["path", "scale", "center", "rotation", "resolution", "cell_size", "margin", "bounds", "sign"],
         other => return Err(format!("{key}: unknown shape {other:?} (expected plane, sphere, capsule, box or mesh)")),
     };
     let given = [
@@ -608,6 +608,7 @@ fn add_collider(
         ("resolution", c.resolution.is_some()),
         ("cell_size", c.cell_size.is_some()),
         ("margin", c.margin.is_some()),
+        ("bounds", c.bounds.is_some()),
         ("sign", c.sign.is_some()),
     ];
     if let Some((field, _)) = given.iter().find(|(f, set)| *set && !allowed.contains(f)) {
@@ -692,6 +693,15 @@ fn mesh_shape(
         translation: vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?,
         resolution,
         margin: c.margin,
+        bounds: match c.bounds {
+            Some(_) if c.margin.is_some() => {
+                return Err(format!(
+                    "{key}: `bounds` and `margin` both given; the bounds set the grid's box, give one"
+                ));
+            }
+            Some([lo, hi]) => Some([vec3(lo, &format!("{key}: bounds"))?, vec3(hi, &format!("{key}: bounds"))?]),
+            None => None,
+        },
         sign,
     };
     let loaded = crate::mesh_collider::load_mesh_collider(&spec).map_err(|e| format!("{key}: {e}"))?;

@@ -421,6 +421,10 @@ pub struct ColliderSection {
     pub cell_size: Option<f32>,
     /// Mesh: free space around the mesh covered by the grid (m; default 3 cells).
     pub margin: Option<f32>,
+    /// Mesh: the box the grid covers instead, `[[x0, y0, z0], [x1, y1, z1]]` (m, in the scene's
+    /// frame, where the placed mesh lies); not with `margin`. `resolution` then counts cells
+    /// along the box's longest side.
+    pub bounds: Option<[[f32; 3]; 2]>,
     /// Mesh: how inside is told from outside — `"pseudo-normals"` (default; a closed mesh) or
     /// `"winding-number"` (open or non-manifold meshes).
     pub sign: Option<String>,

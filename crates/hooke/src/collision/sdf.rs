@@ -47,6 +47,20 @@ pub const EXACT_BAND_CELLS: f64 = 8.0;
 /// Beyond the exact band, a node's |φ| lies between d/(1 + FAR_SLACK) and d, d the distance.
 pub const FAR_SLACK: f64 = 0.25;
 
+/// The cell size (m) `resolution` gives a box whose longest side is `longest` (m).
+fn cell_size(resolution: GridResolution, longest: f64) -> Result<f64, MeshColliderError> {
+    match resolution {
+        GridResolution::Cells(n) if n >= 2 => Ok(longest / n as f64),
+        GridResolution::Cells(n) => {
+            Err(MeshColliderError::Settings(format!("resolution must be at least 2 cells, got {n}")))
+        }
+        GridResolution::CellSize(h) if h.is_finite() && h > 0.0 => Ok(h as f64),
+        GridResolution::CellSize(h) => {
+            Err(MeshColliderError::Settings(format!("cell_size must be a finite length > 0 m, got {h}")))
+        }
+    }
+}
+
 /// A signed distance field on a grid of `dims[0] × dims[1] × dims[2]` nodes spaced `cell`
 /// metres apart from `origin` (the lower corner), x fastest: node (i, j, k) holds φ at
 /// origin + cell·(i, j, k), at index i + dims[0]·(j + dims[1]·k).
@@ -80,18 +94,7 @@ impl SdfGrid {
         margin: Option<f32>,
     ) -> Result<SdfGrid, MeshColliderError> {
         let (lo, hi) = mesh.bounds();
-        let extent = hi - lo;
-        let longest = extent.max_element();
-        let cell = match resolution {
-            GridResolution::Cells(n) if n >= 2 => longest / n as f64,
-            GridResolution::Cells(n) => {
-                return Err(MeshColliderError::Settings(format!("resolution must be at least 2 cells, got {n}")));
-            }
-            GridResolution::CellSize(h) if h.is_finite() && h > 0.0 => h as f64,
-            GridResolution::CellSize(h) => {
-                return Err(MeshColliderError::Settings(format!("cell_size must be a finite length > 0 m, got {h}")));
-            }
-        };
+        let cell = cell_size(resolution, (hi - lo).max_element())?;
         let margin = match margin {
             None => DEFAULT_MARGIN_CELLS as f64 * cell,
             Some(m) if m.is_finite() && m >= 0.0 => m as f64,
@@ -100,9 +103,40 @@ impl SdfGrid {
             }
         };
         // The nodes lie where the f32 origin and cell that sample the grid put them.
-        let cell = cell as f32 as f64;
         let origin = (lo - DVec3::splat(margin)).as_vec3().as_dvec3();
-        let span = hi + DVec3::splat(margin) - origin;
+        Self::sample_box(mesh, origin, hi + DVec3::splat(margin), cell as f32 as f64)
+    }
+
+    /// Samples the exact signed distance of `mesh` on a grid over the box from `lo` to `hi`
+    /// (m, in the mesh's frame) instead of the mesh's bounds plus a margin: a part of a large
+    /// mesh where cloth can go, say. `resolution` counts cells along the box's longest side.
+    /// Outside the box φ extends as [`SdfGrid::sample`] says (the boundary value plus the
+    /// distance to it), so where the box cuts through the mesh, the mesh goes on beyond it
+    /// as a prism of the boundary's section.
+    ///
+    /// # Errors
+    /// [`MeshColliderError::Settings`] when a corner is not finite or `lo` is not below `hi` on
+    /// every axis, and as [`SdfGrid::build`] otherwise (no node inside: the box misses the
+    /// mesh).
+    pub fn build_within(
+        mesh: &ColliderMesh,
+        resolution: GridResolution,
+        lo: Vec3,
+        hi: Vec3,
+    ) -> Result<SdfGrid, MeshColliderError> {
+        if !(lo.is_finite() && hi.is_finite() && lo.cmplt(hi).all()) {
+            return Err(MeshColliderError::Settings(format!(
+                "bounds must be two finite corners, the first below the second on every axis, got {lo} and {hi}"
+            )));
+        }
+        let cell = cell_size(resolution, (hi - lo).max_element() as f64)?;
+        Self::sample_box(mesh, lo.as_dvec3(), hi.as_dvec3(), cell as f32 as f64)
+    }
+
+    /// The grid of nodes `cell` apart from `origin` to at least `far` (m), sampled.
+    fn sample_box(mesh: &ColliderMesh, origin: DVec3, far: DVec3, cell: f64) -> Result<SdfGrid, MeshColliderError> {
+        let (lo, hi) = mesh.bounds();
+        let span = far - origin;
         // Counted in f64 first (a huge margin or a tiny cell must not overflow an integer).
         let per_axis = span.to_array().map(|s| (s / cell).ceil() + 1.0);
         let samples_f: f64 = per_axis.iter().product();
@@ -152,8 +186,9 @@ impl SdfGrid {
         });
         if values.iter().all(|&v| v >= 0.0) {
             return Err(MeshColliderError::Settings(format!(
-                "no node of the grid lies inside the mesh: it encloses nothing (an open mesh) or is thinner than a \
-                 cell ({cell:.3e} m) everywhere; use a finer resolution or a smaller cell_size"
+                "no node of the grid lies inside the mesh: it encloses nothing (an open mesh), is thinner than a \
+                 cell ({cell:.3e} m) everywhere, or lies outside the grid's bounds; use a finer resolution or a \
+                 smaller cell_size"
             )));
         }
         let centre = (0.5 * (lo + hi)).as_vec3();
