@@ -58,11 +58,10 @@ pub fn sdf(args: SdfArgs) -> Result<()> {
         bounds: match &args.bounds {
             None => None,
             Some(text) => {
-                let v: Vec<f32> = text
-                    .split(',')
-                    .map(|x| x.trim().parse::<f32>())
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| anyhow::anyhow!("--bounds {text:?}: {e} (expected x0,y0,z0,x1,y1,z1 in metres)"))?;
+                let v: Vec<f32> =
+                    text.split(',').map(|x| x.trim().parse::<f32>()).collect::<Result<_, _>>().map_err(|e| {
+                        anyhow::anyhow!("--bounds {text:?}: {e} (expected x0,y0,z0,x1,y1,z1 in metres)")
+                    })?;
                 let [x0, y0, z0, x1, y1, z1] = v[..] else {
                     bail!("--bounds {text:?}: {} numbers, expected six: x0,y0,z0,x1,y1,z1 (m)", v.len());
                 };

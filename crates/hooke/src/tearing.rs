@@ -355,10 +355,17 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     for &p in &split_points {
         point_cells.entry(key(body_of[p as usize], uv[p as usize])).or_default().push(p);
     }
+    // The same cells as flags in a dense grid per cracked body (over its texture coordinates'
+    // range), so that a constraint far from every crack — most of them — is passed over
+    // without a hash lookup.
+    let occupancy = Occupancy::new(model, uv, &body_cracked, cell, crack_cells.keys().chain(point_cells.keys()));
     let spans_crack = |i: u32, j: u32| -> bool {
         let (a, b) = (uv[i as usize], uv[j as usize]);
         let body = body_of[i as usize];
         let near = || cells(body, a.min(b), a.max(b));
+        if !near().any(|k| occupancy.get(k)) {
+            return false;
+        }
         if near().filter_map(|k| crack_cells.get(&k)).flatten().any(|&(c, d)| crosses(a, b, c, d)) {
             return true;
         }
@@ -384,7 +391,9 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     let colour_of = |ranges: &[std::ops::Range<u32>], k: usize| {
         ranges.iter().position(|r| r.contains(&(k as u32))).unwrap_or(0) as u32
     };
-    let (mut items, mut families, mut elements, mut colours) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let m = set.len();
+    let (mut items, mut families, mut elements, mut colours) =
+        (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
     for (k, c) in set.constraints().iter().enumerate() {
         if removed[k] {
             continue;
@@ -414,13 +423,33 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     // The colours at each particle and the constraints by their particles are needed only
     // where there is a flap to tie.
     if triangles.iter().flatten().any(|&p| !held[p as usize]) {
-        let mut colours_at: Vec<Vec<u32>> = vec![Vec::new(); n_new];
-        for (c, &colour) in items.iter().zip(&colours) {
-            colours_at[c.i as usize].push(colour);
-            colours_at[c.j as usize].push(colour);
+        // Only the corners of the flaps' triangles need their colours, and only the old
+        // constraints between their parents their indices.
+        let mut corner = vec![false; n_new];
+        for tri in triangles.iter().filter(|t| t.iter().any(|&p| !held[p as usize])) {
+            for &p in tri {
+                corner[p as usize] = true;
+            }
         }
-        let old_pair: HashMap<(u32, u32), usize> =
-            set.constraints().iter().enumerate().map(|(k, c)| (edge(c.i, c.j), k)).collect();
+        let mut colours_at: HashMap<u32, Vec<u32>> = HashMap::default();
+        for (c, &colour) in items.iter().zip(&colours) {
+            for p in [c.i, c.j] {
+                if corner[p as usize] {
+                    colours_at.entry(p).or_default().push(colour);
+                }
+            }
+        }
+        let mut parent_corner = vec![false; n];
+        for (p, _) in corner.iter().enumerate().filter(|(_, c)| **c) {
+            parent_corner[parent[p] as usize] = true;
+        }
+        let old_pair: HashMap<(u32, u32), usize> = set
+            .constraints()
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| parent_corner[c.i as usize] && parent_corner[c.j as usize])
+            .map(|(k, c)| (edge(c.i, c.j), k))
+            .collect();
         for tri in &triangles {
             for (e, &p) in tri.iter().enumerate() {
                 if held[p as usize] {
@@ -434,10 +463,10 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
                         continue;
                     }
                     // The first colour free at both particles.
-                    let free = |c: &u32| !colours_at[p as usize].contains(c) && !colours_at[q as usize].contains(c);
-                    let colour = (0u32..).find(free).unwrap_or(0);
-                    colours_at[p as usize].push(colour);
-                    colours_at[q as usize].push(colour);
+                    let taken = |x: u32, c: &u32| colours_at.get(&x).is_some_and(|v| v.contains(c));
+                    let colour = (0u32..).find(|c| !taken(p, c) && !taken(q, c)).unwrap_or(0);
+                    colours_at.entry(p).or_default().push(colour);
+                    colours_at.entry(q).or_default().push(colour);
                     items.push(crate::model::DistanceConstraint {
                         i: p,
                         j: q,
@@ -456,10 +485,16 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     // Hinges of angle bending.
     let dihedral = {
         let set = model.dihedral();
-        let (mut items, mut families, mut elements, mut colours) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let m = set.len();
+        let (mut items, mut families, mut elements, mut colours) =
+            (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
         for (k, h) in set.constraints().iter().enumerate() {
             let [a, b, c, d] = h.particles;
-            let mapped = if body_cracked_particle(a) {
+            // A hinge none of whose particles was split, whose edge is no crack, keeps its
+            // particles (renumbered); only the others need their triangles' copies.
+            let whole = h.particles.iter().all(|&p| groups[p as usize] <= 1)
+                && !(on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)));
+            let mapped = if body_cracked_particle(a) && !whole {
                 if cracks.contains(&edge(a, b)) {
                     None
                 } else {
@@ -534,7 +569,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     for (t, tri) in model.triangles().iter().enumerate() {
         for e in 0..3 {
             let (a, b) = (tri[e], tri[(e + 1) % 3]);
-            if cracks.contains(&edge(a, b)) {
+            if on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)) {
                 let (na, nb) = (triangles[t][e], triangles[t][(e + 1) % 3]);
                 new_cracks.push([na.min(nb), na.max(nb)]);
             }
@@ -573,6 +608,70 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     .with_triangle_adjacency();
     torn.check_arithmetic()?;
     Ok(Some(Torn { model: torn, parent, broken: count_broken, split }))
+}
+
+/// Flags over the texture-space cells of the cracked bodies (keys (body, x, y) of cells `cell`
+/// wide): a dense grid per body over its particles' texture coordinates.
+struct Occupancy {
+    /// Per body, its grid; `None` for bodies without a crack.
+    bodies: Vec<Option<BodyCells>>,
+    flags: Vec<bool>,
+}
+
+/// A body's grid of [`Occupancy`]: its first flag's index, lowest cell (x, y) and cells along x
+/// and y.
+#[derive(Clone, Copy)]
+struct BodyCells {
+    start: usize,
+    x0: i64,
+    y0: i64,
+    w: i64,
+    h: i64,
+}
+
+impl Occupancy {
+    fn new<'k>(
+        model: &Model,
+        uv: &[Vec2],
+        cracked: &[bool],
+        cell: f32,
+        set: impl Iterator<Item = &'k (u32, i64, i64)>,
+    ) -> Occupancy {
+        let mut bodies = Vec::with_capacity(cracked.len());
+        let mut len = 0usize;
+        for (b, body) in model.bodies().iter().enumerate() {
+            if !cracked[b] || body.particles.is_empty() {
+                bodies.push(None);
+                continue;
+            }
+            let range = body.particles.start as usize..body.particles.end as usize;
+            let (lo, hi) =
+                uv[range].iter().fold((Vec2::INFINITY, Vec2::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+            let (x0, y0) = ((lo.x / cell).floor() as i64, (lo.y / cell).floor() as i64);
+            let (x1, y1) = ((hi.x / cell).floor() as i64, (hi.y / cell).floor() as i64);
+            let (w, h) = (x1 - x0 + 1, y1 - y0 + 1);
+            bodies.push(Some(BodyCells { start: len, x0, y0, w, h }));
+            len += (w * h) as usize;
+        }
+        let mut o = Occupancy { bodies, flags: vec![false; len] };
+        for &k in set {
+            if let Some(at) = o.index(k) {
+                o.flags[at] = true;
+            }
+        }
+        o
+    }
+
+    fn index(&self, (b, x, y): (u32, i64, i64)) -> Option<usize> {
+        let BodyCells { start, x0, y0, w, h } = (*self.bodies.get(b as usize)?)?;
+        let (dx, dy) = (x - x0, y - y0);
+        (dx >= 0 && dy >= 0 && dx < w && dy < h).then(|| start + (dx + dy * w) as usize)
+    }
+
+    /// Whether cell `k` holds a crack or a split particle.
+    fn get(&self, k: (u32, i64, i64)) -> bool {
+        self.index(k).is_some_and(|at| self.flags[at])
+    }
 }
 
 /// The group (of `groups`, one per triangle of `p`) of the triangle whose corner at `p` holds
