@@ -71,6 +71,26 @@ struct Member {
     relax: f32,
 }
 
+// Member i as its contacts see it.
+fn member(i: u32) -> Member {
+    let pi = position[i];
+    let di4 = displacement[i];
+    let rest_i = rest[i];
+    let tag_i = tag[i];
+    var a: Member;
+    a.i = i;
+    a.x = (pi + di4).xyz;
+    a.d = di4.xyz;
+    a.x0 = pi.xyz;
+    a.w = pi.w;
+    a.r = rest_i.w;
+    a.rest = rest_i.xyz;
+    a.body = tag_i & 0xfffffu;
+    a.contacts = tag_i >> 20u;
+    a.relax = info.depenetration_speed * P.h;
+    return a;
+}
+
 // The contact of member `a` with particle j, at xj, closer than t = rᵢ + rⱼ, of its world and
 // not its neighbour at rest (rd: their rest positions' difference; tag_j: j's tag): its
 // correction and friction added to `sum`.
@@ -133,20 +153,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         correction[k] = vec4<f32>(0.0);
         return;
     }
-    let di4 = displacement[i];
-    let rest_i = rest[i];
-    let tag_i = tag[i];
-    var a: Member;
-    a.i = i;
-    a.x = (pi + di4).xyz;
-    a.d = di4.xyz;
-    a.x0 = pi.xyz;
-    a.w = wi;
-    a.r = rest_i.w;
-    a.rest = rest_i.xyz;
-    a.body = tag_i & 0xfffffu;
-    a.contacts = tag_i >> 20u;
-    a.relax = info.depenetration_speed * P.h;
+    let a = member(i);
     var sum: Sum;
     sum.low = vec3<u32>(0u);
     sum.high = vec3<u32>(0u);
@@ -254,22 +261,8 @@ fn gather_all(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     var live = k < m;
     var a: Member;
     if live {
-        let i = table[members_at() + k] & 0x7fffffffu;
-        let pi = position[i];
-        live = pi.w > 0.0;
-        let di4 = displacement[i];
-        let rest_i = rest[i];
-        let tag_i = tag[i];
-        a.i = i;
-        a.x = (pi + di4).xyz;
-        a.d = di4.xyz;
-        a.x0 = pi.xyz;
-        a.w = pi.w;
-        a.r = rest_i.w;
-        a.rest = rest_i.xyz;
-        a.body = tag_i & 0xfffffu;
-        a.contacts = tag_i >> 20u;
-        a.relax = info.depenetration_speed * P.h;
+        a = member(table[members_at() + k] & 0x7fffffffu);
+        live = a.w > 0.0;
     }
     for (var base = 0u; base < m; base += ALL_PAIRS_GROUP) {
         if base + lid < m {

@@ -19,6 +19,41 @@ impl Rng {
     }
 }
 
+/// Checks every node of `grid` against the sphere of radius `r` about `c`: the sign right (away
+/// from 1 mm of the surface) and, with `bounds`, |φ| between the distance and the distance over
+/// 1 + FAR_SLACK (within 10⁻⁴ m for the chords' sag and f32 rounding). Returns the largest
+/// error of the nodes within two cells of the surface (m).
+fn check_sphere_nodes(grid: &SdfGrid, c: Vec3, r: f32, bounds: bool) -> f32 {
+    let h = grid.cell();
+    let [nx, ny, nz] = grid.dims();
+    let mut worst = 0.0f32;
+    for k in 0..nz {
+        for j in 0..ny {
+            for i in 0..nx {
+                let x = grid.origin() + h * Vec3::new(i as f32, j as f32, k as f32);
+                let exact = (x - c).length() - r;
+                let v = grid.values()[(i + nx * (j + ny * k)) as usize];
+                if exact.abs() > 1e-3 {
+                    assert_eq!(v < 0.0, exact < 0.0, "wrong sign at node ({i}, {j}, {k}): {v} vs {exact}");
+                }
+                if exact.abs() < 2.0 * h {
+                    worst = worst.max((v - exact).abs());
+                }
+                if bounds {
+                    // Beyond the exact band only a lower bound within the slack is kept.
+                    assert!(v.abs() <= exact.abs() + 1e-4, "node ({i}, {j}, {k}): |{v}| above the distance {exact}");
+                    let slack = hooke::collision::sdf::FAR_SLACK as f32;
+                    assert!(
+                        v.abs() >= exact.abs() / (1.0 + slack) - 1e-4,
+                        "node ({i}, {j}, {k}): |{v}| far below {exact}"
+                    );
+                }
+            }
+        }
+    }
+    worst
+}
+
 /// The sampled grid of a fine triangulated sphere is within 1 % of a cell of the analytic
 /// distance near the surface, and its sign is right at every node.
 #[test]
@@ -30,28 +65,7 @@ fn sphere_grid_is_within_one_percent_of_a_cell_and_signed_right_everywhere() {
     assert!(warnings.is_empty(), "{warnings:?}");
     let grid = SdfGrid::build(&mesh, GridResolution::Cells(64), None).unwrap();
     let h = grid.cell();
-    let [nx, ny, nz] = grid.dims();
-    let mut worst_node = 0.0f32;
-    for k in 0..nz {
-        for j in 0..ny {
-            for i in 0..nx {
-                let x = grid.origin() + h * Vec3::new(i as f32, j as f32, k as f32);
-                let exact = (x - c).length() - r;
-                let v = grid.values()[(i + nx * (j + ny * k)) as usize];
-                if exact.abs() > 1e-3 {
-                    assert_eq!(v < 0.0, exact < 0.0, "wrong sign at node ({i}, {j}, {k}): {v} vs {exact}");
-                }
-                if exact.abs() < 2.0 * h {
-                    worst_node = worst_node.max((v - exact).abs());
-                }
-                // Beyond the exact band only a lower bound within the slack is kept (the
-                // 10⁻⁴ m allow for the chords' sag and f32 rounding).
-                assert!(v.abs() <= exact.abs() + 1e-4, "node ({i}, {j}, {k}): |{v}| above the distance {exact}");
-                let slack = hooke::collision::sdf::FAR_SLACK as f32;
-                assert!(v.abs() >= exact.abs() / (1.0 + slack) - 1e-4, "node ({i}, {j}, {k}): |{v}| far below {exact}");
-            }
-        }
-    }
+    let worst_node = check_sphere_nodes(&grid, c, r, true);
     // Trilinear samples anywhere in the band |φ| < 2 cells.
     let mut rng = Rng(3);
     let mut worst = 0.0f32;
@@ -253,22 +267,7 @@ fn a_grid_over_the_users_box_samples_the_mesh_within_it() {
     assert!(far.cmpge(hi - Vec3::splat(1e-5)).all() && far.cmple(hi + Vec3::splat(h)).all(), "{far} for {hi}");
     let full = SdfGrid::build(&mesh, GridResolution::Cells(32), None).unwrap();
     assert!(ny < full.dims()[1], "the box covers less than the whole sphere: {ny} rows against {}", full.dims()[1]);
-    let mut worst = 0.0f32;
-    for k in 0..nz {
-        for j in 0..ny {
-            for i in 0..nx {
-                let x = grid.origin() + h * Vec3::new(i as f32, j as f32, k as f32);
-                let exact = (x - c).length() - r;
-                let v = grid.values()[(i + nx * (j + ny * k)) as usize];
-                if exact.abs() > 1e-3 {
-                    assert_eq!(v < 0.0, exact < 0.0, "wrong sign at node ({i}, {j}, {k}): {v} vs {exact}");
-                }
-                if exact.abs() < 2.0 * h {
-                    worst = worst.max((v - exact).abs());
-                }
-            }
-        }
-    }
+    let worst = check_sphere_nodes(&grid, c, r, false);
     println!("grid over the upper half: dims {:?}, cell {h:.4} m, worst node error {worst:.2e} m", grid.dims());
     assert!(worst < 0.01 * h, "{worst} m against 1 % of a cell, {} m", 0.01 * h);
     // Below the cut, inside the sphere: φ < 0 still.
