@@ -139,6 +139,22 @@ fn touch(a: Member, j: u32, xj: vec3<f32>, t: f32, rd: vec3<f32>, tag_j: u32, su
     fixed_add(sum, coulomb(f.x, f.y, tangential, depth) * share);
 }
 
+// A candidate j (not a itself) at xj, closer than t: its contact with `a`, unless it belongs
+// to another world or is a's neighbour at rest (of a's body, closer than t at rest).
+fn meet(a: Member, j: u32, xj: vec3<f32>, t: f32, sum: ptr<function, Sum>) {
+    let tag_j = tag[j];
+    let bj = tag_j & 0xfffffu;
+    // Particles of two worlds never touch (the world of each body is in its record).
+    if info.friction[a.body].z != info.friction[bj].z {
+        return;
+    }
+    let rd = a.rest - rest[j].xyz;
+    if a.body == bj && dot3(rd, rd) < t * t {
+        return;
+    }
+    touch(a, j, xj, t, rd, tag_j, sum);
+}
+
 @compute @workgroup_size(64)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let k = thread_index(gid, nwg);
@@ -208,17 +224,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
                 if j == i {
                     continue;
                 }
-                let tag_j = tag[j];
-                let bj = tag_j & 0xfffffu;
-                // Particles of two worlds never touch (the world of each body is in its record).
-                if info.friction[a.body].z != info.friction[bj].z {
-                    continue;
-                }
-                let rd = a.rest - rest[j].xyz;
-                if a.body == bj && dot3(rd, rd) < t * t {
-                    continue;
-                }
-                touch(a, j, point.xyz, t, rd, tag_j, &sum);
+                meet(a, j, point.xyz, t, &sum);
             }
         }
         }
@@ -281,16 +287,7 @@ fn gather_all(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
                 if dot3(delta, delta) >= t * t || j == a.i {
                     continue;
                 }
-                let tag_j = tag[j];
-                let bj = tag_j & 0xfffffu;
-                if info.friction[a.body].z != info.friction[bj].z {
-                    continue;
-                }
-                let rd = a.rest - rest[j].xyz;
-                if a.body == bj && dot3(rd, rd) < t * t {
-                    continue;
-                }
-                touch(a, j, point.xyz, t, rd, tag_j, &sum);
+                meet(a, j, point.xyz, t, &sum);
             }
         }
         workgroupBarrier();
