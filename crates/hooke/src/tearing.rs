@@ -336,7 +336,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         .map(|c| (uv[c.i as usize] - uv[c.j as usize]).abs().max_element())
         .fold(0.0f32, f32::max)
         .max(1e-6);
-    let key = |b: u32, x: Vec2| (b, (x.x / cell).floor() as i64, (x.y / cell).floor() as i64);
+    let key = |b: u32, x: Vec2| (b, floor_i64(x.x / cell), floor_i64(x.y / cell));
     let cells = |b: u32, lo: Vec2, hi: Vec2| {
         let (k0, k1) = (key(b, lo), key(b, hi));
         (k0.1..=k1.1).flat_map(move |x| (k0.2..=k1.2).map(move |y| (b, x, y)))
@@ -610,6 +610,13 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     Ok(Some(Torn { model: torn, parent, broken: count_broken, split }))
 }
 
+/// ⌊v⌋ as an integer, as `v.floor() as i64` (saturating, NaN to 0) but without the library
+/// call that `floor` is on CPUs without SSE4.1's rounding instruction.
+fn floor_i64(v: f32) -> i64 {
+    let t = v as i64;
+    if (t as f32) > v { t.saturating_sub(1) } else { t }
+}
+
 /// Flags over the texture-space cells of the cracked bodies (keys (body, x, y) of cells `cell`
 /// wide): a dense grid per body over its particles' texture coordinates.
 struct Occupancy {
@@ -647,8 +654,8 @@ impl Occupancy {
             let range = body.particles.start as usize..body.particles.end as usize;
             let (lo, hi) =
                 uv[range].iter().fold((Vec2::INFINITY, Vec2::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
-            let (x0, y0) = ((lo.x / cell).floor() as i64, (lo.y / cell).floor() as i64);
-            let (x1, y1) = ((hi.x / cell).floor() as i64, (hi.y / cell).floor() as i64);
+            let (x0, y0) = (floor_i64(lo.x / cell), floor_i64(lo.y / cell));
+            let (x1, y1) = (floor_i64(hi.x / cell), floor_i64(hi.y / cell));
             let (w, h) = (x1 - x0 + 1, y1 - y0 + 1);
             bodies.push(Some(BodyCells { start: len, x0, y0, w, h }));
             len += (w * h) as usize;
@@ -702,4 +709,22 @@ fn crosses(a: Vec2, b: Vec2, c: Vec2, d: Vec2) -> bool {
     let (d1, d2) = (side(c, d, a), side(c, d, b));
     let (d3, d4) = (side(a, b, c), side(a, b, d));
     d1 * d2 < 0.0 && d3 * d4 < 0.0
+}
+
+#[cfg(test)]
+mod floor_tests {
+    /// `floor_i64` is `floor() as i64` at integers, halves, signed zeros, large and tiny values,
+    /// the extremes, infinities and NaN.
+    #[test]
+    fn floor_i64_is_floor() {
+        let mut values = vec![0.0f32, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5, 2.999_999_8, -2.999_999_8, 1e-30, -1e-30];
+        values.extend([16_777_217.0, -16_777_217.0, 1e20, -1e20, f32::MAX, f32::MIN, f32::INFINITY, f32::NEG_INFINITY]);
+        values.extend([f32::NAN, f32::MIN_POSITIVE, -f32::MIN_POSITIVE, 9.223_372e18, -9.223_372e18]);
+        for k in -2000..2000 {
+            values.push(k as f32 * 0.013_7);
+        }
+        for v in values {
+            assert_eq!(super::floor_i64(v), v.floor() as i64, "{v}");
+        }
+    }
 }

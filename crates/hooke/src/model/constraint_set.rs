@@ -100,16 +100,25 @@ impl<T> ConstraintSet<T> {
     {
         let tuples: Vec<[u32; N]> = items.iter().map(|c| c.particles()).collect();
         colouring::validate(particle_count, &tuples, &colours)?;
-        let mut order: Vec<u32> = (0..items.len() as u32).collect();
-        order.sort_by_key(|&k| colours[k as usize]);
-        let pick = |k: &u32| *k as usize;
-        let sorted_items: Vec<T> = order.iter().map(|k| items[pick(k)]).collect();
-        let sorted_family: Vec<ConstraintFamily> = order.iter().map(|k| family[pick(k)]).collect();
-        let sorted_element: Vec<Element> = order.iter().map(|k| element[pick(k)]).collect();
+        // Sorted by colour, stably; constraints that come in colour order already (a torn
+        // model's, say) are taken as they are.
+        let (sorted_items, sorted_family, sorted_element, sorted_colours) = if colours.is_sorted() {
+            (items, family, element, colours)
+        } else {
+            let mut order: Vec<u32> = (0..items.len() as u32).collect();
+            order.sort_by_key(|&k| colours[k as usize]);
+            let pick = |k: &u32| *k as usize;
+            (
+                order.iter().map(|k| items[pick(k)]).collect::<Vec<T>>(),
+                order.iter().map(|k| family[pick(k)]).collect::<Vec<ConstraintFamily>>(),
+                order.iter().map(|k| element[pick(k)]).collect::<Vec<Element>>(),
+                order.iter().map(|k| colours[pick(k)]).collect::<Vec<u32>>(),
+            )
+        };
         let mut colour_ranges = Vec::new();
         let mut start = 0usize;
-        for k in 1..=order.len() {
-            if k == order.len() || colours[order[k] as usize] != colours[order[start] as usize] {
+        for k in 1..=sorted_colours.len() {
+            if k == sorted_colours.len() || sorted_colours[k] != sorted_colours[start] {
                 colour_ranges.push(start as u32..k as u32);
                 start = k;
             }
