@@ -201,6 +201,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut list_overflows = 0u64;
     // Whether the GPU's particle contacts kept neighbour lists.
     let mut gpu_lists = false;
+    // The GPU's particle contacts as resolved for the model (all pairs, lists or cells).
+    let mut gpu_search: Option<hooke_gpu::ContactSearch> = None;
     // The Jacobi relaxation ω and Chebyshev ρ in use (GPU Jacobi only).
     let mut jacobi = None;
     // Mean wall time per frame (s) with the cloth drawn after each frame (--draw).
@@ -277,6 +279,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         if let (Some(a), Some(b)) = (lists_before, hooke::Solver::contact_list_totals(&mut solver)) {
             (list_builds, list_overflows, gpu_lists) = (b.0 - a.0, b.1 - a.1, true);
         }
+        gpu_search = solver.contact_search();
         jacobi = solver.jacobi_parameters();
         if timed {
             gpu_times = solver.read_frame_times().filter(|t| !t.is_empty());
@@ -467,6 +470,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     json["tearing"] = tearing_json;
     json["contact_list_builds"] = list_builds.into();
     json["contact_list_overflows"] = list_overflows.into();
+    // Where the GPU's particle contacts found their candidates (null on the CPU, without
+    // self-collision, or with --tearing, whose solver is not asked).
+    json["contact_search"] = match gpu_search {
+        Some(hooke_gpu::ContactSearch::AllPairs) => "all-pairs".into(),
+        Some(hooke_gpu::ContactSearch::Lists) => "lists".into(),
+        Some(hooke_gpu::ContactSearch::Cells) => "cells".into(),
+        Some(hooke_gpu::ContactSearch::Auto) | None => serde_json::Value::Null,
+    };
     if args.json {
         println!("{json}");
     } else {
@@ -561,7 +572,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             drawn_text
         );
         if !hooke::collision::self_collision::members(&scene.model).0.is_empty() {
-            if gpu && !gpu_lists {
+            if gpu_search == Some(hooke_gpu::ContactSearch::AllPairs) {
+                println!("  particle contacts: all pairs tested, no hash (no neighbour lists)");
+            } else if gpu && !gpu_lists {
                 println!("  particle contacts: the spatial hash's cells, rebuilt every substep (no neighbour lists)");
             } else {
                 println!(

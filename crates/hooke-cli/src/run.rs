@@ -244,10 +244,11 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     if baked.contact_list_overflows > 0 {
         println!(
-            "particle contacts: {} neighbour lists overflowed their {} candidates over the run (those particles took \
-             their contacts from the spatial hash's cells; none was dropped; per frame in diagnostics.csv)",
-            baked.contact_list_overflows,
-            hooke_gpu::LIST_CAPACITY
+            "particle contacts: neighbour lists overflowed their {} candidates {} times (particles × substeps; those \
+             particles took their contacts from the spatial hash's cells, none was dropped; per frame in \
+             diagnostics.csv)",
+            hooke_gpu::LIST_CAPACITY,
+            baked.contact_list_overflows
         );
     }
     let (iterations, substeps, most) = baked.iterations;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub struct SdfArgs {
     /// The mesh (OBJ).
     mesh: PathBuf,
-    /// Cells along the mesh's longest side.
+    /// Cells along the mesh's longest side (with --bounds, along the box's).
     #[arg(long, default_value_t = 64)]
     resolution: u32,
     /// Cell size (m), instead of --resolution.

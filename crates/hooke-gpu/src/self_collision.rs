@@ -142,6 +142,18 @@ impl SelfCollision {
         Some(SelfCollision { hash, bound, all_pairs })
     }
 
+    /// Where these contacts find their candidates: [`ContactSearch::AllPairs`],
+    /// [`ContactSearch::Lists`] or [`ContactSearch::Cells`] (never `Auto`).
+    pub fn search(&self) -> ContactSearch {
+        if self.all_pairs {
+            ContactSearch::AllPairs
+        } else if self.hash.tallies().is_some() {
+            ContactSearch::Lists
+        } else {
+            ContactSearch::Cells
+        }
+    }
+
     /// The buffer and byte offset of the neighbour lists' tallies (list builds, then members
     /// whose list overflowed: two u32 summed since these contacts were made); `None` without
     /// lists.

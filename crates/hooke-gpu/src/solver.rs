@@ -436,6 +436,13 @@ impl GpuXpbdSolver {
         readback::read_back_at(&self.ctx, &self.b.staging, parts)
     }
 
+    /// Where the particle contacts find their candidates, as [`GpuSettings::contact_search`]
+    /// resolved for this model: [`ContactSearch::AllPairs`], [`ContactSearch::Lists`] or
+    /// [`ContactSearch::Cells`]; `None` when no body has self-collision.
+    pub fn contact_search(&self) -> Option<ContactSearch> {
+        self.k.self_collision.as_ref().map(SelfCollision::search)
+    }
+
     /// The Jacobi relaxation ω and Chebyshev spectral radius ρ in use (those of
     /// [`GpuSolve::jacobi_parameters`] at the last frame's substep); `None` under
     /// Gauss–Seidel and before the first frame.

@@ -87,6 +87,7 @@ pub fn load_mesh_collider(spec: &MeshColliderSpec) -> Result<LoadedMeshCollider,
     let mut warnings = Vec::new();
     match read_cache(&cache, key) {
         Ok(Some(grid)) => {
+            warnings.extend(cut_warning(spec, &grid));
             return Ok(LoadedMeshCollider {
                 grid: Arc::new(grid),
                 warnings,
@@ -119,6 +120,7 @@ pub fn load_mesh_collider(spec: &MeshColliderSpec) -> Result<LoadedMeshCollider,
     }
     .map_err(|e| format!("{file}: {e}"))?;
     let build_seconds = start.elapsed().as_secs_f64();
+    warnings.extend(cut_warning(spec, &grid));
     let written = match write_cache(&cache, key, &grid) {
         Ok(()) => Some(cache),
         Err(e) => {
@@ -129,6 +131,19 @@ pub fn load_mesh_collider(spec: &MeshColliderSpec) -> Result<LoadedMeshCollider,
         }
     };
     Ok(LoadedMeshCollider { grid: Arc::new(grid), warnings, cache: written, cached: false, build_seconds })
+}
+
+/// A warning when `spec`'s bounds cut through the mesh: its part outside them is not felt.
+fn cut_warning(spec: &MeshColliderSpec, grid: &SdfGrid) -> Option<String> {
+    let cut = grid.deepest_boundary_node();
+    (spec.bounds.is_some() && cut < 0.0).then(|| {
+        format!(
+            "{}: the bounds cut through the mesh (up to {:.3e} m inside it at their faces); the part of the mesh \
+             outside them is not felt by the cloth",
+            spec.path.display(),
+            -cut
+        )
+    })
 }
 
 /// The cache file `spec` would read or write.
@@ -295,7 +310,8 @@ mod tests {
 
     /// A box of the user's sets the grid's extent: the grid starts at its lower corner, is
     /// cached under another name than the grid without it (whose cache name is unchanged by
-    /// the key), and is read back the same; with a margin too it is refused, naming the file.
+    /// the key), and is read back the same; a box that cuts the mesh is warned of, one within
+    /// it refused, and one with a margin too refused, naming the file.
     #[test]
     fn bounds_set_the_grid_and_its_cache() {
         let dir = tempfile::tempdir().unwrap();
@@ -303,13 +319,26 @@ mod tests {
         std::fs::write(&path, TETRA).unwrap();
         let whole = load_mesh_collider(&spec(path.clone())).unwrap();
         let mut boxed = spec(path.clone());
-        boxed.bounds = Some([Vec3::new(-0.1, -0.1, -0.1), Vec3::new(0.6, 0.6, 0.3)]);
+        boxed.bounds = Some([Vec3::new(-0.1, -0.1, -0.1), Vec3::new(1.2, 1.1, 1.1)]);
         let first = load_mesh_collider(&boxed).unwrap();
         assert_eq!(first.grid.origin(), Vec3::splat(-0.1));
-        assert!((first.grid.cell() - 0.7 / 7.0).abs() < 1e-6, "{}", first.grid.cell());
+        assert!((first.grid.cell() - 1.3 / 7.0).abs() < 1e-6, "{}", first.grid.cell());
         assert_ne!(first.cache, whole.cache);
         let again = load_mesh_collider(&boxed).unwrap();
         assert!(again.cached && again.grid == first.grid);
+        assert!(first.warnings.is_empty() && again.warnings.is_empty(), "{:?}", first.warnings);
+        // A box that cuts the tetrahedron (its far corner at (1, 0, 0) outside) is warned of,
+        // built or read back; one within it is refused.
+        let mut cutting = spec(path.clone());
+        cutting.bounds = Some([Vec3::splat(-0.1), Vec3::new(0.5, 0.6, 0.6)]);
+        for _ in 0..2 {
+            let cut = load_mesh_collider(&cutting).unwrap();
+            assert!(cut.warnings.iter().any(|w| w.contains("cut through the mesh")), "{:?}", cut.warnings);
+        }
+        let mut inside = spec(path.clone());
+        inside.bounds = Some([Vec3::splat(0.05), Vec3::splat(0.2)]);
+        let e = load_mesh_collider(&inside).unwrap_err();
+        assert!(e.contains("tetra.obj") && e.contains("inside the mesh"), "{e}");
         boxed.margin = Some(0.1);
         let e = load_mesh_collider(&boxed).unwrap_err();
         assert!(e.contains("tetra.obj") && e.contains("bounds and margin"), "{e}");

@@ -249,9 +249,9 @@ fn degenerate_meshes_are_refused() {
 /// A grid over a box of the user's (`SdfGrid::build_within`) instead of the mesh's bounds: over
 /// the upper half of a sphere it starts at the box's lower corner, spans the box with 32 cells
 /// along its longest side, holds the exact distance near the surface (within 1 % of a cell at
-/// the nodes) and the right sign at every node; where the box cuts the sphere, the points
-/// below the grid are still inside (φ extends the cut section). A box that misses the mesh,
-/// inverted corners and NaN are refused.
+/// the nodes) and the right sign at every node; the box cuts the sphere, which its boundary's
+/// deepest node says (and a point just below the box, inside the sphere, still samples
+/// inside). A box that misses the mesh, one within it, inverted corners and NaN are refused.
 #[test]
 fn a_grid_over_the_users_box_samples_the_mesh_within_it() {
     let (r, c) = (0.5f32, Vec3::new(0.1, 0.7, -0.2));
@@ -273,7 +273,11 @@ fn a_grid_over_the_users_box_samples_the_mesh_within_it() {
     // Below the cut, inside the sphere: φ < 0 still.
     let (phi, _) = grid.sample(c + Vec3::new(0.0, 0.05, 0.0));
     assert!(phi < 0.0, "{phi}");
-    for (a, b) in [(hi, lo), (lo, Vec3::new(f32::NAN, 1.0, 1.0)), (c + Vec3::splat(2.0), c + Vec3::splat(3.0))] {
+    assert!(grid.deepest_boundary_node() < -0.3, "{}", grid.deepest_boundary_node());
+    assert!(full.deepest_boundary_node() > 0.0, "{}", full.deepest_boundary_node());
+    let within = (c - Vec3::splat(0.2), c + Vec3::splat(0.2));
+    for (a, b) in [(hi, lo), (lo, Vec3::new(f32::NAN, 1.0, 1.0)), (c + Vec3::splat(2.0), c + Vec3::splat(3.0)), within]
+    {
         let e = SdfGrid::build_within(&mesh, GridResolution::Cells(8), a, b).unwrap_err();
         println!("{e}");
         assert!(matches!(e, MeshColliderError::Settings(_)), "{e}");

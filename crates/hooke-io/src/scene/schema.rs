@@ -6,6 +6,47 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+/// Fixed-size arrays read exactly: serde's own `[T; N]` takes the first N values of a longer
+/// TOML array and drops the rest without a word; these refuse it ("invalid length 4, expected
+/// 3 values"), naming the key through the scene loader's path.
+mod exact {
+    use serde::de::{Deserialize, Deserializer, Error};
+
+    fn fixed<'de, D: Deserializer<'de>, T, const N: usize>(v: Vec<T>) -> Result<[T; N], D::Error> {
+        let len = v.len();
+        v.try_into().map_err(|_| D::Error::invalid_length(len, &format!("{N} values").as_str()))
+    }
+
+    pub fn array<'de, D: Deserializer<'de>, T: Deserialize<'de>, const N: usize>(d: D) -> Result<[T; N], D::Error> {
+        fixed::<D, T, N>(Vec::deserialize(d)?)
+    }
+
+    pub fn opt_array<'de, D: Deserializer<'de>, T: Deserialize<'de>, const N: usize>(
+        d: D,
+    ) -> Result<Option<[T; N]>, D::Error> {
+        array(d).map(Some)
+    }
+
+    pub fn vec_of_arrays<'de, D: Deserializer<'de>, T: Deserialize<'de>, const N: usize>(
+        d: D,
+    ) -> Result<Vec<[T; N]>, D::Error> {
+        Vec::<Vec<T>>::deserialize(d)?.into_iter().map(fixed::<D, T, N>).collect()
+    }
+
+    pub fn opt_vec_of_arrays<'de, D: Deserializer<'de>, T: Deserialize<'de>, const N: usize>(
+        d: D,
+    ) -> Result<Option<Vec<[T; N]>>, D::Error> {
+        vec_of_arrays(d).map(Some)
+    }
+
+    pub fn opt_array_of_arrays<'de, D: Deserializer<'de>, T: Deserialize<'de>, const N: usize, const M: usize>(
+        d: D,
+    ) -> Result<Option<[[T; N]; M]>, D::Error> {
+        let rows = Vec::<Vec<T>>::deserialize(d)?.into_iter().map(fixed::<D, T, N>).collect::<Result<Vec<_>, _>>()?;
+        fixed::<D, [T; N], M>(rows).map(Some)
+    }
+}
+
 /// A whole scene file.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -16,8 +57,10 @@ pub struct SceneFile {
     #[serde(default)]
     pub solver: SolverSection,
     /// Gravity (m/s²), default [0, −9.81, 0].
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub gravity: Option<[f32; 3]>,
     /// Wind velocity (m/s), default [0, 0, 0].
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub wind: Option<[f32; 3]>,
     /// Gusts on top of the steady wind: `{ amplitude = [x, y, z], period = s }` adds
     /// amplitude·sin(2πt/period) (m/s).
@@ -54,8 +97,10 @@ pub struct SceneFile {
 #[serde(deny_unknown_fields)]
 pub struct WorldSection {
     /// Gravity (m/s²), default [0, −9.81, 0].
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub gravity: Option<[f32; 3]>,
     /// Wind velocity (m/s), default [0, 0, 0].
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub wind: Option<[f32; 3]>,
     /// Gusts on top of the steady wind.
     pub gust: Option<GustSection>,
@@ -174,6 +219,7 @@ pub struct AirSection {
 #[serde(deny_unknown_fields)]
 pub struct GustSection {
     /// Peak gust velocity (m/s).
+    #[serde(deserialize_with = "exact::array")]
     pub amplitude: [f32; 3],
     /// Period (s), > 0.
     pub period: f32,
@@ -249,10 +295,13 @@ pub struct ClothSection {
     /// `scale` (default 10⁻⁶ × the mesh's bounding-box diagonal; 0 welds equal positions only).
     pub weld_tolerance: Option<f32>,
     /// Position (m): the grid's centre, or the mesh's translation.
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub center: Option<[f32; 3]>,
     /// Rotation, XYZ Euler angles in degrees.
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub rotation: Option<[f32; 3]>,
     /// Initial velocity (m/s), grids only.
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub velocity: Option<[f32; 3]>,
     /// Structural springs (default true; grids).
     pub structural: Option<bool>,
@@ -272,7 +321,7 @@ pub struct ClothSection {
     #[serde(default)]
     pub pin_columns: Vec<i64>,
     /// Pin [row, column] cells (grids); negative values count from the end.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact::vec_of_arrays")]
     pub pin_cells: Vec<[i64; 2]>,
     /// Pin particles by local index — for a mesh, by the file's vertex index (0-based, welded
     /// vertices pin their shared particle); negative values count from the end.
@@ -308,8 +357,10 @@ pub struct CutSection {
     /// When (s).
     pub time: f64,
     /// The blade's polyline (m), at least two points.
+    #[serde(deserialize_with = "exact::vec_of_arrays")]
     pub points: Vec<[f32; 3]>,
     /// The direction the blade extends in (default [0, 0, 1]: a cut drawn in the x–y plane).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub direction: Option<[f32; 3]>,
 }
 
@@ -325,7 +376,7 @@ pub struct PinGroupSection {
     #[serde(default)]
     pub columns: Vec<i64>,
     /// [row, column] cells (grids).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact::vec_of_arrays")]
     pub cells: Vec<[i64; 2]>,
     /// Particles by local index (a mesh: its file's vertex index).
     #[serde(default)]
@@ -341,8 +392,10 @@ pub struct PinGroupSection {
 #[serde(deny_unknown_fields)]
 pub struct BoxSection {
     /// Lower corner (m).
+    #[serde(deserialize_with = "exact::array")]
     pub min: [f32; 3],
     /// Upper corner (m).
+    #[serde(deserialize_with = "exact::array")]
     pub max: [f32; 3],
 }
 
@@ -357,10 +410,13 @@ pub struct RopeSection {
     /// Name of a `[materials.NAME]` table.
     pub material: Option<String>,
     /// First end (m).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub start: Option<[f32; 3]>,
     /// Last end (m).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub end: Option<[f32; 3]>,
     /// Polyline (m), instead of start/end.
+    #[serde(default, deserialize_with = "exact::opt_vec_of_arrays")]
     pub points: Option<Vec<[f32; 3]>>,
     /// Number of particles.
     pub particles: i64,
@@ -395,20 +451,27 @@ pub struct ColliderSection {
     /// Shape kind.
     pub shape: String,
     /// Plane: a point on it (m).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub point: Option<[f32; 3]>,
     /// Plane: outward normal.
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub normal: Option<[f32; 3]>,
     /// Sphere and box: centre (m); mesh: translation of the file's origin (m).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub center: Option<[f32; 3]>,
     /// Sphere and capsule: radius (m).
     pub radius: Option<f32>,
     /// Capsule: first end of the axis (m).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub a: Option<[f32; 3]>,
     /// Capsule: second end of the axis (m).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub b: Option<[f32; 3]>,
     /// Box: half extents (m).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub half_extents: Option<[f32; 3]>,
     /// Box: rotation, XYZ Euler degrees; mesh: rotation about the file's origin.
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub rotation: Option<[f32; 3]>,
     /// Mesh: the OBJ file, relative to the scene file; it must be closed unless `sign` is
     /// `"winding-number"`.
@@ -424,6 +487,7 @@ pub struct ColliderSection {
     /// Mesh: the box the grid covers instead, `[[x0, y0, z0], [x1, y1, z1]]` (m, in the scene's
     /// frame, where the placed mesh lies); not with `margin`. `resolution` then counts cells
     /// along the box's longest side.
+    #[serde(default, deserialize_with = "exact::opt_array_of_arrays")]
     pub bounds: Option<[[f32; 3]; 2]>,
     /// Mesh: how inside is told from outside — `"pseudo-normals"` (default; a closed mesh) or
     /// `"winding-number"` (open or non-manifold meshes).
@@ -444,8 +508,10 @@ pub struct KeyframeSection {
     /// Time (s).
     pub time: f32,
     /// Translation (m) from the rest placement (default none).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub translation: Option<[f32; 3]>,
     /// Rotation about the collider's origin (its centre; a plane's point, a capsule's
     /// midpoint), XYZ Euler degrees (default none).
+    #[serde(default, deserialize_with = "exact::opt_array")]
     pub rotation: Option<[f32; 3]>,
 }

@@ -108,16 +108,18 @@ impl SdfGrid {
     }
 
     /// Samples the exact signed distance of `mesh` on a grid over the box from `lo` to `hi`
-    /// (m, in the mesh's frame) instead of the mesh's bounds plus a margin: a part of a large
-    /// mesh where cloth can go, say. `resolution` counts cells along the box's longest side.
-    /// Outside the box φ extends as [`SdfGrid::sample`] says (the boundary value plus the
-    /// distance to it), so where the box cuts through the mesh, the mesh goes on beyond it
-    /// as a prism of the boundary's section.
+    /// (m, in the mesh's frame) instead of the mesh's bounds plus a margin: the part of a large
+    /// mesh that cloth can reach, say. `resolution` counts cells along the box's longest side.
+    /// Outside the box φ is as [`SdfGrid::sample`] says, the boundary value plus the distance
+    /// to the box: an upper bound on the distance, so the part of the mesh outside the box is
+    /// not felt. The box must therefore hold every part of the mesh that particles can reach;
+    /// where it cuts through the mesh, [`SdfGrid::deepest_boundary_node`] is below zero (hooke-io
+    /// warns).
     ///
     /// # Errors
     /// [`MeshColliderError::Settings`] when a corner is not finite or `lo` is not below `hi` on
-    /// every axis, and as [`SdfGrid::build`] otherwise (no node inside: the box misses the
-    /// mesh).
+    /// every axis, when no node is inside (the box misses the mesh) or none is outside (the
+    /// box lies within the mesh), and as [`SdfGrid::build`] otherwise.
     pub fn build_within(
         mesh: &ColliderMesh,
         resolution: GridResolution,
@@ -190,6 +192,11 @@ impl SdfGrid {
                  cell ({cell:.3e} m) everywhere, or lies outside the grid's bounds; use a finer resolution or a \
                  smaller cell_size"
             )));
+        }
+        if values.iter().all(|&v| v < 0.0) {
+            return Err(MeshColliderError::Settings(
+                "every node of the grid lies inside the mesh: its bounds lie within it; make them larger".into(),
+            ));
         }
         let centre = (0.5 * (lo + hi)).as_vec3();
         // 1/cell from the f32 cell, as `from_parts` computes it, so that a grid read back from
@@ -275,8 +282,16 @@ impl SdfGrid {
     }
 
     fn with_reach(mut self) -> SdfGrid {
+        self.reach = self.half_diagonal() - self.deepest_boundary_node().min(0.0);
+        self
+    }
+
+    /// The lowest φ (m) on the grid's boundary nodes: below zero where the mesh reaches
+    /// through the grid's boundary — a grid over bounds that cut through the mesh, whose part
+    /// outside them is not felt ([`SdfGrid::build_within`]).
+    pub fn deepest_boundary_node(&self) -> f32 {
         let [nx, ny, nz] = self.dims.map(|d| d as usize);
-        let mut lowest = 0.0f32;
+        let mut lowest = f32::INFINITY;
         for k in 0..nz {
             for j in 0..ny {
                 for i in 0..nx {
@@ -287,8 +302,7 @@ impl SdfGrid {
                 }
             }
         }
-        self.reach = self.half_diagonal() - lowest;
-        self
+        lowest
     }
 
     /// Signed distance φ (m) and outward unit normal at `p` (m, in the grid's frame).
