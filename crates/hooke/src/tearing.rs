@@ -35,6 +35,7 @@
 use crate::model::{BodyMaterial, ConstraintFamily, MassSource, ParticleConstraint};
 use crate::{Model, ModelError, State};
 use glam::{Vec2, Vec3};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// What [`tear`] made of a model.
@@ -394,24 +395,39 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     let m = set.len();
     let (mut items, mut families, mut elements, mut colours) =
         (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
-    for (k, c) in set.constraints().iter().enumerate() {
-        if removed[k] {
-            continue;
-        }
-        let (mut i, mut j) = (new_of[c.i as usize], new_of[c.j as usize]);
-        if body_cracked_particle(c.i) {
-            if spans_crack(c.i, c.j) {
-                count_broken += 1;
-                continue;
+    // Each constraint on its particles' copies, in parallel: `None` when broken, `Some(None)`
+    // when it spans a crack.
+    let mapped: Vec<Option<Option<crate::model::DistanceConstraint>>> = set
+        .constraints()
+        .par_iter()
+        .enumerate()
+        .map(|(k, c)| {
+            if removed[k] {
+                return None;
             }
-            let (ui, uj) = (uv[c.i as usize], uv[c.j as usize]);
-            i = id(c.i, sector(c.i, uj - ui));
-            j = id(c.j, sector(c.j, ui - uj));
+            let (mut i, mut j) = (new_of[c.i as usize], new_of[c.j as usize]);
+            if body_cracked_particle(c.i) {
+                if spans_crack(c.i, c.j) {
+                    return Some(None);
+                }
+                let (ui, uj) = (uv[c.i as usize], uv[c.j as usize]);
+                i = id(c.i, sector(c.i, uj - ui));
+                j = id(c.j, sector(c.j, ui - uj));
+            }
+            Some(Some(crate::model::DistanceConstraint { i, j, ..*c }))
+        })
+        .collect();
+    for (k, kept) in mapped.into_iter().enumerate() {
+        match kept {
+            None => {}
+            Some(None) => count_broken += 1,
+            Some(Some(c)) => {
+                items.push(c);
+                families.push(set.family[k]);
+                elements.push(set.element[k]);
+                colours.push(colour_of(set.colour_ranges(), k));
+            }
         }
-        items.push(crate::model::DistanceConstraint { i, j, ..*c });
-        families.push(set.family[k]);
-        elements.push(set.element[k]);
-        colours.push(colour_of(set.colour_ranges(), k));
     }
     let n_new = parent.len();
     // Flaps: a triangle corner held by no constraint is tied to the triangle's other corners.
@@ -488,36 +504,38 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         let m = set.len();
         let (mut items, mut families, mut elements, mut colours) =
             (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
-        for (k, h) in set.constraints().iter().enumerate() {
-            let [a, b, c, d] = h.particles;
-            // A hinge none of whose particles was split, whose edge is no crack, keeps its
-            // particles (renumbered); only the others need their triangles' copies.
-            let whole = h.particles.iter().all(|&p| groups[p as usize] <= 1)
-                && !(on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)));
-            let mapped = if body_cracked_particle(a) && !whole {
-                if cracks.contains(&edge(a, b)) {
-                    None
-                } else {
-                    // The hinge's two triangles, and their corners' copies.
-                    let find = |x: u32, y: u32, z: u32| {
-                        model.particle_triangles(x as usize).iter().copied().find(|&t| {
-                            let tri = model.triangles()[t as usize];
-                            tri.contains(&y) && tri.contains(&z)
-                        })
-                    };
-                    match (find(a, b, c), find(a, b, d)) {
-                        (Some(t1), Some(t2)) => {
-                            let (a1, b1) = (id(a, group_at(a, t1)), id(b, group_at(b, t1)));
-                            let (a2, b2) = (id(a, group_at(a, t2)), id(b, group_at(b, t2)));
-                            ((a1, b1) == (a2, b2)).then(|| [a1, b1, id(c, group_at(c, t1)), id(d, group_at(d, t2))])
-                        }
-                        _ => None,
-                    }
+        // Each hinge on its triangles' copies, in parallel; `None` when it no longer joins two
+        // triangles.
+        let mapped: Vec<Option<[u32; 4]>> = set
+            .constraints()
+            .par_iter()
+            .map(|h| {
+                let [a, b, c, d] = h.particles;
+                // A hinge none of whose particles was split, whose edge is no crack, keeps its
+                // particles (renumbered); only the others need their triangles' copies.
+                let whole = h.particles.iter().all(|&p| groups[p as usize] <= 1)
+                    && !(on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)));
+                if !body_cracked_particle(a) || whole {
+                    return Some(h.particles.map(|p| new_of[p as usize]));
                 }
-            } else {
-                Some(h.particles.map(|p| new_of[p as usize]))
-            };
-            let Some(particles) = mapped else {
+                if cracks.contains(&edge(a, b)) {
+                    return None;
+                }
+                // The hinge's two triangles, and their corners' copies.
+                let find = |x: u32, y: u32, z: u32| {
+                    model.particle_triangles(x as usize).iter().copied().find(|&t| {
+                        let tri = model.triangles()[t as usize];
+                        tri.contains(&y) && tri.contains(&z)
+                    })
+                };
+                let (t1, t2) = (find(a, b, c)?, find(a, b, d)?);
+                let (a1, b1) = (id(a, group_at(a, t1)), id(b, group_at(b, t1)));
+                let (a2, b2) = (id(a, group_at(a, t2)), id(b, group_at(b, t2)));
+                ((a1, b1) == (a2, b2)).then(|| [a1, b1, id(c, group_at(c, t1)), id(d, group_at(d, t2))])
+            })
+            .collect();
+        for (k, (h, particles)) in set.constraints().iter().zip(mapped).enumerate() {
+            let Some(particles) = particles else {
                 count_broken += 1;
                 continue;
             };
