@@ -207,13 +207,7 @@ impl Bound {
 
     /// Records entry point `entry` over `n` threads with the params slot `params`.
     pub fn run(&self, pass: &mut wgpu::ComputePass<'_>, entry: usize, params: (&wgpu::BindGroup, u32), n: u32) {
-        if n == 0 {
-            return;
-        }
-        pass.set_pipeline(&self.kernel.pipelines[entry]);
-        pass.set_bind_group(0, &self.group, &[]);
-        pass.set_bind_group(1, params.0, &[params.1]);
-        dispatch(pass, n);
+        self.run_groups(pass, entry, params, n.div_ceil(WORKGROUP));
     }
 
     /// As [`Bound::run`], over `groups` whole workgroups (of the entry point's own size)
