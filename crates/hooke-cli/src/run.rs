@@ -261,6 +261,15 @@ pub fn run(args: RunArgs) -> Result<()> {
             iterations
         );
     }
+    let (raised, most_substeps) = baked.raised_substeps;
+    if raised > 0 {
+        println!(
+            "substeps: the tension limit raised {} from {} to at most {most_substeps} (a rope segment's \
+             h·√(T(wᵢ + wⱼ)/L) kept ≤ 1; [solver] max_substeps caps it)",
+            crate::count(raised, "frame", "frames"),
+            scene.solver.substeps()
+        );
+    }
     let (lines, warnings) = baked.monitor.summary();
     for line in lines {
         println!("{line}");

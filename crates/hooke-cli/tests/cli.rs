@@ -121,6 +121,8 @@ fn bad_input_fails_cleanly() {
         ("[[cloth]]\nrows = 3000000\ncolumns = 3000000\nspacing = 0.001\n".into(), "memory"),
         (format!("name = \"two\\nlines\"\n{grid}"), "control character U+000A"),
         (format!("[solver]\nmax_speed = 0.0\n{grid}"), "solver.max_speed"),
+        (format!("[solver]\nmax_substeps = 0\n{grid}"), "solver.max_substeps"),
+        (format!("[solver]\nmethod = \"verlet\"\nmax_substeps = 40\n{grid}"), "solver.max_substeps"),
         (format!("[solver]\nmax_speed = nan\n{grid}"), "solver.max_speed"),
         (format!("[solver]\nresidual_tolerance = -0.02\n{grid}"), "solver.residual_tolerance"),
         (format!("[solver]\nresidual_tolerance = nan\n{grid}"), "solver.residual_tolerance"),

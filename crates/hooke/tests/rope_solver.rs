@@ -164,3 +164,111 @@ fn xpbd_cantilevered_cable_holds_its_shape() {
     let gs = cantilever_droop(21, 1e3, RopeSolver::GaussSeidel);
     println!("Gauss–Seidel, n = 21, EI = 1000: droop {gs:.4} m");
 }
+
+/// A fine stiff cable released horizontally from one end (issue #9's whipping cable, shortened):
+/// `length` m of 5 mm segments (1 g each, 0.2 kg/m), EA = 10⁶ N, no bending stiffness, pinned
+/// at its start, stepped for `frames` frames at 60 fps. Returns the largest stretch strain of
+/// a segment over the run, the most substeps of a frame, and whether the run blew up.
+fn falling_cable(length: f32, max_substeps: u32, frames: usize) -> (f32, u32, bool) {
+    let n = (length / 0.005).round() as usize + 1;
+    let mut rope = Rope::straight("cable", Vec3::new(0.0, 20.0, 0.0), Vec3::new(length, 20.0, 0.0), n);
+    rope.material.linear_density = 0.2;
+    rope.material.stretch_stiffness = 1e6;
+    rope.bending = hooke::Bending::None;
+    let model = Arc::new({
+        let mut b = ModelBuilder::new();
+        b.add_rope(&rope).unwrap();
+        b.finalize().unwrap()
+    });
+    let mut control = Control::new();
+    control.pin(0);
+    let s = XpbdSettings { max_substeps, tethers: false, ..XpbdSettings::default() };
+    let mut solver = XpbdSolver::new(model.clone(), s).unwrap();
+    let mut st = State::from_model(&model);
+    let (mut strain, mut most) = (0.0f32, 0u32);
+    for _ in 0..frames {
+        match solver.step(&control, 1.0 / 60.0) {
+            Ok(report) => most = most.max(report.substeps),
+            Err(_) => return (strain, most, true),
+        }
+        solver.read_state(&mut st);
+        let x = &st.particle_position;
+        strain = x.windows(2).map(|w| (w[1] - w[0]).length() / 0.005 - 1.0).fold(strain, f32::max);
+    }
+    (strain, most, false)
+}
+
+/// The tension limit (`hooke::solver::xpbd::stability`; issue #9's whipping cable): a 10 m
+/// cable of 2 001 particles falling from one end carries tens of newtons over 5 mm segments of
+/// 1 g, and at a fixed 20 substeps h·√(T(wᵢ + wⱼ)/L) passes √2 within a few frames: the
+/// sideways zigzag that one linearised solve per substep leaves undamped grows until the run
+/// blows up. With the substeps the limit chooses it falls for 1 s with every segment within 0.5 % of its length (0.26 %; at fixed counts of
+/// 40 to 240 substeps 0.17–0.27 %, the dynamic stretch of a falling chain's free end),
+/// the count rising with the tension. Issue #9's input A hanging (500 kg on 11 particles of
+/// 0.1 kg, 0.2 m apart: h·√(T(wᵢ + wⱼ)/L) ≈ 0.6 at 20 substeps) keeps its 20 (released
+/// horizontally, it swings through 3 × 4 900 N and takes 21 at the bottom).
+#[test]
+fn the_tension_limit_keeps_a_falling_cable_stable() {
+    let (fixed_strain, _, blew_up) = falling_cable(10.0, 20, 60);
+    println!("fixed 20 substeps: strain {fixed_strain}, blew up {blew_up}");
+    assert!(blew_up || fixed_strain > 0.1, "at 20 substeps the cable should go unstable ({fixed_strain})");
+    let (strain, most, blew_up) = falling_cable(10.0, XpbdSettings::default().max_substeps, 60);
+    println!("tension limit: strain {strain}, most substeps {most}");
+    assert!(!blew_up && strain < 5e-3, "strain {strain}, blew up {blew_up}");
+    assert!((30..=400).contains(&most), "substeps {most}");
+
+    let mut b = ModelBuilder::new();
+    let end = Vec3::new(0.0, 1.0, 0.0);
+    let id = b.add_rope(&rigid(Rope::straight("chain", Vec3::new(0.0, 3.0, 0.0), end, 11), 0.5)).unwrap();
+    let last = b.body(id).particles.end - 1;
+    b.set_particle_mass(last, 500.0).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let mut control = Control::new();
+    control.pin(0);
+    let mut solver = XpbdSolver::new(model, XpbdSettings { tethers: false, ..XpbdSettings::default() }).unwrap();
+    for _ in 0..60 {
+        assert_eq!(solver.step(&control, 1.0 / 60.0).unwrap().substeps, 20);
+    }
+}
+
+/// The tension limit's retry: a cable that enters its first frame already in tension (10 m of
+/// 2 001 particles hanging from its pin, set swinging about it at 1 rad/s: about 30 N at the
+/// pin, h·√(T(wᵢ + wⱼ)/L) ≈ 2.9 at 20 substeps) has no earlier frame to size its substeps
+/// from; the first frame, run at 20, ends over the bound and is taken again from its start at
+/// the count its tension asks for (49), and over 20 frames no segment stretches by 1 % (0.47 %;
+/// fixed counts of 200 and 400 give 1.9 % and 0.57 %, a fixed 20 blows up). Without the retry
+/// the first frame keeps its 20 and a later frame whose tension jumps stretches it by 6.4 %.
+#[test]
+fn the_tension_limit_retakes_a_frame_that_starts_in_tension() {
+    let n = 2001;
+    let mut rope = Rope::straight("cable", Vec3::new(0.0, 20.0, 0.0), Vec3::new(0.0, 10.0, 0.0), n);
+    rope.material.linear_density = 0.2;
+    rope.material.stretch_stiffness = 1e6;
+    rope.bending = hooke::Bending::None;
+    let model = Arc::new({
+        let mut b = ModelBuilder::new();
+        b.add_rope(&rope).unwrap();
+        b.finalize().unwrap()
+    });
+    let mut control = Control::new();
+    control.pin(0);
+    let mut st = State::from_model(&model);
+    // Spinning at 3 rad/s about the pin's z axis: v = ω × (x − pin).
+    let pin = st.particle_position[0];
+    for (x, v) in st.particle_position.iter().zip(st.particle_velocity.iter_mut()) {
+        *v = Vec3::new(0.0, 0.0, 1.0).cross(*x - pin);
+    }
+    let mut solver =
+        XpbdSolver::new(model.clone(), XpbdSettings { tethers: false, ..XpbdSettings::default() }).unwrap();
+    solver.write_state(&st).unwrap();
+    let first = solver.step(&control, 1.0 / 60.0).unwrap();
+    let mut strain = 0.0f32;
+    for _ in 0..20 {
+        solver.step(&control, 1.0 / 60.0).unwrap();
+        solver.read_state(&mut st);
+        strain = st.particle_position.windows(2).map(|w| (w[1] - w[0]).length() / 0.005 - 1.0).fold(strain, f32::max);
+    }
+    println!("first frame {} substeps; strain {strain}", first.substeps);
+    assert!(first.substeps > 20, "the first frame should have been taken again ({} substeps)", first.substeps);
+    assert!(strain < 0.01, "strain {strain}");
+}

@@ -117,6 +117,10 @@ pub struct SolverSection {
     /// Substeps per frame (default 20).
     #[serde(default = "default_substeps")]
     pub substeps: i64,
+    /// The most substeps the tension limit may split a frame into (XPBD on the CPU, default
+    /// 1000; `max_substeps = substeps` keeps every frame at `substeps`). See
+    /// `hooke::solver::xpbd::stability`.
+    pub max_substeps: Option<i64>,
     /// Iterations per substep (default 1), or `"auto"`: iterate to half the residual
     /// tolerance, at most `max_iterations` (XPBD on the CPU).
     #[serde(default = "default_iterations")]
@@ -157,6 +161,7 @@ impl Default for SolverSection {
         SolverSection {
             method: default_method(),
             substeps: default_substeps(),
+            max_substeps: None,
             iterations: default_iterations(),
             max_iterations: None,
             pbd_stiffness: None,

@@ -192,6 +192,13 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
         .ok()
         .filter(|&n| n >= 1)
         .ok_or(format!("solver.substeps: must be ≥ 1, got {}", s.substeps))?;
+    let max_substeps = match s.max_substeps {
+        None => hooke::solver::xpbd::DEFAULT_MAX_SUBSTEPS,
+        Some(n) => u32::try_from(n)
+            .ok()
+            .filter(|&n| (1..=100_000).contains(&n))
+            .ok_or(format!("solver.max_substeps: must be between 1 and 100000, got {n}"))?,
+    };
     let (iterations, auto) = match &s.iterations {
         IterationsKey::Count(n) => {
             let n =
@@ -223,6 +230,7 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     let position = |method| {
         SolverChoice::Position(XpbdSettings {
             substeps,
+            max_substeps,
             iterations,
             method,
             air_damping: s.air_damping,
@@ -264,6 +272,9 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     };
     if s.rope_solver.is_some() && matches!(solver, SolverChoice::Force(_)) {
         return Err("solver.rope_solver: only applies to method = \"xpbd\" or \"pbd\"".into());
+    }
+    if s.max_substeps.is_some() && matches!(solver, SolverChoice::Force(_)) {
+        return Err("solver.max_substeps: only applies to method = \"xpbd\" or \"pbd\"".into());
     }
     if s.tethers.is_some() && matches!(solver, SolverChoice::Force(_)) {
         return Err("solver.tethers: only applies to method = \"xpbd\" or \"pbd\"".into());

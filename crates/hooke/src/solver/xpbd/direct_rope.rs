@@ -84,6 +84,9 @@ struct Scratch {
 pub struct RopeChains {
     chains: Vec<Chain>,
     scratch: Vec<Scratch>,
+    /// The largest T(wᵢ + wⱼ)/L (1/s²) of a segment in tension since the last
+    /// [`RopeChains::take_peak`], for the tension limit ([`super::stability`]).
+    peak: f32,
 }
 
 /// The particles of a row (the third repeats the second for a distance constraint).
@@ -175,7 +178,13 @@ impl RopeChains {
                 rhs: vec![0.0; c.rows.len()],
             })
             .collect();
-        RopeChains { chains, scratch }
+        RopeChains { chains, scratch, peak: 0.0 }
+    }
+
+    /// The largest T(wᵢ + wⱼ)/L (1/s²) of a rope segment in tension, T = −λ/h² (N), at the end
+    /// of any solve since the last call (0 if none); resets it.
+    pub(crate) fn take_peak(&mut self) -> f32 {
+        std::mem::take(&mut self.peak)
     }
 
     /// Whether the model has no rope.
@@ -201,7 +210,8 @@ impl RopeChains {
         pbd: bool,
     ) {
         for (chain, scratch) in self.chains.iter().zip(&mut self.scratch) {
-            solve_chain(chain, scratch, model, particles, lambda, lambda_joint, sweep, pbd);
+            let peak = solve_chain(chain, scratch, model, particles, lambda, lambda_joint, sweep, pbd);
+            self.peak = self.peak.max(peak);
         }
     }
 }
@@ -245,7 +255,7 @@ fn solve_chain(
     lambda_joint: &mut [f32],
     sweep: super::distance_kernel::Sweep,
     pbd: bool,
-) {
+) -> f32 {
     let (distance, joints) = (model.distance(), model.rope_bending());
     let b = chain.bandwidth;
     // Rows: gradients, the diagonal term D_k and the right-hand side b_k.
@@ -313,11 +323,21 @@ fn solve_chain(
         4 => factor_and_solve::<4>(bytemuck::cast_slice_mut(&mut s.band), &mut s.diag, &mut s.rhs),
         _ => factor_and_solve_any(b, &mut s.band, &mut s.diag, &mut s.rhs),
     }
-    // λ += Δλ, d += W Jᵀ Δλ (particle by particle, rows in band order).
+    // λ += Δλ, d += W Jᵀ Δλ (particle by particle, rows in band order); the largest
+    // T(wᵢ + wⱼ)/L of a segment for the tension limit.
+    let mut peak = 0.0f32;
     if !pbd {
         for (r, &row) in chain.rows.iter().enumerate() {
             match row {
-                Row::Distance(k) => lambda[k as usize] += s.rhs[r],
+                Row::Distance(k) => {
+                    let l = &mut lambda[k as usize];
+                    *l += s.rhs[r];
+                    if *l < 0.0 {
+                        let c = &distance.constraints()[k as usize];
+                        let w = particles[c.i as usize].x.w + particles[c.j as usize].x.w;
+                        peak = peak.max(-*l * sweep.inv_h2 * w / c.rest_length);
+                    }
+                }
                 Row::Joint(k) => lambda_joint[k as usize] += s.rhs[r],
             }
         }
@@ -334,6 +354,7 @@ fn solve_chain(
         }
         q.d += (step * w).extend(0.0);
     }
+    if peak.is_finite() { peak } else { 0.0 }
 }
 
 /// One row k of the LDLᵀ factorisation of a band of width `b` (any k): `band` row-major,

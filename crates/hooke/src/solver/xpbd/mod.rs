@@ -31,6 +31,7 @@ mod dihedral_kernel;
 pub mod direct_rope;
 pub(crate) mod distance_kernel;
 mod projection;
+pub mod stability;
 
 use super::health;
 use super::plan::SubstepPlan;
@@ -87,8 +88,14 @@ impl RopeSolver {
 /// Numerical settings of [`XpbdSolver`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct XpbdSettings {
-    /// Substeps per frame, ≥ 1.
+    /// Substeps per frame, ≥ 1: the count of every frame unless the tension limit asks for
+    /// more ([`XpbdSettings::max_substeps`]).
     pub substeps: u32,
+    /// The most substeps the tension limit may split a frame into ([`stability`]: XPBD on the
+    /// CPU raises a frame's count above [`XpbdSettings::substeps`] when the tension of a rope
+    /// under the direct solver would make it unstable), ≤ 100 000. At or below `substeps`:
+    /// every frame has exactly `substeps`. The GPU solver runs `substeps` always.
+    pub max_substeps: u32,
     /// Gauss–Seidel iterations per substep, ≥ 1.
     pub iterations: u32,
     /// XPBD or PBD.
@@ -136,11 +143,13 @@ pub struct AutoIterations {
 }
 
 impl Default for XpbdSettings {
-    /// 20 substeps × 1 iteration of XPBD, air damping 0.05/s, parallel, blow-up at 500 m/s or
-    /// 1 000 % strain, ropes by the direct solver, tethers on, the colliders' broad phase on.
+    /// 20 substeps (up to 1 000 where the tension limit needs them) × 1 iteration of XPBD,
+    /// air damping 0.05/s, parallel, blow-up at 500 m/s or 1 000 % strain, ropes by the direct
+    /// solver, tethers on, the colliders' broad phase on.
     fn default() -> Self {
         XpbdSettings {
             substeps: 20,
+            max_substeps: DEFAULT_MAX_SUBSTEPS,
             iterations: 1,
             method: Method::Xpbd,
             air_damping: 0.05,
@@ -155,8 +164,11 @@ impl Default for XpbdSettings {
     }
 }
 
+/// The default [`XpbdSettings::max_substeps`].
+pub const DEFAULT_MAX_SUBSTEPS: u32 = 1000;
+
 impl XpbdSettings {
-    /// Checks the settings: 1–100 000 substeps, 1–10 000 iterations, a finite air damping
+    /// Checks the settings: 1–100 000 substeps (and at most 100 000 for the tension limit), 1–10 000 iterations, a finite air damping
     /// rate ≥ 0, a PBD stiffness in [0, 1] and blow-up limits > 0. Every solver that takes
     /// these settings, on the CPU and on the GPU, calls it.
     ///
@@ -166,6 +178,9 @@ impl XpbdSettings {
         let bad = |setting, message: String| Err(SolverError::InvalidSettings { setting, message });
         if !(1..=100_000).contains(&self.substeps) {
             return bad("substeps", format!("must be between 1 and 100000, got {}", self.substeps));
+        }
+        if self.max_substeps > 100_000 {
+            return bad("max_substeps", format!("must be at most 100000, got {}", self.max_substeps));
         }
         if !(1..=10_000).contains(&self.iterations) {
             return bad("iterations", format!("must be between 1 and 10000, got {}", self.iterations));
@@ -270,6 +285,9 @@ pub struct XpbdSolver {
     residual_inv_h2: Option<f32>,
     /// The stage times collected while measuring ([`Solver::measure_stages`]).
     stage_times: Option<StageTimes>,
+    /// The largest T(wᵢ + wⱼ)/L (1/s²) of the last frame, for the next frame's substeps
+    /// ([`stability`]); `None` before the first frame and after a new state or model.
+    tension_peak: Option<f32>,
 }
 
 impl XpbdSolver {
@@ -311,6 +329,7 @@ impl XpbdSolver {
             snapshot: None,
             residual_inv_h2: None,
             stage_times: None,
+            tension_peak: None,
             settings,
             model,
         })
@@ -346,7 +365,7 @@ impl XpbdSolver {
         let model = Arc::clone(&self.model);
         let aero = model.air().is_active() && !model.triangles().is_empty();
         self.state.reset_inverse_masses(&model);
-        let mut times = StageTimes { frames: 1, substeps: s.substeps, ..StageTimes::default() };
+        let mut times = StageTimes { frames: 1, substeps: plan.substeps(), ..StageTimes::default() };
         let mut watch = Stopwatch::new(self.stage_times.is_some() && !trace);
         let pins: Vec<PinMove> = stages::predict::begin_pins(&mut self.state, &plan.pins);
         if s.tethers {
@@ -486,7 +505,7 @@ impl XpbdSolver {
         self.state.time += plan.frame_dt as f64;
         self.collider_pose.clone_from(&plan.collider_end);
         Ok(StepReport {
-            substeps: s.substeps,
+            substeps: plan.substeps(),
             iterations: most_iterations,
             total_iterations,
             contacts,
@@ -781,21 +800,54 @@ impl Solver for XpbdSolver {
     }
 
     fn step(&mut self, control: &Control, frame_dt: f32) -> Result<StepReport, SolverError> {
-        let s = &self.settings;
-        let plan = SubstepPlan::new(
-            &self.model,
-            control,
-            self.state.time,
-            frame_dt,
-            s.substeps,
-            s.air_damping,
-            &self.collider_pose,
-        )?;
+        let s = self.settings;
+        // The tension limit (see `stability`) of the ropes under the direct solver: their
+        // multipliers give the tension. A model of several worlds keeps its count, so that no
+        // world's steps depend on another's.
+        let adaptive = s.max_substeps > s.substeps
+            && s.method == Method::Xpbd
+            && !self.ropes.is_empty()
+            && self.model.worlds().len() == 1;
+        // The count from the last frame's tension (none before the first frame, after a new
+        // state or model).
+        let mut substeps = match self.tension_peak {
+            Some(rate2) if adaptive => stability::substeps_for_tension(rate2, frame_dt, s.substeps, s.max_substeps),
+            _ => s.substeps,
+        };
+        self.tension_peak = None;
         let mut snap = self.snapshot.take().unwrap_or_default();
         snap.state.clone_from(&self.state);
         snap.collider_pose.clone_from(&self.collider_pose);
         self.residual_inv_h2 = None;
-        let report = self.frame(&plan, false)?;
+        let (plan, report) = loop {
+            let plan = SubstepPlan::new(
+                &self.model,
+                control,
+                self.state.time,
+                frame_dt,
+                substeps,
+                s.air_damping,
+                &self.collider_pose,
+            )?;
+            self.ropes.take_peak();
+            let report = self.frame(&plan, false)?;
+            if adaptive {
+                // The frame's tension: the largest of any rope segment in any of its substeps.
+                let rate2 = self.ropes.take_peak();
+                self.tension_peak = Some(rate2);
+                // A frame whose tension came to exceed the retry bound (a load that jumped
+                // within it: a slack cable snapping taut) is taken again with the count that
+                // tension asks for.
+                let need = stability::substeps_for_tension(rate2, frame_dt, s.substeps, s.max_substeps);
+                if plan.h * rate2.sqrt() > stability::RETRY_MARGIN && need > substeps && substeps < s.max_substeps {
+                    substeps = need;
+                    self.state.clone_from(&snap.state);
+                    self.collider_pose.clone_from(&snap.collider_pose);
+                    continue;
+                }
+            }
+            break (plan, report);
+        };
         let mut watch = Stopwatch::new(self.stage_times.is_some());
         let health = self.health();
         if let Some(times) = &mut self.stage_times {
@@ -830,12 +882,14 @@ impl Solver for XpbdSolver {
         check_state(&self.model, state)?;
         self.state.write(state);
         self.residual_inv_h2 = None;
+        self.tension_peak = None;
         Ok(())
     }
 
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         super::check_same_topology(&self.model, &model)?;
         self.residual_inv_h2 = None;
+        self.tension_peak = None;
         self.distance = DistanceBlocks::new(&model);
         self.ropes = match self.settings.rope_solver {
             RopeSolver::Direct => direct_rope::RopeChains::new(&model),
