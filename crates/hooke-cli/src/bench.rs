@@ -397,7 +397,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let overlap_fraction = overlap.map_or(0.0, |o| o.depth() / o.contact_distance);
     let n = model.particle_count() as f64;
     let c = model.distance().constraints().len() as f64;
-    let sub = scene.solver.substeps() as f64;
+    // Substeps per timed frame: the scene's, or more where the tension limit raised them.
+    let sub = if substep_count > 0 && args.frames > 0 {
+        substep_count as f64 / args.frames as f64
+    } else {
+        scene.solver.substeps() as f64
+    };
     let it = if iteration_count > 0 {
         iteration_count as f64 / substep_count as f64
     } else {
@@ -468,6 +473,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     });
     let mut json = json;
     json["tearing"] = tearing_json;
+    json["substeps_mean"] = sub.into();
     json["contact_list_builds"] = list_builds.into();
     json["contact_list_overflows"] = list_overflows.into();
     // Where the GPU's particle contacts found their candidates (null on the CPU, without
@@ -537,7 +543,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             None => String::new(),
         };
         println!(
-            "{}{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}{}",
+            "{}{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps{} × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}{}",
             scene.name,
             match scene.model.worlds().len() {
                 1 => String::new(),
@@ -550,6 +556,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             scene.model.distance().constraints().len(),
             scene.model.distance().colour_count(),
             scene.solver.substeps(),
+            if sub > scene.solver.substeps() as f64 + 1e-9 {
+                format!(" ({sub:.1} per frame on average: raised by the tension limit)")
+            } else {
+                String::new()
+            },
             scene.solver.iterations_text(),
             it,
             threads,
