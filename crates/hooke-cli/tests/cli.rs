@@ -617,6 +617,28 @@ fn render_draws_a_baked_cache_as_the_scene_draws_it() {
     assert!(!tmp.path().join("c").exists() && !tmp.path().join("d").exists(), "a refused render left a folder");
 }
 
+/// The tension limit on the CPU, and the note on the GPU, which runs a fixed count:
+/// `scenes/falling_cable.toml` (a 50 m cable of 10 000 particles released horizontally) takes
+/// more than its 20 substeps on the CPU and says so in the summary; on the GPU the run notes
+/// the 105 substeps the cable's weight asks for (10 frames on the CPU, 2 on the GPU).
+#[test]
+fn a_rope_under_tension_gets_its_substeps_or_a_note() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenes/falling_cable.toml");
+    let scene = scene.to_str().unwrap();
+    let o = hooke(&["run", scene, "--frames", "10", "--out", "cpu"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("substeps: the tension limit raised") && t.contains("from 20 to at most"), "{t}");
+    let o = hooke(&["run", scene, "--frames", "2", "--backend", "gpu", "--out", "gpu"], tmp.path());
+    let t = text(&o);
+    if o.status.success() {
+        assert!(t.contains("note: rope \"cable\" needs about 105 substeps per frame"), "{t}");
+    } else {
+        assert!(std::env::var_os("HOOKE_REQUIRE_GPU").is_none() && t.contains("adapter"), "{t}");
+    }
+}
+
 /// A scene that tears (`scenes/tear_sheet.toml`: a ball pushed through a sheet held by two
 /// edges), 70 frames: it tears (broken constraints and split particles counted in
 /// diagnostics.csv, the first at frame 48); the USD opens in pxr with time-sampled topology —

@@ -190,6 +190,29 @@ impl<'s> Bake<'s> {
                 if n == 1 { "" } else { "s" }
             ));
         }
+        if settings.options.backend == crate::Backend::Gpu
+            && let SolverChoice::Position(x) = scene.solver
+            && x.method == hooke::Method::Xpbd
+            && x.rope_solver == hooke::RopeSolver::Direct
+        {
+            // The GPU runs its fixed count: say which ropes the tension limit would give more.
+            let dt = 1.0 / scene.fps;
+            for (b, need) in hooke::solver::xpbd::stability::rope_weight_substeps(&scene.model, dt) {
+                if need > x.substeps {
+                    let text = format!(
+                        "rope {:?} needs about {need} substeps per frame by the tension limit when it hangs by its own \
+                         weight (more when it swings), and the GPU does not apply the limit (it runs {}): it may \
+                         zigzag and blow up there; set [solver] substeps = {need} or more, or run it on the CPU",
+                        scene.model.bodies()[b].name,
+                        x.substeps
+                    );
+                    note = Some(match note {
+                        Some(n) => format!("{n}; {text}"),
+                        None => text,
+                    });
+                }
+            }
+        }
         let scene: &'s Scene = scene;
         Ok(Bake { scene, settings, solver, device, note })
     }
@@ -209,7 +232,8 @@ impl<'s> Bake<'s> {
         &self.device
     }
 
-    /// A note on how the settings were adapted to the backend (auto iterations on the GPU).
+    /// A note on how the settings were adapted to the backend (auto iterations on the GPU), and
+    /// on the ropes whose weight asks the GPU for more substeps than it runs.
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()
     }
