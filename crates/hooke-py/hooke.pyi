@@ -71,7 +71,7 @@ class Simulation:
         out of range, or a bad material or scene key.
         """
     def step(self, frames: int = 1) -> None:
-        """Advances `frames` frames of 1/fps s each (the scene's substeps and iterations each).
+        """Advances `frames` frames of 1/fps s each (the scene's substeps — more where the CPU's tension limit raises them for a rope — and iterations each).
 
         Raises SimulationError if the simulation blows up; the state is then the last good one.
         The interpreter's lock is released while it runs; Ctrl-C stops between frames.

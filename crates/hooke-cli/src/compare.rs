@@ -66,6 +66,8 @@ fn entries() -> Vec<Entry> {
             make: Box::new(|m, substeps| {
                 let s = XpbdSettings {
                     substeps,
+                    // The step under comparison, fixed (no tension limit).
+                    max_substeps: substeps,
                     iterations: 1,
                     air_damping: 0.0,
                     parallel: false,

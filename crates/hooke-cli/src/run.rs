@@ -264,11 +264,20 @@ pub fn run(args: RunArgs) -> Result<()> {
     let (raised, most_substeps) = baked.raised_substeps;
     if raised > 0 {
         println!(
-            "substeps: the tension limit raised {} from {} to at most {most_substeps} (a rope segment's \
-             h·√(T(wᵢ + wⱼ)/L) kept ≤ 1; [solver] max_substeps caps it)",
+            "substeps: the tension limit raised {} from {} to at most {most_substeps} (aiming at h·√(T(wᵢ + wⱼ)/L) ≤ 1 \
+             for every rope segment; [solver] max_substeps caps it)",
             crate::count(raised, "frame", "frames"),
             scene.solver.substeps()
         );
+        if let SolverChoice::Position(x) = scene.solver
+            && most_substeps >= x.max_substeps
+        {
+            eprintln!(
+                "warning: the tension limit reached [solver] max_substeps = {}: a rope's tension asked for more, and \
+                 it may have zigzagged (raise max_substeps)",
+                x.max_substeps
+            );
+        }
     }
     let (lines, warnings) = baked.monitor.summary();
     for line in lines {

@@ -190,21 +190,34 @@ impl<'s> Bake<'s> {
                 if n == 1 { "" } else { "s" }
             ));
         }
-        if settings.options.backend == crate::Backend::Gpu
+        // The tension limit raises a rope's substeps on the CPU, for a scene run alone; the GPU
+        // and a model of several worlds run the fixed count: say which ropes ask for more.
+        let gpu = settings.options.backend == crate::Backend::Gpu;
+        let packed = scene.model.worlds().len() > 1;
+        if (gpu || packed)
             && let SolverChoice::Position(x) = scene.solver
             && x.method == hooke::Method::Xpbd
             && x.rope_solver == hooke::RopeSolver::Direct
         {
-            // The GPU runs its fixed count: say which ropes the tension limit would give more.
-            let dt = 1.0 / scene.fps;
-            for (b, need) in hooke::solver::xpbd::stability::rope_weight_substeps(&scene.model, dt) {
+            let (runs, what) = if gpu {
+                (
+                    "the GPU does not apply the limit",
+                    "it may zigzag and blow up there; set [solver] substeps = {need} or more, or run it on the CPU",
+                )
+            } else {
+                (
+                    "a model of several worlds keeps its count",
+                    "packed, it may zigzag and blow up, and differs from its run alone; set [solver] substeps = {need} or more",
+                )
+            };
+            for (b, need) in hooke::solver::xpbd::stability::rope_weight_substeps(&scene.model, 1.0 / scene.fps) {
                 if need > x.substeps {
                     let text = format!(
                         "rope {:?} needs about {need} substeps per frame by the tension limit when it hangs by its own \
-                         weight (more when it swings), and the GPU does not apply the limit (it runs {}): it may \
-                         zigzag and blow up there; set [solver] substeps = {need} or more, or run it on the CPU",
+                         weight (more when it swings), and {runs} (it runs {}): {}",
                         scene.model.bodies()[b].name,
-                        x.substeps
+                        x.substeps,
+                        what.replace("{need}", &need.to_string())
                     );
                     note = Some(match note {
                         Some(n) => format!("{n}; {text}"),
@@ -233,7 +246,8 @@ impl<'s> Bake<'s> {
     }
 
     /// A note on how the settings were adapted to the backend (auto iterations on the GPU), and
-    /// on the ropes whose weight asks the GPU for more substeps than it runs.
+    /// on the ropes whose weight asks for more substeps than the GPU or a model of several
+    /// worlds runs (the tension limit raises them only on the CPU, for a scene run alone).
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()
     }

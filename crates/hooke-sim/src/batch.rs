@@ -616,7 +616,9 @@ pub struct BatchSettings {
     /// depend on it.
     pub jobs: usize,
     /// Samples packed into one model of worlds and solved together ([`crate::worlds`]; 1: each
-    /// alone). Results do not depend on it; every sample of a pack shares its `[solver]`.
+    /// alone). Results do not depend on it (but on the CPU for a rope whose tension the
+    /// tension limit answers in a run alone: see [`crate::worlds`]); every sample of a pack
+    /// shares its `[solver]`.
     pub worlds: usize,
 }
 

@@ -1,7 +1,10 @@
 //! Packing scenes into worlds (issue #13, item 1): several independent scenes — a batch's
 //! samples, say — made into one scene of several worlds ([`hooke::World`]) and solved by the
 //! same sweeps, each with its own bodies, colliders, pins, gravity and wind, none touching
-//! another. Each world's positions are bit for bit those of its scene run alone.
+//! another. Each world's positions are bit for bit those of its scene run alone — except, on
+//! the CPU, a rope whose tension makes the tension limit raise the substeps of its scene run
+//! alone (`hooke::solver::xpbd::stability`): a pack keeps the fixed count, and the run notes
+//! such ropes (from their weight).
 //!
 //! The packing works on the scene files' keys: world k takes scene k's `gravity`, `wind` and
 //! `gust` (`[[world]]` sections for k ≥ 1), and its cloths, ropes and colliders with

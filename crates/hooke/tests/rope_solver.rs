@@ -233,9 +233,10 @@ fn the_tension_limit_keeps_a_falling_cable_stable() {
 
 /// The tension limit's retry: a cable that enters its first frame already in tension (10 m of
 /// 2 001 particles hanging from its pin, set swinging about it at 1 rad/s: about 30 N at the
-/// pin, h·√(T(wᵢ + wⱼ)/L) ≈ 2.9 at 20 substeps) has no earlier frame to size its substeps
+/// pin, h·√(T(wᵢ + wⱼ)/L) ≈ 2.5 at 20 substeps) has no earlier frame to size its substeps
 /// from; the first frame, run at 20, ends over the bound and is taken again from its start at
-/// the count its tension asks for (49), and over 20 frames no segment stretches by 1 % (0.47 %;
+/// the count its tension asks for (49) — bit for bit the frame a solver at that fixed count
+/// takes — and over 20 frames no segment stretches by 1 % (0.47 %;
 /// fixed counts of 200 and 400 give 1.9 % and 0.57 %, a fixed 20 blows up). Without the retry
 /// the first frame keeps its 20 and a later frame whose tension jumps stretches it by 6.4 %.
 #[test]
@@ -253,7 +254,7 @@ fn the_tension_limit_retakes_a_frame_that_starts_in_tension() {
     let mut control = Control::new();
     control.pin(0);
     let mut st = State::from_model(&model);
-    // Spinning at 3 rad/s about the pin's z axis: v = ω × (x − pin).
+    // Swinging at 1 rad/s about the pin's z axis: v = ω × (x − pin).
     let pin = st.particle_position[0];
     for (x, v) in st.particle_position.iter().zip(st.particle_velocity.iter_mut()) {
         *v = Vec3::new(0.0, 0.0, 1.0).cross(*x - pin);
@@ -262,6 +263,16 @@ fn the_tension_limit_retakes_a_frame_that_starts_in_tension() {
         XpbdSolver::new(model.clone(), XpbdSettings { tethers: false, ..XpbdSettings::default() }).unwrap();
     solver.write_state(&st).unwrap();
     let first = solver.step(&control, 1.0 / 60.0).unwrap();
+    assert_eq!(first.retries, 1, "{first:?}");
+    // The frame kept is the one a solver at that fixed count takes, bit for bit.
+    let fixed = XpbdSettings { substeps: first.substeps, max_substeps: 0, tethers: false, ..XpbdSettings::default() };
+    let mut reference = XpbdSolver::new(model.clone(), fixed).unwrap();
+    reference.write_state(&st).unwrap();
+    reference.step(&control, 1.0 / 60.0).unwrap();
+    let (mut a, mut b) = (State::from_model(&model), State::from_model(&model));
+    solver.read_state(&mut a);
+    reference.read_state(&mut b);
+    assert!(a.particle_position == b.particle_position && a.particle_velocity == b.particle_velocity);
     let mut strain = 0.0f32;
     for _ in 0..20 {
         solver.step(&control, 1.0 / 60.0).unwrap();

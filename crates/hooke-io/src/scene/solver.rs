@@ -273,8 +273,12 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     if s.rope_solver.is_some() && matches!(solver, SolverChoice::Force(_)) {
         return Err("solver.rope_solver: only applies to method = \"xpbd\" or \"pbd\"".into());
     }
-    if s.max_substeps.is_some() && matches!(solver, SolverChoice::Force(_)) {
-        return Err("solver.max_substeps: only applies to method = \"xpbd\" or \"pbd\"".into());
+    if s.max_substeps.is_some() && !matches!(solver, SolverChoice::Position(XpbdSettings { method: Method::Xpbd, .. }))
+    {
+        return Err(
+            "solver.max_substeps: only applies to method = \"xpbd\" (the tension limit reads XPBD's multipliers)"
+                .into(),
+        );
     }
     if s.tethers.is_some() && matches!(solver, SolverChoice::Force(_)) {
         return Err("solver.tethers: only applies to method = \"xpbd\" or \"pbd\"".into());

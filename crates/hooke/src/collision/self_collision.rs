@@ -379,6 +379,18 @@ impl SelfCollision {
     }
 
     /// How often the neighbour lists were rebuilt: (builds, substeps solved).
+    /// Each particle's contact count of the last substep, which the next substep's solve
+    /// reads (to keep with a snapshot of the state).
+    pub(crate) fn counts(&self) -> &[u32] {
+        &self.previous
+    }
+
+    /// Restores the counts saved with [`SelfCollision::counts`].
+    pub(crate) fn restore_counts(&mut self, counts: &[u32]) {
+        self.previous.clear();
+        self.previous.extend_from_slice(counts);
+    }
+
     pub fn list_builds(&self) -> (u64, u64) {
         (self.lists.builds, self.lists.substeps)
     }

@@ -95,6 +95,10 @@ pub struct StepReport {
     /// Largest relative residual ‖b − Ax‖/‖b‖ the linear solver ended with in the frame; 0
     /// for solvers without a linear solve.
     pub linear_residual: f64,
+    /// Times the frame was taken again from its start with more substeps by the tension limit
+    /// ([`crate::solver::xpbd::stability`]; XPBD on the CPU); the other counts are those of the
+    /// attempt kept.
+    pub retries: u32,
 }
 
 /// Static description of a configured solver, for reports and benchmarks.

@@ -354,7 +354,9 @@ fn solve_chain(
         }
         q.d += (step * w).extend(0.0);
     }
-    if peak.is_finite() { peak } else { 0.0 }
+    // An infinite tension asks for the most substeps; NaN (a broken state) is the health
+    // check's to report.
+    if peak.is_nan() { 0.0 } else { peak }
 }
 
 /// One row k of the LDLᵀ factorisation of a band of width `b` (any k): `band` row-major,

@@ -2,7 +2,8 @@
 //!
 //! One frame of Δt_frame is split into `substeps` substeps of h = Δt_frame/substeps (Macklin et
 //! al. 2019, "Small steps in physics simulation"), planned once per frame
-//! ([`SubstepPlan`]). Each substep runs the [stages](super::stages) in order:
+//! ([`SubstepPlan`]) — more where the tension of a rope asks for them ([`stability`]). Each
+//! substep runs the [stages](super::stages) in order:
 //!
 //! 1. **Aerodynamics**: drag and lift per triangle, f_ext per particle (if the air is active),
 //!    limited so that no step overshoots the wind
@@ -814,40 +815,54 @@ impl Solver for XpbdSolver {
             Some(rate2) if adaptive => stability::substeps_for_tension(rate2, frame_dt, s.substeps, s.max_substeps),
             _ => s.substeps,
         };
+        let plan_of = |solver: &Self, substeps: u32| {
+            SubstepPlan::new(
+                &solver.model,
+                control,
+                solver.state.time,
+                frame_dt,
+                substeps,
+                s.air_damping,
+                &solver.collider_pose,
+            )
+        };
+        // The plan first: a step refused for its input (a pin, a time step) changes nothing.
+        let mut plan = plan_of(self, substeps)?;
         self.tension_peak = None;
         let mut snap = self.snapshot.take().unwrap_or_default();
         snap.state.clone_from(&self.state);
         snap.collider_pose.clone_from(&self.collider_pose);
         self.residual_inv_h2 = None;
-        let (plan, report) = loop {
-            let plan = SubstepPlan::new(
-                &self.model,
-                control,
-                self.state.time,
-                frame_dt,
-                substeps,
-                s.air_damping,
-                &self.collider_pose,
-            )?;
+        // What a retry restores besides the state: the particle contacts' counts of the last
+        // substep (which the next one reads) and the stage times (the attempt kept is measured).
+        let keep = adaptive.then(|| (self.self_collision.counts().to_vec(), self.stage_times));
+        let mut retries = 0;
+        let mut report = loop {
             self.ropes.take_peak();
             let report = self.frame(&plan, false)?;
-            if adaptive {
+            if let Some((counts, times)) = &keep {
                 // The frame's tension: the largest of any rope segment in any of its substeps.
                 let rate2 = self.ropes.take_peak();
                 self.tension_peak = Some(rate2);
-                // A frame whose tension came to exceed the retry bound (a load that jumped
-                // within it: a slack cable snapping taut) is taken again with the count that
-                // tension asks for.
+                // A frame whose tension came above the retry bound (the first frame, which had
+                // no earlier one to size it; a load that jumped within it) is taken again with
+                // the count that tension asks for.
                 let need = stability::substeps_for_tension(rate2, frame_dt, s.substeps, s.max_substeps);
-                if plan.h * rate2.sqrt() > stability::RETRY_MARGIN && need > substeps && substeps < s.max_substeps {
+                let over = plan.h * rate2.sqrt() > stability::RETRY_MARGIN;
+                if over && need > substeps {
                     substeps = need;
+                    retries += 1;
                     self.state.clone_from(&snap.state);
                     self.collider_pose.clone_from(&snap.collider_pose);
+                    self.self_collision.restore_counts(counts);
+                    self.stage_times = *times;
+                    plan = plan_of(self, substeps)?;
                     continue;
                 }
             }
-            break (plan, report);
+            break report;
         };
+        report.retries = retries;
         let mut watch = Stopwatch::new(self.stage_times.is_some());
         let health = self.health();
         if let Some(times) = &mut self.stage_times {

@@ -18,10 +18,12 @@
 //!
 //! Ropes at ordinary loads are inside this. A fine, stiff cable carrying its own weight is
 //! not: a 50 m cable of 10 000 particles (0.2 kg/m, EA = 10⁶ N) released horizontally from one
-//! end reaches h·√(T(wᵢ + wⱼ)/L) = 1.6 in its first frames at 20 substeps and 4.9 at 1.4 s,
-//! and its zigzag then grows about fivefold per frame until the run blows up (t = 1.45 s).
-//! Without bending stiffness the same cable blows up in frame 4 when the count lets that
-//! number reach 1.45 (and not while it stays at 1): where the analysis puts the limit.
+//! end reaches h·√(T(wᵢ + wⱼ)/L) = 1.6 in its first frames at 20 substeps and 4.9 at
+//! t = 1.40 s, and its zigzag then grows about fivefold per frame until the run blows up
+//! (t = 1.45 s). Without bending stiffness it blows up sooner at 20 substeps (t = 0.42 s); with
+//! the count chosen each frame to keep that number under 1.41 it blew up in frame 4, where
+//! the number reached 1.45, and with the count keeping it under 1 it falls its 3 s: where the
+//! analysis puts the limit.
 //!
 //! Cloth under Gauss–Seidel is left alone: its sweeps project each constraint at the
 //! positions its neighbours have just moved, and sheets held at 20 % strain between pins
@@ -29,8 +31,10 @@
 //!
 //! # The rule
 //!
-//! The direct solver knows every segment's multiplier, and so its tension T = −λ/h² (N) while
-//! stretched (λ < 0): it keeps the largest T(wᵢ + wⱼ)/L of a frame's substeps.
+//! The direct solver knows every segment's multiplier (and every bend spring's, which it
+//! solves with them), and so its tension T = −λ/h² (N) while stretched (λ < 0): it keeps the
+//! largest T(wᵢ + wⱼ)/L of a frame's substeps. When it raises the count, the whole model takes
+//! it — a cloth in a scene with such a rope too.
 //! [`substeps_for_tension`] turns that into the substep count that keeps h·√(T(wᵢ + wⱼ)/L) at
 //! most [`TENSION_MARGIN`] = 1 — a margin of √2 against the limit, for tension that grows
 //! within the next frame — clamped to the settings' `substeps` from below and `max_substeps`
@@ -52,18 +56,25 @@ use crate::model::{BodyKind, ConstraintFamily, Model};
 /// The largest h·√(T(wᵢ + wⱼ)/L) the chosen substep count allows (the stability limit is √2).
 pub const TENSION_MARGIN: f32 = 1.0;
 
-/// A frame whose own last substep ends above this h·√(T(wᵢ + wⱼ)/L) is taken again with the
-/// count its tension asks for (below the limit √2; the next frame's count keeps
+/// A frame whose largest h·√(T(wᵢ + wⱼ)/L) over its substeps came above this is taken again
+/// with the count its tension asks for (below the limit √2; the next frame's count keeps
 /// [`TENSION_MARGIN`]).
 pub const RETRY_MARGIN: f32 = 1.25;
 
 /// The substeps a frame of `frame_dt` seconds needs so that h·√(rate2) ≤ [`TENSION_MARGIN`],
 /// with `rate2` the largest T(wᵢ + wⱼ)/L (1/s²) of the frame, clamped to `substeps..=max_substeps`
-/// (`substeps` when `max_substeps` is smaller).
+/// (`substeps` when `max_substeps` is smaller): an infinite `rate2` gets the cap, NaN (a broken
+/// state, which the health check reports) `substeps`.
 pub fn substeps_for_tension(rate2: f32, frame_dt: f32, substeps: u32, max_substeps: u32) -> u32 {
     let need = (frame_dt * rate2.sqrt() / TENSION_MARGIN).ceil();
     let cap = max_substeps.max(substeps);
-    if need.is_finite() && need > substeps as f32 { (need as u32).min(cap) } else { substeps }
+    if need.is_nan() || need <= substeps as f32 {
+        substeps
+    } else if need >= cap as f32 {
+        cap
+    } else {
+        need as u32
+    }
 }
 
 /// For each rope of `model` (index into [`Model::bodies`]), the substeps a frame of `frame_dt`
@@ -127,13 +138,13 @@ mod tests {
 
     #[test]
     fn the_count_keeps_the_margin_within_its_bounds() {
-        // 60 fps, ω = 5990 rad/s: h ≤ 1/5990 → 100 substeps.
+        // 60 fps, √(T(wᵢ + wⱼ)/L) = 5990 1/s: h ≤ 1/5990 → 100 substeps.
         assert_eq!(substeps_for_tension(5990.0f32.powi(2), 1.0 / 60.0, 20, 1000), 100);
         assert_eq!(substeps_for_tension(5990.0f32.powi(2), 1.0 / 60.0, 20, 50), 50);
         assert_eq!(substeps_for_tension(100.0, 1.0 / 60.0, 20, 1000), 20);
         assert_eq!(substeps_for_tension(0.0, 1.0 / 60.0, 20, 1000), 20);
         assert_eq!(substeps_for_tension(f32::NAN, 1.0 / 60.0, 20, 1000), 20);
-        assert_eq!(substeps_for_tension(f32::INFINITY, 1.0 / 60.0, 20, 1000), 20);
+        assert_eq!(substeps_for_tension(f32::INFINITY, 1.0 / 60.0, 20, 1000), 1000);
         assert_eq!(substeps_for_tension(1e12, 1.0 / 60.0, 40, 10), 40);
     }
 }
