@@ -261,13 +261,14 @@ pub fn run(args: RunArgs) -> Result<()> {
             iterations
         );
     }
-    let (raised, most_substeps) = baked.raised_substeps;
+    let (raised, most_substeps, retried) = baked.raised_substeps;
     if raised > 0 {
         println!(
             "substeps: the tension limit raised {} from {} to at most {most_substeps} (aiming at h·√(T(wᵢ + wⱼ)/L) ≤ 1 \
-             for every rope segment; [solver] max_substeps caps it)",
+             for every rope segment; [solver] max_substeps caps it); {} taken again with more",
             crate::count(raised, "frame", "frames"),
-            scene.solver.substeps()
+            scene.solver.substeps(),
+            crate::count(retried, "frame", "frames")
         );
         if let SolverChoice::Position(x) = scene.solver
             && most_substeps >= x.max_substeps

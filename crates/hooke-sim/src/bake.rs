@@ -125,9 +125,10 @@ pub struct Baked {
     pub torn: TornTotals,
     /// Iterations over all substeps, substeps, and the most iterations in one substep.
     pub iterations: (u64, u64, u32),
-    /// Frames whose substeps the tension limit raised above the scene's, and the most
-    /// substeps of one frame (`hooke::solver::xpbd::stability`).
-    pub raised_substeps: (usize, u32),
+    /// Frames whose substeps the tension limit raised above the scene's, the most substeps of
+    /// one frame, and the frames it took again from their start
+    /// (`hooke::solver::xpbd::stability`).
+    pub raised_substeps: (usize, u32, usize),
     /// Members whose neighbour list overflowed, summed over the substeps (the GPU's particle
     /// contacts; those members took their contacts from the hash's cells instead, none lost).
     pub contact_list_overflows: u64,
@@ -306,7 +307,7 @@ impl<'s> Bake<'s> {
         let mut torn = TornTotals::default();
         let mut contact_list_overflows = 0u64;
         let (mut iterations, mut substeps, mut most) = (0u64, 0u64, 0u32);
-        let (mut raised, mut most_substeps) = (0usize, 0u32);
+        let (mut raised, mut most_substeps, mut retried) = (0usize, 0u32, 0usize);
         for frame in 1..=scene.frames {
             if stop.load(Ordering::SeqCst) {
                 failure = Some(Failure { frame, error: None, interrupted: true });
@@ -323,6 +324,7 @@ impl<'s> Bake<'s> {
             iterations += report.total_iterations as u64;
             substeps += report.substeps as u64;
             most = most.max(report.iterations);
+            retried += (report.retries > 0) as usize;
             if report.substeps > scene.solver.substeps() {
                 raised += 1;
                 most_substeps = most_substeps.max(report.substeps);
@@ -391,7 +393,7 @@ impl<'s> Bake<'s> {
             monitor,
             torn,
             iterations: (iterations, substeps, most),
-            raised_substeps: (raised, most_substeps),
+            raised_substeps: (raised, most_substeps, retried),
             contact_list_overflows,
             files,
             diagnostics,

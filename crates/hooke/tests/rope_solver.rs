@@ -170,18 +170,7 @@ fn xpbd_cantilevered_cable_holds_its_shape() {
 /// at its start, stepped for `frames` frames at 60 fps. Returns the largest stretch strain of
 /// a segment over the run, the most substeps of a frame, and whether the run blew up.
 fn falling_cable(length: f32, max_substeps: u32, frames: usize) -> (f32, u32, bool) {
-    let n = (length / 0.005).round() as usize + 1;
-    let mut rope = Rope::straight("cable", Vec3::new(0.0, 20.0, 0.0), Vec3::new(length, 20.0, 0.0), n);
-    rope.material.linear_density = 0.2;
-    rope.material.stretch_stiffness = 1e6;
-    rope.bending = hooke::Bending::None;
-    let model = Arc::new({
-        let mut b = ModelBuilder::new();
-        b.add_rope(&rope).unwrap();
-        b.finalize().unwrap()
-    });
-    let mut control = Control::new();
-    control.pin(0);
+    let (model, control) = fine_cable(Vec3::new(length, 20.0, 0.0));
     let s = XpbdSettings { max_substeps, tethers: false, ..XpbdSettings::default() };
     let mut solver = XpbdSolver::new(model.clone(), s).unwrap();
     let mut st = State::from_model(&model);
@@ -196,6 +185,22 @@ fn falling_cable(length: f32, max_substeps: u32, frames: usize) -> (f32, u32, bo
         strain = x.windows(2).map(|w| (w[1] - w[0]).length() / 0.005 - 1.0).fold(strain, f32::max);
     }
     (strain, most, false)
+}
+
+/// A cable from (0, 20, 0) m to `end` of 5 mm segments (1 g each, 0.2 kg/m), EA = 10⁶ N, no
+/// bending stiffness, pinned at its start.
+fn fine_cable(end: Vec3) -> (Arc<Model>, Control) {
+    let start = Vec3::new(0.0, 20.0, 0.0);
+    let n = ((end - start).length() / 0.005).round() as usize + 1;
+    let mut rope = Rope::straight("cable", start, end, n);
+    rope.material.linear_density = 0.2;
+    rope.material.stretch_stiffness = 1e6;
+    rope.bending = hooke::Bending::None;
+    let mut b = ModelBuilder::new();
+    b.add_rope(&rope).unwrap();
+    let mut control = Control::new();
+    control.pin(0);
+    (Arc::new(b.finalize().unwrap()), control)
 }
 
 /// The tension limit (`hooke::solver::xpbd::stability`; issue #9's whipping cable): a 10 m
@@ -241,18 +246,7 @@ fn the_tension_limit_keeps_a_falling_cable_stable() {
 /// the first frame keeps its 20 and a later frame whose tension jumps stretches it by 6.4 %.
 #[test]
 fn the_tension_limit_retakes_a_frame_that_starts_in_tension() {
-    let n = 2001;
-    let mut rope = Rope::straight("cable", Vec3::new(0.0, 20.0, 0.0), Vec3::new(0.0, 10.0, 0.0), n);
-    rope.material.linear_density = 0.2;
-    rope.material.stretch_stiffness = 1e6;
-    rope.bending = hooke::Bending::None;
-    let model = Arc::new({
-        let mut b = ModelBuilder::new();
-        b.add_rope(&rope).unwrap();
-        b.finalize().unwrap()
-    });
-    let mut control = Control::new();
-    control.pin(0);
+    let (model, control) = fine_cable(Vec3::new(0.0, 10.0, 0.0));
     let mut st = State::from_model(&model);
     // Swinging at 1 rad/s about the pin's z axis: v = ω × (x − pin).
     let pin = st.particle_position[0];
