@@ -7,6 +7,18 @@ use glam::Vec3;
 use hooke::{Control, Model, ModelBuilder, Rope, RopeSolver, Solver, State, XpbdSettings, XpbdSolver};
 use std::sync::Arc;
 
+/// Issue #9's input A: a rigid chain of 11 particles from (0, 3, 0) m to `end`, 0.1 kg each,
+/// with 500 kg at its end, pinned at its start.
+fn input_a(end: Vec3) -> (Arc<Model>, Control) {
+    let mut b = ModelBuilder::new();
+    let id = b.add_rope(&rigid(Rope::straight("chain", Vec3::new(0.0, 3.0, 0.0), end, 11), 0.5)).unwrap();
+    let last = b.body(id).particles.end - 1;
+    b.set_particle_mass(last, 500.0).unwrap();
+    let mut control = Control::new();
+    control.pin(0);
+    (Arc::new(b.finalize().unwrap()), control)
+}
+
 fn rigid(mut r: Rope, density: f32) -> Rope {
     r.material.linear_density = density;
     r.material.stretch_stiffness = f32::INFINITY;
@@ -22,13 +34,7 @@ fn rigid(mut r: Rope, density: f32) -> Rope {
 fn xpbd_rigid_chain_with_a_heavy_end_stays_rigid() {
     for (label, end) in [("hanging", Vec3::new(0.0, 1.0, 0.0)), ("released horizontally", Vec3::new(2.0, 3.0, 0.0))] {
         for solver_kind in [RopeSolver::Direct, RopeSolver::GaussSeidel] {
-            let mut b = ModelBuilder::new();
-            let id = b.add_rope(&rigid(Rope::straight("chain", Vec3::new(0.0, 3.0, 0.0), end, 11), 0.5)).unwrap();
-            let last = b.body(id).particles.end - 1;
-            b.set_particle_mass(last, 500.0).unwrap();
-            let model = Arc::new(b.finalize().unwrap());
-            let mut control = Control::new();
-            control.pin(0);
+            let (model, control) = input_a(end);
             // Without tethers, which would hold the Gauss–Seidel chain too.
             let s =
                 XpbdSettings { air_damping: 0.0, rope_solver: solver_kind, tethers: false, ..XpbdSettings::default() };
@@ -41,7 +47,7 @@ fn xpbd_rigid_chain_with_a_heavy_end_stays_rigid() {
                 let x = &st.particle_position;
                 let length: f32 = x.windows(2).map(|w| (w[1] - w[0]).length()).sum();
                 stretch = stretch.max(length / 2.0 - 1.0);
-                radial = radial.max((x[last as usize] - x[0]).length() - 2.0);
+                radial = radial.max((x[x.len() - 1] - x[0]).length() - 2.0);
             }
             println!(
                 "{label}, {solver_kind:?}: largest stretch {:.3} %, radial excursion {radial:.4} m",
@@ -222,14 +228,7 @@ fn the_tension_limit_keeps_a_falling_cable_stable() {
     assert!(!blew_up && strain < 5e-3, "strain {strain}, blew up {blew_up}");
     assert!((30..=400).contains(&most), "substeps {most}");
 
-    let mut b = ModelBuilder::new();
-    let end = Vec3::new(0.0, 1.0, 0.0);
-    let id = b.add_rope(&rigid(Rope::straight("chain", Vec3::new(0.0, 3.0, 0.0), end, 11), 0.5)).unwrap();
-    let last = b.body(id).particles.end - 1;
-    b.set_particle_mass(last, 500.0).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let mut control = Control::new();
-    control.pin(0);
+    let (model, control) = input_a(Vec3::new(0.0, 1.0, 0.0));
     let mut solver = XpbdSolver::new(model, XpbdSettings { tethers: false, ..XpbdSettings::default() }).unwrap();
     for _ in 0..60 {
         assert_eq!(solver.step(&control, 1.0 / 60.0).unwrap().substeps, 20);
