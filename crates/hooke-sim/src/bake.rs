@@ -200,25 +200,19 @@ impl<'s> Bake<'s> {
             && x.method == hooke::Method::Xpbd
             && x.rope_solver == hooke::RopeSolver::Direct
         {
-            let (runs, what) = if gpu {
-                (
-                    "the GPU does not apply the limit",
-                    "it may zigzag and blow up there; set [solver] substeps = {need} or more, or run it on the CPU",
-                )
+            let (runs, risk, remedy) = if gpu {
+                ("the GPU does not apply the limit", "there", ", or run it on the CPU")
             } else {
-                (
-                    "a model of several worlds keeps its count",
-                    "packed, it may zigzag and blow up, and differs from its run alone; set [solver] substeps = {need} or more",
-                )
+                ("a model of several worlds keeps its count", "packed, and differs from its run alone", "")
             };
             for (b, need) in hooke::solver::xpbd::stability::rope_weight_substeps(&scene.model, 1.0 / scene.fps) {
                 if need > x.substeps {
                     let text = format!(
                         "rope {:?} needs about {need} substeps per frame by the tension limit when it hangs by its own \
-                         weight (more when it swings), and {runs} (it runs {}): {}",
+                         weight (more when it swings), and {runs} (it runs {}): it may zigzag and blow up {risk}; set \
+                         [solver] substeps = {need} or more{remedy}",
                         scene.model.bodies()[b].name,
                         x.substeps,
-                        what.replace("{need}", &need.to_string())
                     );
                     note = Some(match note {
                         Some(n) => format!("{n}; {text}"),

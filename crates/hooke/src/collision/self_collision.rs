@@ -378,7 +378,6 @@ impl SelfCollision {
         lists.builds += 1;
     }
 
-    /// How often the neighbour lists were rebuilt: (builds, substeps solved).
     /// Each particle's contact count of the last substep, which the next substep's solve
     /// reads (to keep with a snapshot of the state).
     pub(crate) fn counts(&self) -> &[u32] {
@@ -391,6 +390,7 @@ impl SelfCollision {
         self.previous.extend_from_slice(counts);
     }
 
+    /// How often the neighbour lists were rebuilt: (builds, substeps solved).
     pub fn list_builds(&self) -> (u64, u64) {
         (self.lists.builds, self.lists.substeps)
     }

@@ -169,8 +169,9 @@ impl Default for XpbdSettings {
 pub const DEFAULT_MAX_SUBSTEPS: u32 = 1000;
 
 impl XpbdSettings {
-    /// Checks the settings: 1–100 000 substeps (and at most 100 000 for the tension limit), 1–10 000 iterations, a finite air damping
-    /// rate ≥ 0, a PBD stiffness in [0, 1] and blow-up limits > 0. Every solver that takes
+    /// Checks the settings: 1–100 000 substeps, `max_substeps` at most 100 000, 1–10 000
+    /// iterations, a finite air damping rate ≥ 0, a PBD stiffness in [0, 1] and positive
+    /// blow-up limits. Every solver that takes
     /// these settings, on the CPU and on the GPU, calls it.
     ///
     /// # Errors
