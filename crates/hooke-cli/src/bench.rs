@@ -196,6 +196,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut times = Vec::with_capacity(args.frames);
     // GPU time per frame from timestamps: None on the CPU or where the device has none.
     let mut gpu_times: Option<Vec<f64>> = None;
+    // GPU: the host's time per timed frame making its control and recording and submitting
+    // it (s): frames are queued, so the wall figure is the larger of this and the device's.
+    let mut host_per_frame = None;
+    // GPU: the wall time per timed frame until the device had finished them all, before the
+    // final read-back of the state (s).
+    let mut device_done = None;
     // Iterations and substeps of the timed CPU frames (with auto iterations they vary).
     let (mut iteration_count, mut substep_count, mut list_builds) = (0u64, 0u64, 0u64);
     let mut list_overflows = 0u64;
@@ -203,6 +209,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut gpu_lists = false;
     // The GPU's particle contacts as resolved for the model (all pairs, lists or cells).
     let mut gpu_search: Option<hooke_gpu::ContactSearch> = None;
+    // Whether the GPU ran each substep's iterations in workgroup memory (`--no-gpu-local`).
+    let mut gpu_local = false;
     // The Jacobi relaxation ω and Chebyshev ρ in use (GPU Jacobi only).
     let mut jacobi = None;
     // Mean wall time per frame (s) with the cloth drawn after each frame (--draw).
@@ -222,6 +230,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (solver, device): (Box<dyn hooke::Solver>, String) = if let Some(tearing) = &mut tearing {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
+        options.local = args.gpu_solve.local();
         options.contact_search = args.gpu_solve.contact_search.mode();
         let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
         for _ in 0..args.warmup {
@@ -263,6 +272,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     } else if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
+        options.local = args.gpu_solve.local();
         options.contact_search = args.gpu_solve.contact_search.mode();
         options.health_interval = 0;
         options.timestamps = true;
@@ -278,16 +288,24 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let lists_before = hooke::Solver::contact_list_totals(&mut solver);
         let timed = solver.time_frames(u32::try_from(args.frames).unwrap_or(u32::MAX));
         let t = Instant::now();
+        let mut host = std::time::Duration::ZERO;
         for _ in 0..args.frames {
+            let h = Instant::now();
             let report = solver.step(&scene.control_at(solver.time()), dt)?;
+            host += h.elapsed();
             substep_count += report.substeps as u64;
         }
+        host_per_frame = Some(host.as_secs_f64() / args.frames as f64);
+        // The device done with every frame, then the state read back (the accuracy's).
+        solver.context().wait_idle()?;
+        device_done = Some(t.elapsed().as_secs_f64() / args.frames as f64);
         solver.try_read_state(&mut state)?;
         times.push(t.elapsed().as_secs_f64() / args.frames as f64);
         if let (Some(a), Some(b)) = (lists_before, hooke::Solver::contact_list_totals(&mut solver)) {
             (list_builds, list_overflows, gpu_lists) = (b.0 - a.0, b.1 - a.1, true);
         }
         gpu_search = solver.contact_search();
+        gpu_local = solver.uses_local_sweep();
         jacobi = solver.jacobi_parameters();
         if timed {
             gpu_times = solver.read_frame_times().filter(|t| !t.is_empty());
@@ -424,6 +442,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "timing": if gpu && !args.tearing { "mean over frames queued back to back, ending in one read-back" } else { "median of per-frame wall times" },
         "solver": solver.info().name,
         "gpu_tiles": tiles,
+        "gpu_local": gpu_local,
         "relaxation": jacobi.map(|(w, _)| w),
         "spectral_radius": jacobi.map(|(_, rho)| rho),
         "threads": threads,
@@ -443,6 +462,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "gpu_ms_per_frame_mean": gpu_stats.map(|s| s.0),
         "gpu_ms_per_frame_median": gpu_stats.map(|s| s.1),
         "gpu_ms_per_frame_min": gpu_stats.map(|s| s.2),
+        "host_ms_per_frame": host_per_frame.map(|s| s * 1e3),
+        "ms_per_frame_before_read_back": device_done.map(|s| s * 1e3),
         "particle_substeps_per_s": n * sub / median,
         "constraint_solves_per_s": c * sub * it / median,
         "ns_per_constraint_iteration": ns_per_ci,
@@ -500,7 +521,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             // With --tearing the frames are timed by the wall clock (each one is read back).
             _ if !gpu || args.tearing => String::new(),
             Some((mean, median, min)) => format!(
-                "\n  GPU timestamps: mean {mean:.3} ms/frame (median {median:.3}, min {min:.3}) in the frames' compute passes"
+                "\n  GPU timestamps: mean {mean:.3} ms/frame (median {median:.3}, min {min:.3}) in the frames' compute passes; wall {:.3} ms/frame before the final read-back of the state; the host {:.3} ms/frame making, recording and submitting them",
+                device_done.unwrap_or(0.0) * 1e3,
+                host_per_frame.unwrap_or(0.0) * 1e3
             ),
             None => {
                 "\n  GPU timestamps: unavailable (the adapter offers no TIMESTAMP_QUERY); wall-clock figure only".into()
@@ -549,6 +572,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let jacobi_text = match jacobi {
             Some((w, rho)) if rho > 0.0 => format!(" [Jacobi ω = {w:.3}, Chebyshev ρ = {rho:.4}]"),
             Some((w, _)) => format!(" [Jacobi ω = {w:.3}, no Chebyshev]"),
+            None if gpu_local => " [local sweeps in workgroup memory]".to_string(),
             None if tiles => " [tile-local sweeps]".to_string(),
             None => String::new(),
         };

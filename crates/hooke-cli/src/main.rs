@@ -1,4 +1,6 @@
 //! `hooke`: run, validate and benchmark cloth and rope scenes.
+// `hooke bench`'s JSON record is one `serde_json::json!` of many keys.
+#![recursion_limit = "256"]
 
 mod batch;
 mod bench;
@@ -282,6 +284,13 @@ pub struct GpuSolveArgs {
     /// or worlds, slower for one large cloth).
     #[arg(long)]
     gpu_tiles: bool,
+    /// With --backend gpu and Gauss–Seidel: run all the iterations of a substep in workgroup
+    /// memory, one workgroup per body and one dispatch per substep (bodies of at most 4 096
+    /// particles on a discrete GPU, 2 730 on lavapipe): auto (where it pays: bodies of at most
+    /// 2 304 particles, or at least 32 bodies), always (wherever it applies) or never (colour
+    /// by colour). The same result either way.
+    #[arg(long, value_enum, default_value = "auto")]
+    gpu_local: GpuLocalArg,
     /// With --backend gpu: where the particle contacts (self-collision) find their
     /// candidates: auto (all pairs up to 4 096 colliding particles, neighbour lists from
     /// 8 192, the hash's cells between), lists (rebuilt from the spatial hash only when a
@@ -289,6 +298,17 @@ pub struct GpuSolveArgs {
     /// (every pair tested, no hash). The same contacts and result either way.
     #[arg(long, visible_alias = "contact-lists", value_enum, default_value = "auto")]
     pub contact_search: ContactSearchArg,
+}
+
+/// `--gpu-local`: [`hooke_gpu::LocalSweepMode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GpuLocalArg {
+    /// Where it pays.
+    Auto,
+    /// Wherever it applies.
+    Always,
+    /// Colour by colour.
+    Never,
 }
 
 /// `--contact-search`: [`hooke_gpu::ContactSearch`].
@@ -328,6 +348,15 @@ impl GpuSolveArgs {
             anyhow::bail!("--gpu-tiles needs --backend gpu and the Gauss–Seidel solve");
         }
         Ok(self.gpu_tiles)
+    }
+
+    /// When the GPU sweeps a substep in workgroup memory (`--gpu-local`).
+    pub fn local(&self) -> hooke_gpu::LocalSweepMode {
+        match self.gpu_local {
+            GpuLocalArg::Auto => hooke_gpu::LocalSweepMode::Auto,
+            GpuLocalArg::Always => hooke_gpu::LocalSweepMode::Always,
+            GpuLocalArg::Never => hooke_gpu::LocalSweepMode::Never,
+        }
     }
 
     /// The solve these options ask for on `backend`.

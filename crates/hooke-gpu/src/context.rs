@@ -190,6 +190,18 @@ impl GpuContext {
         self.read_backs.load(Ordering::Relaxed)
     }
 
+    /// Blocks until the device has finished all the work submitted to it (a benchmark's end
+    /// of frames queued back to back; nothing is read).
+    ///
+    /// # Errors
+    /// [`GpuError::Validation`] with wgpu's message if waiting fails (a lost device).
+    pub fn wait_idle(&self) -> Result<(), GpuError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| GpuError::Validation(format!("waiting for the device: {e}")))
+    }
+
     /// Counts one read-back (see [`GpuContext::read_backs`]).
     pub(crate) fn count_read_back(&self) {
         self.read_backs.fetch_add(1, Ordering::Relaxed);

@@ -116,6 +116,7 @@ mod finish;
 mod health;
 mod jacobi;
 mod kernel;
+mod local_sweep;
 mod normals;
 mod predict;
 mod raycast;
@@ -135,5 +136,6 @@ mod worlds;
 
 pub use contact_lists::{AUTO_MEMBERS, LIST_CAPACITY};
 pub use context::{GpuContext, GpuError};
+pub use local_sweep::{LOCAL_MANY_BODIES, LOCAL_SMALL_BODY};
 pub use self_collision::ALL_PAIRS_MEMBERS;
-pub use solver::{ContactSearch, GpuSettings, GpuSolve, GpuXpbdSolver};
+pub use solver::{ContactSearch, GpuSettings, GpuSolve, GpuXpbdSolver, LocalSweepMode};

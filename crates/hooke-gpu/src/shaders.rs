@@ -11,15 +11,29 @@ pub const AERODYNAMICS: &str =
 pub const DISTANCE: &str =
     concat!(include_str!("common.wgsl"), include_str!("distance.wgsl"), include_str!("tiles.wgsl"));
 /// `dihedral.wgsl`: the XPBD/PBD sweep of one colour of cloth hinges (dihedral bending).
-pub const DIHEDRAL: &str =
-    concat!(include_str!("common.wgsl"), include_str!("dihedral.wgsl"), include_str!("tiles.wgsl"));
+pub const DIHEDRAL: &str = concat!(
+    include_str!("common.wgsl"),
+    include_str!("hinge.wgsl"),
+    include_str!("dihedral.wgsl"),
+    include_str!("tiles.wgsl")
+);
 /// `rope_bending.wgsl`: the XPBD/PBD sweep of one colour of rope joints (bending).
 pub const ROPE_BENDING: &str =
     concat!(include_str!("common.wgsl"), include_str!("rope_bending.wgsl"), include_str!("tiles.wgsl"));
 /// `rope_solver.wgsl`: the direct rope solver, one thread per rope.
 pub const ROPE_SOLVER: &str = concat!(include_str!("common.wgsl"), include_str!("rope_solver.wgsl"));
 /// `tethers.wgsl`: long-range attachments, one thread per tethered particle.
-pub const TETHERS: &str = concat!(include_str!("common.wgsl"), include_str!("tethers.wgsl"));
+pub const TETHERS: &str =
+    concat!(include_str!("common.wgsl"), include_str!("tether.wgsl"), include_str!("tethers.wgsl"));
+/// `local_sweep.wgsl`: tile-local Gauss–Seidel in workgroup memory — the distance constraints,
+/// hinges and tethers of every iteration of a substep, one workgroup per body (after
+/// `hinge.wgsl` and `tether.wgsl`).
+pub const LOCAL_SWEEP: &str = concat!(
+    include_str!("common.wgsl"),
+    include_str!("hinge.wgsl"),
+    include_str!("tether.wgsl"),
+    include_str!("local_sweep.wgsl")
+);
 /// `jacobi.wgsl`: the Jacobi distance-constraint iteration, one thread per particle.
 pub const JACOBI: &str = concat!(include_str!("common.wgsl"), include_str!("jacobi.wgsl"));
 /// `spatial_hash.wgsl`: the spatial hash of the particle contacts (count, scan, scatter) and
@@ -65,6 +79,7 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::rope_bending::SPEC,
     crate::rope_solver::SPEC,
     crate::tethers::SPEC,
+    crate::local_sweep::SPEC,
     crate::jacobi::SPEC,
     crate::spatial_hash::SPEC,
     crate::contact_lists::SPEC,

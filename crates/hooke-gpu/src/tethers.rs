@@ -75,6 +75,11 @@ impl Tethers {
         self.pins = Some(pins);
     }
 
+    /// The records' buffer and the slot group holding their count (for the local sweep).
+    pub fn records(&self) -> (&wgpu::Buffer, &wgpu::BindGroup) {
+        (&self.records, &self.slot_group)
+    }
+
     /// Forgets the pins, so that the next frame rebuilds (after a material change).
     pub fn invalidate(&mut self) {
         self.pins = None;

@@ -1,7 +1,7 @@
 //! The scene-to-solver factory.
 
 use hooke::Solver;
-use hooke_gpu::{ContactSearch, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver};
+use hooke_gpu::{ContactSearch, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver, LocalSweepMode};
 use hooke_io::scene::{Scene, SolverChoice};
 use std::sync::Arc;
 
@@ -41,6 +41,9 @@ pub struct SolverOptions {
     pub context: Option<Arc<GpuContext>>,
     /// GPU, Gauss–Seidel: sweep each body in a workgroup of its own ([`GpuSettings::tiles`]).
     pub tiles: bool,
+    /// GPU, Gauss–Seidel: when every iteration of a substep runs in workgroup memory
+    /// ([`GpuSettings::local`]).
+    pub local: LocalSweepMode,
     /// GPU: where the particle contacts find their candidates
     /// ([`GpuSettings::contact_search`]).
     pub contact_search: ContactSearch,
@@ -57,6 +60,7 @@ impl SolverOptions {
             timestamps: false,
             context: None,
             tiles: false,
+            local: LocalSweepMode::Auto,
             contact_search: ContactSearch::Auto,
         }
     }
@@ -135,6 +139,7 @@ pub fn make_gpu_solver(scene: &Scene, options: &SolverOptions) -> Result<GpuXpbd
         normals: true,
         solve: options.gpu_solve,
         tiles: options.tiles,
+        local: options.local,
         contact_search: options.contact_search,
     };
     Ok(GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?)

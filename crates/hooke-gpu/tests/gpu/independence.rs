@@ -41,24 +41,38 @@ fn rope() -> (Arc<Model>, Control) {
     (model, control)
 }
 
-/// How far (m) the bottom end hangs below its rest position after 2 s.
-fn drop(substeps: u32, iterations: u32, method: Method) -> f32 {
-    drop_with(substeps, iterations, method, false)
+/// How the rope's segments are solved on the GPU.
+#[derive(Clone, Copy, PartialEq)]
+enum Sweep {
+    /// The direct rope solver (the default for ropes).
+    Direct,
+    /// Gauss–Seidel, each colour swept by the rope's own workgroup in device memory
+    /// ([`GpuSettings::tiles`]).
+    Tiles,
+    /// Gauss–Seidel, every iteration of a substep in workgroup memory
+    /// ([`GpuSettings::local`]).
+    Local,
 }
 
-/// [`drop`], with `tiles`: the rope's segments swept by Gauss–Seidel in a tile of their own
-/// ([`GpuSettings::tiles`]) instead of the direct rope solver.
-fn drop_with(substeps: u32, iterations: u32, method: Method, tiles: bool) -> f32 {
+/// How far (m) the bottom end hangs below its rest position after 2 s.
+fn drop(substeps: u32, iterations: u32, method: Method) -> f32 {
+    drop_with(substeps, iterations, method, Sweep::Direct)
+}
+
+/// [`drop`], with the segments solved by `sweep`.
+fn drop_with(substeps: u32, iterations: u32, method: Method, sweep: Sweep) -> f32 {
     let ctx = common::gpu().expect("checked by the caller");
     let (model, control) = rope();
     let mut s =
         XpbdSettings { substeps, iterations, method, air_damping: 4.0, parallel: false, ..XpbdSettings::default() };
-    if tiles {
+    if sweep != Sweep::Direct {
         s.rope_solver = hooke::RopeSolver::GaussSeidel;
     }
-    let mut gpu =
-        GpuXpbdSolver::new(ctx, model.clone(), GpuSettings { xpbd: s, tiles, ..GpuSettings::default() }).unwrap();
-    assert_eq!(gpu.uses_tiles(), tiles);
+    let (tiles, local) = (sweep == Sweep::Tiles, sweep == Sweep::Local);
+    let mode = if local { hooke_gpu::LocalSweepMode::Always } else { hooke_gpu::LocalSweepMode::Never };
+    let settings = GpuSettings { xpbd: s, tiles, local: mode, ..GpuSettings::default() };
+    let mut gpu = GpuXpbdSolver::new(ctx, model.clone(), settings).unwrap();
+    assert_eq!((gpu.uses_tiles(), gpu.uses_local_sweep()), (tiles, local));
     for _ in 0..120 {
         gpu.step(&control, 1.0 / 60.0).unwrap();
     }
@@ -103,18 +117,26 @@ fn pbd_drop_depends_on_iterations_and_substeps_on_the_gpu() {
 }
 
 /// The same independence with the segments swept tile by tile (issue #13 item 2): one
-/// workgroup sweeps the rope's colours, in one dispatch per iteration.
+/// workgroup sweeps the rope's colours, in one dispatch per iteration (`tiles`), or every
+/// iteration of a substep in workgroup memory in one dispatch (`local`).
 #[test]
 fn xpbd_drop_is_independent_of_iterations_and_substeps_with_tile_sweeps() {
     let _ = gpu_or_skip!();
+    for sweep in [Sweep::Tiles, Sweep::Local] {
+        tile_independence(sweep);
+    }
+}
+
+fn tile_independence(sweep: Sweep) {
     let (model, _) = rope();
     let m = model.particle_mass();
     let segment = LENGTH / (PARTICLES - 1) as f32;
     let discrete: f32 = (0..PARTICLES - 1).map(|k| 9.81 * m[k + 1..].iter().sum::<f32>() * segment / EA).sum();
-    let (it5, it50) = (drop_with(10, 5, Method::Xpbd, true), drop_with(10, 50, Method::Xpbd, true));
-    let sub40 = drop_with(40, 5, Method::Xpbd, true);
+    let (it5, it50) = (drop_with(10, 5, Method::Xpbd, sweep), drop_with(10, 50, Method::Xpbd, sweep));
+    let sub40 = drop_with(40, 5, Method::Xpbd, sweep);
+    let name = if sweep == Sweep::Local { "local" } else { "tile" };
     println!(
-        "GPU XPBD drop, tile sweeps: 5 it {it5:.5} m, 50 it {it50:.5} m, 40 substeps {sub40:.5} m; static {discrete:.5} m"
+        "GPU XPBD drop, {name} sweeps: 5 it {it5:.5} m, 50 it {it50:.5} m, 40 substeps {sub40:.5} m; static {discrete:.5} m"
     );
     assert!(change(it50, discrete) < 0.02, "drop {it50} m against the static {discrete} m");
     assert!(change(it5, it50) < 0.05, "iterations change the drop by {:.1}%", 100.0 * change(it5, it50));

@@ -13,7 +13,7 @@ use hooke::{
     Air, ClothGrid, ClothMaterial, ConstraintFamily, Control, Diagnostics, Method, Model, ModelBuilder, Rope, Solver,
     SolverError, Stage, State, XpbdSettings, XpbdSolver,
 };
-use hooke_gpu::{ContactSearch, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver, shaders};
+use hooke_gpu::{ContactSearch, GpuContext, GpuSettings, GpuSolve, GpuXpbdSolver, LocalSweepMode, shaders};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,6 +31,7 @@ mod device;
 mod friction;
 mod independence;
 mod jacobi;
+mod local_sweep;
 mod naga_validation;
 mod parity;
 mod pipeline;
