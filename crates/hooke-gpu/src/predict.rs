@@ -9,6 +9,11 @@
 //!   pinned ones;
 //! * `pin_predict`: a pinned particle follows its target linearly over the frame,
 //!   d = lerp(x_start, x_target, (s+1)/n) − x⁰.
+//!
+//! Where no pass comes between the end of one substep and the prediction of the next (no
+//! aerodynamics), `finish_predict` does both in one pass over the particles — `finish.wgsl`'s
+//! v = d/h, x⁰ ← x⁰ + d, then `predict` — with the same operations, so the same bits, and one
+//! read and write of every particle's records fewer per substep.
 
 use crate::buffers::Buffers;
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
@@ -17,7 +22,7 @@ use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "predict.wgsl",
     source: crate::shaders::PREDICT,
-    entries: &["reset_w", "pin_begin", "predict", "pin_predict"],
+    entries: &["reset_w", "pin_begin", "predict", "pin_predict", "finish_predict"],
     access: &[ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite, Read, Read],
     slot: false,
 };
@@ -43,6 +48,19 @@ impl Predict {
     /// Start of a substep: velocities and displacements predicted, pins moved.
     pub fn substep(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, pins: u32) {
         self.0.run(pass, 2, params, n);
+        self.0.run(pass, 3, params, pins);
+    }
+
+    /// End of a substep and start of the next (`params` the next one's slot): the finish and
+    /// [`Predict::substep`] in one pass over the particles, then the pins moved.
+    pub fn finish_and_substep(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        params: (&wgpu::BindGroup, u32),
+        n: u32,
+        pins: u32,
+    ) {
+        self.0.run(pass, 4, params, n);
         self.0.run(pass, 3, params, pins);
     }
 }

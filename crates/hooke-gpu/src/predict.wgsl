@@ -1,7 +1,9 @@
 // Prediction (article §5.3 "Integrate") and pins. Dispatched by predict.rs.
 //
 // Per frame:   reset_w (every particle) then pin_begin (every pin).
-// Per substep: predict (every particle) then pin_predict (every pin).
+// Per substep: predict (every particle) then pin_predict (every pin); from the second
+// substep on, without aerodynamics, finish_predict in place of the previous substep's finish
+// and this one's predict.
 
 struct Pin {
     particle: u32,
@@ -68,6 +70,38 @@ fn predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         velocity[i] = vec4<f32>(v, 0.0);
         displacement[i] = vec4<f32>(v * P.h, 0.0);
     } else {
+        displacement[i] = vec4<f32>(0.0);
+    }
+}
+
+// The end of a substep (`finish.wgsl`: v = d/h, x⁰ ← x⁰ + d) and `predict` of the next one in
+// one pass, each operation as there, bound with the next substep's slot (h is the same for every
+// substep of a frame). Recorded where nothing comes between the two (no aerodynamics).
+@compute @workgroup_size(64)
+fn finish_predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = thread_index(gid, nwg);
+    if i >= P.particle_count {
+        return;
+    }
+    let x = position[i];
+    let d = displacement[i].xyz;
+    let end = d * P.inv_h;
+    position[i] = vec4<f32>(x.xyz + d, x.w);
+    let w = x.w;
+    if w > 0.0 {
+        var g = P.gravity;
+        if P.world_count > 1u {
+            g = world_gravity(world_of(i));
+        }
+        var a = g;
+        if P.aero != 0u {
+            a = g + force[i].xyz * w;
+        }
+        let v = end * P.decay + a * P.h;
+        velocity[i] = vec4<f32>(v, 0.0);
+        displacement[i] = vec4<f32>(v * P.h, 0.0);
+    } else {
+        velocity[i] = vec4<f32>(end, 0.0);
         displacement[i] = vec4<f32>(0.0);
     }
 }

@@ -844,8 +844,11 @@ impl GpuXpbdSolver {
                 k.aerodynamics.record(&mut pass, slot(sub), n, triangles);
             }
             stamp(&mut pass, Some(Stage::Aerodynamics));
-            // Predict.
-            k.predict.substep(&mut pass, slot(sub), n, pins);
+            // Predict (from the second substep on, without aerodynamics, done with the last
+            // substep's finish).
+            if sub == 0 || aero {
+                k.predict.substep(&mut pass, slot(sub), n, pins);
+            }
             stamp(&mut pass, Some(Stage::Predict));
             // Constraint sets: the distance set (colour by colour, or Jacobi), then the angle
             // sets colour by colour, every iteration.
@@ -895,7 +898,11 @@ impl GpuXpbdSolver {
             }
             stamp(&mut pass, Some(Stage::Colliders));
             // Finish.
-            k.finish.record(&mut pass, slot(sub), n);
+            if sub + 1 < s.substeps && !aero {
+                k.predict.finish_and_substep(&mut pass, slot(sub + 1), n, pins);
+            } else {
+                k.finish.record(&mut pass, slot(sub), n);
+            }
             stamp(&mut pass, Some(Stage::Finish));
         }
         if self.settings.normals && triangles > 0 {
