@@ -142,7 +142,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     );
     let mut options = crate::solver_options(args.backend, solve);
     options.tiles = tiles;
-    options.local = args.gpu_solve.local();
+    options.local = args.gpu_solve.local(args.backend)?;
     options.contact_search = args.gpu_solve.contact_search.mode();
     if args.backend == crate::Backend::Gpu {
         // One device for every sample: its kernels are compiled once.

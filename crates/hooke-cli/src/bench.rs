@@ -209,7 +209,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut gpu_lists = false;
     // The GPU's particle contacts as resolved for the model (all pairs, lists or cells).
     let mut gpu_search: Option<hooke_gpu::ContactSearch> = None;
-    // Whether the GPU ran each substep's iterations in workgroup memory (`--no-gpu-local`).
+    // Whether the GPU ran each substep's iterations in workgroup memory (`--gpu-local`; not
+    // known, so false, on the --tearing path, whose solver is behind the Solver trait).
     let mut gpu_local = false;
     // The Jacobi relaxation ω and Chebyshev ρ in use (GPU Jacobi only).
     let mut jacobi = None;
@@ -230,7 +231,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (solver, device): (Box<dyn hooke::Solver>, String) = if let Some(tearing) = &mut tearing {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
-        options.local = args.gpu_solve.local();
+        options.local = args.gpu_solve.local(args.backend)?;
         options.contact_search = args.gpu_solve.contact_search.mode();
         let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
         for _ in 0..args.warmup {
@@ -272,7 +273,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     } else if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
-        options.local = args.gpu_solve.local();
+        options.local = args.gpu_solve.local(args.backend)?;
         options.contact_search = args.gpu_solve.contact_search.mode();
         options.health_interval = 0;
         options.timestamps = true;

@@ -350,13 +350,20 @@ impl GpuSolveArgs {
         Ok(self.gpu_tiles)
     }
 
-    /// When the GPU sweeps a substep in workgroup memory (`--gpu-local`).
-    pub fn local(&self) -> hooke_gpu::LocalSweepMode {
-        match self.gpu_local {
+    /// When the GPU sweeps a substep in workgroup memory (`--gpu-local`), checked against
+    /// `backend` and the solve.
+    ///
+    /// # Errors
+    /// `--gpu-local always` or `never` on the CPU or with `--gpu-solve jacobi`.
+    pub fn local(&self, backend: Backend) -> Result<hooke_gpu::LocalSweepMode> {
+        if self.gpu_local != GpuLocalArg::Auto && (backend == Backend::Cpu || self.gpu_solve == GpuSolveKind::Jacobi) {
+            anyhow::bail!("--gpu-local always|never needs --backend gpu and the Gauss–Seidel solve");
+        }
+        Ok(match self.gpu_local {
             GpuLocalArg::Auto => hooke_gpu::LocalSweepMode::Auto,
             GpuLocalArg::Always => hooke_gpu::LocalSweepMode::Always,
             GpuLocalArg::Never => hooke_gpu::LocalSweepMode::Never,
-        }
+        })
     }
 
     /// The solve these options ask for on `backend`.

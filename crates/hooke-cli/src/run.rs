@@ -167,7 +167,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     let mut options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
     options.tiles = args.gpu_solve.tiles(args.backend)?;
-    options.local = args.gpu_solve.local();
+    options.local = args.gpu_solve.local(args.backend)?;
     options.contact_search = args.gpu_solve.contact_search.mode();
     let settings = BakeSettings { dir: dir.clone(), format, options, strict: args.strict };
     let bake = Bake::new(&mut scene, settings)?;

@@ -617,10 +617,13 @@ fn render_draws_a_baked_cache_as_the_scene_draws_it() {
     assert!(!tmp.path().join("c").exists() && !tmp.path().join("d").exists(), "a refused render left a folder");
 }
 
-/// The tension limit on the CPU, and the note on the GPU, which runs a fixed count:
-/// `scenes/falling_cable.toml` (a 50 m cable of 10 000 particles released horizontally) takes
-/// more than its 20 substeps on the CPU and says so in the summary; on the GPU the run notes
-/// the 105 substeps the cable's weight asks for (10 frames on the CPU, 2 on the GPU).
+/// The tension limit, and the note where it does not apply: `scenes/falling_cable.toml` (a
+/// 50 m cable of 10 000 particles released horizontally) takes more than its 20 substeps on
+/// the CPU and on the GPU (which reads each frame's tension with its health record) and says
+/// so in the summary; on the GPU with self-collision on, which keeps the fixed count, the run
+/// notes the 105 substeps the cable's weight asks for (10 frames on the CPU, 2 on the GPU).
+/// Only the summaries are checked on the GPU: its direct solve of a rope this long departs from
+/// the CPU's (a known bug, README).
 #[test]
 fn a_rope_under_tension_gets_its_substeps_or_a_note() {
     let tmp = tempfile::tempdir().unwrap();
@@ -632,11 +635,17 @@ fn a_rope_under_tension_gets_its_substeps_or_a_note() {
     assert!(t.contains("substeps: the tension limit raised") && t.contains("from 20 to at most"), "{t}");
     let o = hooke(&["run", scene, "--frames", "2", "--backend", "gpu", "--out", "gpu"], tmp.path());
     let t = text(&o);
-    if o.status.success() {
-        assert!(t.contains("note: rope \"cable\" needs about 105 substeps per frame"), "{t}");
-    } else {
+    if !o.status.success() {
         assert!(std::env::var_os("HOOKE_REQUIRE_GPU").is_none() && t.contains("adapter"), "{t}");
+        return;
     }
+    assert!(t.contains("substeps: the tension limit raised") && !t.contains("note: rope"), "{t}");
+    let args = ["run", scene, "--frames", "2", "--backend", "gpu", "--self-collision", "true", "--out", "gpu2"];
+    let o = hooke(&args, tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("note: rope \"cable\" needs about 105 substeps per frame"), "{t}");
+    assert!(!t.contains("the tension limit raised"), "{t}");
 }
 
 /// A scene that tears (`scenes/tear_sheet.toml`: a ball pushed through a sheet held by two

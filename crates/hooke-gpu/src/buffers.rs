@@ -197,6 +197,9 @@ pub(crate) struct Buffers {
     pub tangent: wgpu::Buffer,
     /// The blow-up record.
     pub health: wgpu::Buffer,
+    /// The frame's largest T(wᵢ + wⱼ)/L (1/s²) of a rope segment in tension, as f32 bits in a
+    /// u32 (`rope_solver.wgsl`), for the tension limit; 16 bytes.
+    pub tension: wgpu::Buffer,
     /// Per-substep [`Params`], [`UNIFORM_SLOT`] apart (capacity: the settings' substeps).
     pub params: wgpu::Buffer,
     /// Per-(colour, first iteration) [`ColourSlot`]s, [`UNIFORM_SLOT`] apart: the distance
@@ -315,6 +318,7 @@ impl Buffers {
             tangent_accumulator: zeroed(device, "hooke tangent accumulator", 12 * uv.len() as u64),
             tangent: storage_with(device, "hooke tangent", &vec![[0.0f32; 4]; uv.len()], wgpu::BufferUsages::VERTEX),
             health: zeroed(device, "hooke health", size_of::<HealthRecord>() as u64),
+            tension: zeroed(device, "hooke rope tension", 16),
             params: uniform("hooke params", substeps * UNIFORM_SLOT),
             colours: uniform("hooke colours", 2 * colour_count * UNIFORM_SLOT),
             snapshot,

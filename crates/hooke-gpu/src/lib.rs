@@ -32,13 +32,17 @@
 //! 3. **solve_distance**, `iterations` × (one dispatch per colour): the XPBD update
 //!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep —
 //!    or, with [`GpuSolve::Jacobi`], `iterations` × one dispatch over particles (see
-//!    [`GpuSolve`]);
+//!    [`GpuSolve`]); the hinges and tethers after the distance constraints in each iteration;
+//!    where every body fits in one workgroup's memory, all of a substep's iterations in one
+//!    dispatch, a workgroup per body ([`GpuSettings::local`], `local_sweep.wgsl`);
 //! 4. particle contacts (self-collision): the spatial hash rebuilt, then one Jacobi gather;
 //! 5. **collide**: projection out of planes, spheres, capsules, boxes and mesh colliders'
 //!    distance grids, each at its placement of the substep (translated and turned), then
 //!    clamped Coulomb friction relative to the collider's surface motion; then the cloth
 //!    triangles' virtual particles (**push**, **gather** in `triangle_contact.wgsl`);
-//! 6. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0.
+//! 6. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0 — without aerodynamics, done with the next
+//!    substep's predict in one pass over the particles (so stage times count that predict
+//!    under finish).
 //!
 //! After the last substep, **normals** (§6), **tangents** (for models with UVs) and the
 //! **health** check run. A whole frame — its constants uploaded, then substeps × iterations ×
@@ -138,4 +142,4 @@ pub use contact_lists::{AUTO_MEMBERS, LIST_CAPACITY};
 pub use context::{GpuContext, GpuError};
 pub use local_sweep::{LOCAL_MANY_BODIES, LOCAL_SMALL_BODY};
 pub use self_collision::ALL_PAIRS_MEMBERS;
-pub use solver::{ContactSearch, GpuSettings, GpuSolve, GpuXpbdSolver, LocalSweepMode};
+pub use solver::{ContactSearch, GpuSettings, GpuSolve, GpuXpbdSolver, LocalSweepMode, applies_tension_limit};

@@ -4,8 +4,8 @@
 //! iteration: a cloth grid with dihedral bending and tethers, 20 substeps × 4 iterations, makes
 //! some 1 600 dispatches a frame, and a small cloth, whose colours are a few hundred threads
 //! each, spends its frame launching them. Where every body fits in one workgroup's memory
-//! (three f32 displacements per particle: 4 096 particles in 48 KiB, 2 730 in lavapipe's 32
-//! KiB), one workgroup per body instead runs all the iterations of a substep — distance colours,
+//! (three f32 displacements per particle: 4 096 particles in NVIDIA's 48 KiB, 2 730 in
+//! lavapipe's 32 KiB), one workgroup per body instead runs all the iterations of a substep — distance colours,
 //! hinge colours, tethers, each followed by a barrier, as the sweep of the whole model orders
 //! them — on displacements held in workgroup memory, and writes them back once: one dispatch
 //! per substep for every body of the model, and the particles' traffic out of device memory.
@@ -118,16 +118,17 @@ pub(crate) fn table(
 /// in workgroup memory whatever the number of bodies: about the break-even of a cloth grid with
 /// dihedral bending on an H200 (a 48² one).
 pub const LOCAL_SMALL_BODY: usize = 2304;
-/// [`LocalSweepMode::Auto`](crate::LocalSweepMode::Auto)'s number of bodies from which larger
-/// ones are swept in workgroup memory too: enough workgroups to keep the device's
-/// multiprocessors busy (32 worlds of a 64² cloth broke even on an H200).
+/// [`LocalSweepMode::Auto`](crate::LocalSweepMode::Auto)'s number of bodies larger than
+/// [`LOCAL_SMALL_BODY`] from which they are swept in workgroup memory too: enough workgroups to
+/// keep the device's multiprocessors busy (32 worlds of a 64² cloth broke even on an H200).
 pub const LOCAL_MANY_BODIES: usize = 32;
 
-/// Whether the local sweep of `table` pays for `model` (see
-/// [`LocalSweepMode::Auto`](crate::LocalSweepMode::Auto)).
-pub(crate) fn pays(model: &Model, table: &[[u32; 2]]) -> bool {
-    let tiles = table[1][0] as usize;
-    tiles >= LOCAL_MANY_BODIES || model.bodies().iter().all(|b| b.particles.len() <= LOCAL_SMALL_BODY)
+/// Whether the local sweep pays for `model` (see
+/// [`LocalSweepMode::Auto`](crate::LocalSweepMode::Auto)): no body larger than
+/// [`LOCAL_SMALL_BODY`], or at least [`LOCAL_MANY_BODIES`] of them.
+pub(crate) fn pays(model: &Model) -> bool {
+    let large = model.bodies().iter().filter(|b| b.particles.len() > LOCAL_SMALL_BODY).count();
+    large == 0 || large >= LOCAL_MANY_BODIES
 }
 
 /// The local sweep bound to a solver's buffers.

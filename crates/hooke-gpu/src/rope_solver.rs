@@ -3,6 +3,10 @@
 //! (`hooke::solver::xpbd::direct_rope`, after Deul et al. 2018), operation for operation. A
 //! thread per rope keeps the solve sequential and identical to the CPU's; a rope of n particles
 //! costs O(n) on that thread, so very long ropes are better split or solved on the CPU.
+//!
+//! Each solve also keeps the frame's largest T(wᵢ + wⱼ)/L of a segment in tension (T = −λ/h²)
+//! in `Buffers::tension`, which the solver reads with the health record to apply the tension
+//! limit on the substep ([`hooke::solver::xpbd::stability`]) as the CPU does.
 
 use crate::buffers::{self, Buffers, ColourSlot, UNIFORM_SLOT};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels, SharedLayouts};
@@ -15,7 +19,7 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "rope_solver.wgsl",
     source: crate::shaders::ROPE_SOLVER,
     entries: &["solve"],
-    access: &[Read, ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite],
+    access: &[Read, ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite, ReadWrite],
     slot: true,
 };
 
@@ -118,7 +122,7 @@ impl RopeSolver {
         let topology = buffers::storage(device, "hooke rope topology", &words);
         let scratch = buffers::zeroed(device, "hooke rope scratch", 4 * scratch.max(4) as u64);
         let kernel = kernels.get(&SPEC);
-        let with = |d| [&b.position, d, &b.lambda, &b.lambda_rope_bending, &topology, &scratch];
+        let with = |d| [&b.position, d, &b.lambda, &b.lambda_rope_bending, &topology, &scratch, &b.tension];
         let bound = kernel.bind(device, &with(&b.displacement));
         let alternate = alternate.map(|d| kernel.group(device, &with(d)));
         let mut slots = vec![0u8; 2 * UNIFORM_SLOT as usize];

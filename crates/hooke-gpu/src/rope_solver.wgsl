@@ -17,6 +17,10 @@
 // Per rope from its scratch start: gradients (9 per row), the band (b per row), the diagonal
 // and the right-hand side (1 per row each).
 @group(0) @binding(5) var<storage, read_write> scratch: array<f32>;
+// The largest T(wᵢ + wⱼ)/L (1/s²) of a segment in tension this frame, T = −λ/h², as f32 bits
+// (non-negative, so ordered as u32): the tension limit's (hooke's `stability`), cleared by the
+// host at the start of each frame.
+@group(0) @binding(6) var<storage, read_write> tension: array<atomic<u32>>;
 // Only `first` is used: set on the first iteration of a substep, where λ starts from 0.
 @group(2) @binding(0) var<uniform> colour: Colour;
 
@@ -261,8 +265,10 @@ fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         }
         scratch[rhs + k] = v;
     }
-    // λ += Δλ (from 0 on the first iteration), d += W Jᵀ Δλ.
+    // λ += Δλ (from 0 on the first iteration), d += W Jᵀ Δλ; the largest T(wᵢ + wⱼ)/L of a
+    // segment in tension (`direct_rope.rs`: −λ/h² (wᵢ + wⱼ)/L, in its order).
     if P.method != 1u {
+        var peak = 0.0f;
         for (var r = 0u; r < m; r++) {
             let w = rows + ROW * r;
             let index = topology[w + 1u];
@@ -271,7 +277,15 @@ fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
                 if colour.first == 0u {
                     lam = lambda[index];
                 }
-                lambda[index] = lam + scratch[rhs + r];
+                lam = lam + scratch[rhs + r];
+                lambda[index] = lam;
+                if lam < 0.0 {
+                    let wsum = position[topology[w + 2u]].w + position[topology[w + 3u]].w;
+                    let rate = -lam * P.inv_h2 * wsum / bitcast<f32>(topology[w + 5u]);
+                    if rate > peak {
+                        peak = rate;
+                    }
+                }
             } else {
                 var lam = 0.0f;
                 if colour.first == 0u {
@@ -280,6 +294,7 @@ fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
                 lambda_joint[index] = lam + scratch[rhs + r];
             }
         }
+        atomicMax(&tension[0], bitcast<u32>(peak));
     }
     for (var p = 0u; p < n; p++) {
         let w = position[first + p].w;

@@ -24,6 +24,7 @@ use crate::triangle_contact::TriangleContact;
 use glam::Vec3;
 use hooke::collision::Pose;
 use hooke::diagnostics::ConstraintResiduals;
+use hooke::solver::xpbd::stability;
 use hooke::solver::{SubstepPlan, check_same_topology, check_state};
 use hooke::{
     Control, Method, Model, Solver, SolverError, SolverInfo, Stage, StageTimes, State, StepReport, XpbdSettings,
@@ -72,15 +73,16 @@ pub struct GpuSettings {
 
 /// When the GPU sweeps each substep's constraints in workgroup memory
 /// ([`GpuSettings::local`]). One workgroup per body runs on one multiprocessor: the sweep pays
-/// where its dispatches saved outweigh a large body's colours being swept by one workgroup.
-/// Measured on an H200 (`docs/BENCHMARKS.md`), with 20 substeps: a 32² cloth alone 0.99 ms a
-/// frame against 1.45 colour by colour, 48² even (1.41 against 1.48), 64² slower (1.85
-/// against 1.52); 256 worlds of 64² 5.55 ms against 8.21, 32 of them even.
+/// where the dispatches it saves outweigh a large body's colours being swept by one workgroup.
+/// Measured on an H200 (`docs/BENCHMARKS.md`, GPU time per frame at 20 substeps): a 32² cloth
+/// alone 0.95 ms against 1.41 colour by colour, 48² 1.37 against 1.44, 64² slower (1.81
+/// against 1.48); 256 worlds of 64² 5.16 ms against 7.79, 32 of them 1.99 against 2.05, 16
+/// 1.90 against 1.71. Tuned on that device, applied on every one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LocalSweepMode {
     /// Where it applies and every body has at most [`LOCAL_SMALL_BODY`](crate::LOCAL_SMALL_BODY)
-    /// particles or the model has at least [`LOCAL_MANY_BODIES`](crate::LOCAL_MANY_BODIES)
-    /// bodies.
+    /// particles, or at least [`LOCAL_MANY_BODIES`](crate::LOCAL_MANY_BODIES) bodies have
+    /// more.
     #[default]
     Auto,
     /// Wherever it applies.
@@ -214,6 +216,23 @@ impl GpuSolve {
 }
 
 /// Whether the direct rope solver takes the model's ropes under `settings`.
+/// Whether a GPU solver of `model` with `settings` applies the tension limit on the substep
+/// to its ropes, as the CPU solver does ([`hooke::solver::xpbd::stability`]): XPBD with ropes
+/// under the direct solver, `max_substeps` above `substeps`, one world, and the health record
+/// read after every frame ([`GpuSettings::health_interval`] = 1: the frame's tension is read
+/// with it, and a frame taken again is restored from the snapshot that interval keeps); not
+/// with self-collision, whose contact counts on the device a retaken frame would not restore.
+/// The counts, and so the bits, are then the CPU's (on lavapipe).
+pub fn applies_tension_limit(model: &Model, settings: &GpuSettings) -> bool {
+    let s = &settings.xpbd;
+    s.max_substeps > s.substeps
+        && s.method == Method::Xpbd
+        && direct_ropes(model, s)
+        && model.worlds().len() == 1
+        && settings.health_interval == 1
+        && hooke::collision::self_collision::members(model).0.is_empty()
+}
+
 fn direct_ropes(model: &Model, settings: &XpbdSettings) -> bool {
     settings.rope_solver == hooke::RopeSolver::Direct
         && model.bodies().iter().any(|body| body.kind == hooke::BodyKind::Rope)
@@ -302,7 +321,7 @@ impl Bindings {
                 crate::local_sweep::table(model, |c| swept[c], settings.xpbd.iterations, capacity)
             })
             .flatten()
-            .filter(|table| settings.local == LocalSweepMode::Always || crate::local_sweep::pays(model, table))
+            .filter(|_| settings.local == LocalSweepMode::Always || crate::local_sweep::pays(model))
             .map(|table| LocalSweep::new(kernels, device, b, table, tethers.as_ref().map(Tethers::records)));
         Bindings {
             local,
@@ -395,6 +414,13 @@ pub struct GpuXpbdSolver {
     /// Mappable buffer for [`Solver::constraint_residuals`]' read-back (positions, velocities
     /// and λ), made on the first call.
     residual_staging: Option<wgpu::Buffer>,
+    /// Whether the tension limit applies ([`applies_tension_limit`]).
+    tension_limit: bool,
+    /// The most substeps a frame may take: what the per-substep buffers hold.
+    capacity: u32,
+    /// The last frame's largest T(wᵢ + wⱼ)/L (1/s²) of a rope segment, which sizes the next
+    /// frame's substeps; `None` before the first frame and after a new state or model.
+    tension_peak: Option<f32>,
 }
 
 impl GpuXpbdSolver {
@@ -413,10 +439,12 @@ impl GpuXpbdSolver {
         let kernels = ctx.kernels()?;
         let device = ctx.device();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let tension_limit = applies_tension_limit(&model, &settings);
+        let capacity = substep_capacity(&settings, tension_limit);
         let b = Buffers::new(
             device,
             &model,
-            settings.xpbd.substeps,
+            capacity,
             settings.health_interval == 1,
             matches!(settings.solve, GpuSolve::Jacobi { .. }),
         )?;
@@ -437,6 +465,9 @@ impl GpuXpbdSolver {
             read_backs: std::cell::Cell::new(0),
             residual_inv_h2: None,
             residual_staging: None,
+            tension_limit,
+            capacity,
+            tension_peak: None,
             b,
             k,
             kernels,
@@ -529,7 +560,18 @@ impl GpuXpbdSolver {
     /// Whether some constraint set is swept tile by tile ([`GpuSettings::tiles`] on, a tile
     /// table that could be made, and no local sweep in its place).
     pub fn uses_tiles(&self) -> bool {
-        self.k.local.is_none() && self.k.distance.tiled() || self.k.dihedral.tiled() || self.k.rope_bending.tiled()
+        self.k.local.is_none() && (self.k.distance.tiled() || self.k.dihedral.tiled() || self.k.rope_bending.tiled())
+    }
+
+    /// The substeps the buffers must hold for the tension limit.
+    fn max_capacity(&self) -> u32 {
+        substep_capacity(&self.settings, true)
+    }
+
+    /// Whether the tension limit on the substep applies to this solver's ropes
+    /// ([`applies_tension_limit`]).
+    pub fn applies_tension_limit(&self) -> bool {
+        self.tension_limit
     }
 
     /// Whether each substep's constraints are swept in workgroup memory
@@ -684,25 +726,33 @@ impl GpuXpbdSolver {
     /// [`SolverError::InvalidSettings`] (a non-finite wind), [`SolverError::InvalidCollider`],
     /// or a blow-up reported by an earlier read and not yet cleared by
     /// [`Solver::write_state`]. Nothing is recorded on error.
+    ///
+    /// The frame runs the settings' substeps: the tension limit, which needs the frame's
+    /// tension read back, applies to [`Solver::step`] only.
     pub fn encode_frame(
         &mut self,
         encoder: &mut wgpu::CommandEncoder,
         control: &Control,
         frame_dt: f32,
     ) -> Result<(), SolverError> {
+        self.encode_frame_with(encoder, control, frame_dt, self.settings.xpbd.substeps).map(|_| ())
+    }
+
+    /// [`GpuXpbdSolver::encode_frame`] with `substeps` substeps (at most the buffers'
+    /// capacity, [`substep_capacity`]); returns the frame's substep length h (s).
+    fn encode_frame_with(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        control: &Control,
+        frame_dt: f32,
+        substeps: u32,
+    ) -> Result<f32, SolverError> {
         if let Some(e) = &self.pending {
             return Err(e.clone());
         }
         let s = self.settings.xpbd;
-        let plan = SubstepPlan::new(
-            &self.model,
-            control,
-            self.time,
-            frame_dt,
-            s.substeps,
-            s.air_damping,
-            &self.collider_pose,
-        )?;
+        let plan =
+            SubstepPlan::new(&self.model, control, self.time, frame_dt, substeps, s.air_damping, &self.collider_pose)?;
         let pins: Vec<GpuPin> = plan
             .pins
             .iter()
@@ -725,7 +775,7 @@ impl GpuXpbdSolver {
             .collect();
         upload(device, encoder, &self.b.placements, bytemuck::cast_slice(&placements));
         if self.model.worlds().len() > 1 {
-            let worlds = crate::worlds::records(&self.model, s.substeps, Some(&plan));
+            let worlds = crate::worlds::records(&self.model, substeps, Some(&plan));
             upload(device, encoder, &self.b.worlds, bytemuck::cast_slice(&worlds));
         }
         upload(device, encoder, &self.b.pins, bytemuck::cast_slice(&pins));
@@ -748,9 +798,13 @@ impl GpuXpbdSolver {
         encoder.clear_buffer(&self.b.health, 16, Some(4));
         let mut stage_timer = self.stage_timer.take();
         let mut armed = stage_timer.as_mut().filter(|t| t.armed());
-        self.record_frame(encoder, pins.len() as u32, armed.as_deref_mut());
+        if self.k.ropes.is_some() {
+            // The frame's largest rope tension starts from 0.
+            encoder.clear_buffer(&self.b.tension, 0, None);
+        }
+        self.record_frame(encoder, pins.len() as u32, substeps, armed.as_deref_mut());
         if let Some(t) = armed {
-            t.resolve(encoder, self.settings.xpbd.substeps);
+            t.resolve(encoder, substeps);
         }
         self.stage_timer = stage_timer;
         if let Some(timer) = &mut self.timer {
@@ -761,7 +815,7 @@ impl GpuXpbdSolver {
         self.collider_pose.clone_from(&plan.collider_end);
         self.pinned.clear();
         self.pinned.extend(plan.pins.iter().map(|p| p.particle));
-        Ok(())
+        Ok(plan.h)
     }
 
     /// Every substep's [`Params`] slot of `plan`, [`UNIFORM_SLOT`] apart.
@@ -818,8 +872,14 @@ impl GpuXpbdSolver {
     /// Records one frame — every substep, iteration and colour — into one compute pass
     /// (the stages of `hooke::solver::stages`, in their order), with a timestamp between the
     /// stages when `stages` is given.
-    fn record_frame(&self, enc: &mut wgpu::CommandEncoder, pins: u32, mut stages: Option<&mut StageTimer>) {
-        let s = self.settings.xpbd;
+    fn record_frame(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        pins: u32,
+        substeps: u32,
+        mut stages: Option<&mut StageTimer>,
+    ) {
+        let s = XpbdSettings { substeps, ..self.settings.xpbd };
         let model = &*self.model;
         let n = model.particle_count() as u32;
         let triangles = model.triangles().len() as u32;
@@ -955,6 +1015,13 @@ impl GpuXpbdSolver {
     }
 }
 
+/// The most substeps a frame may take: the settings' count, or up to `max_substeps` with the
+/// tension limit.
+fn substep_capacity(settings: &GpuSettings, tension_limit: bool) -> u32 {
+    let s = &settings.xpbd;
+    if tension_limit { s.max_substeps.max(s.substeps) } else { s.substeps }
+}
+
 /// Records a copy of `bytes` into `dst` at offset 0 through a buffer made for it, so that the
 /// value belongs to this point of the encoder (frames recorded back to back each get their own).
 pub(crate) fn upload(device: &wgpu::Device, enc: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, bytes: &[u8]) {
@@ -1072,52 +1139,92 @@ impl Solver for GpuXpbdSolver {
     /// stepped since the last read.
     fn step(&mut self, control: &Control, frame_dt: f32) -> Result<StepReport, SolverError> {
         let (time, poses) = (self.time, self.collider_pose.clone());
-        let mut enc =
-            self.ctx.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke step") });
-        self.encode_frame(&mut enc, control, frame_dt)?;
-        self.ctx.queue().submit([enc.finish()]);
         let s = self.settings.xpbd;
-        let mut report = StepReport { substeps: s.substeps, iterations: s.iterations, ..StepReport::default() };
-        self.unchecked += 1;
-        let interval = self.settings.health_interval;
-        if interval == 0 || self.unchecked < interval {
+        // The count from the last frame's tension (see `applies_tension_limit`), as the CPU.
+        let mut substeps = match self.tension_peak {
+            Some(rate2) if self.tension_limit => {
+                stability::substeps_for_tension(rate2, frame_dt, s.substeps, s.max_substeps)
+            }
+            _ => s.substeps,
+        };
+        self.tension_peak = None;
+        let mut retries = 0;
+        loop {
+            let mut enc =
+                self.ctx.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke step") });
+            let h = self.encode_frame_with(&mut enc, control, frame_dt, substeps)?;
+            self.ctx.queue().submit([enc.finish()]);
+            let mut report = StepReport { substeps, iterations: s.iterations, retries, ..StepReport::default() };
+            self.unchecked += 1;
+            let interval = self.settings.health_interval;
+            if interval == 0 || self.unchecked < interval {
+                return Ok(report);
+            }
+            self.unchecked = 0;
+            let record = size_of::<HealthRecord>();
+            let tallies = self.k.self_collision.as_ref().and_then(SelfCollision::list_tallies);
+            let mut parts = vec![(&self.b.health, 0, record as u64)];
+            if let Some((counters, at)) = tallies {
+                parts.push((counters, at, 8));
+            }
+            if self.tension_limit {
+                parts.push((&self.b.tension, 0, 4));
+            }
+            let bytes =
+                if parts.len() == 1 { self.read(&[(&self.b.health, record as u64)]) } else { self.read_at(&parts) };
+            let health: HealthRecord = bytemuck::pod_read_unaligned(&bytes[..record]);
+            let mut at = record;
+            if tallies.is_some() {
+                let tally: [u32; 2] = bytemuck::pod_read_unaligned(&bytes[at..at + 8]);
+                report.contact_list_builds = tally[0].wrapping_sub(self.list_tally[0]);
+                report.contact_list_overflows = tally[1].wrapping_sub(self.list_tally[1]);
+                self.list_tally = tally;
+                at += 8;
+            }
+            if self.tension_limit {
+                // The frame's tension: the largest of any rope segment in any of its substeps.
+                let rate2 = f32::from_bits(bytemuck::pod_read_unaligned::<u32>(&bytes[at..at + 4]));
+                self.tension_peak = Some(rate2);
+                // A frame whose tension came above the retry bound is taken again with the
+                // count that tension asks for, from the snapshot of its start.
+                let need = stability::substeps_for_tension(rate2, frame_dt, s.substeps, s.max_substeps);
+                if h * rate2.sqrt() > stability::RETRY_MARGIN && need > substeps {
+                    substeps = need;
+                    retries += 1;
+                    self.restore_snapshot();
+                    self.time = time;
+                    self.collider_pose.clone_from(&poses);
+                    self.residual_inv_h2 = None;
+                    if let Some(t) = &mut self.stage_timer {
+                        t.rearm();
+                    }
+                    continue;
+                }
+            }
+            if health.nonfinite != 0 || health.too_fast != 0 || health.overstrained != 0 {
+                let mut st = State { particle_position: Vec::new(), particle_velocity: Vec::new(), time: 0.0 };
+                let mut err = self.try_read_state(&mut st).expect_err("a flagged record is a blow-up");
+                // The time of the error is the start of the frame just stepped (with a longer
+                // interval the runaway may have begun in one of the frames before).
+                if let SolverError::BlowUp { time: t, .. } = &mut err {
+                    *t = time;
+                }
+                self.residual_inv_h2 = None;
+                self.tension_peak = None;
+                if self.b.snapshot.is_some() {
+                    self.pending = None;
+                    self.restore_snapshot();
+                    self.time = time;
+                    self.collider_pose = poses;
+                } else {
+                    self.pending = Some(err.clone());
+                }
+                return Err(err);
+            }
+            report.contacts = health.contacts;
+            report.particle_contacts = health.particle_contacts;
             return Ok(report);
         }
-        self.unchecked = 0;
-        let record = size_of::<HealthRecord>();
-        let bytes = match self.k.self_collision.as_ref().and_then(SelfCollision::list_tallies) {
-            Some((counters, at)) => self.read_at(&[(&self.b.health, 0, record as u64), (counters, at, 8)]),
-            None => self.read(&[(&self.b.health, record as u64)]),
-        };
-        let health: HealthRecord = bytemuck::pod_read_unaligned(&bytes[..record]);
-        if bytes.len() == record + 8 {
-            let tally: [u32; 2] = bytemuck::pod_read_unaligned(&bytes[record..]);
-            report.contact_list_builds = tally[0].wrapping_sub(self.list_tally[0]);
-            report.contact_list_overflows = tally[1].wrapping_sub(self.list_tally[1]);
-            self.list_tally = tally;
-        }
-        if health.nonfinite != 0 || health.too_fast != 0 || health.overstrained != 0 {
-            let mut st = State { particle_position: Vec::new(), particle_velocity: Vec::new(), time: 0.0 };
-            let mut err = self.try_read_state(&mut st).expect_err("a flagged record is a blow-up");
-            // The time of the error is the start of the frame just stepped (with a longer
-            // interval the runaway may have begun in one of the frames before).
-            if let SolverError::BlowUp { time: t, .. } = &mut err {
-                *t = time;
-            }
-            self.residual_inv_h2 = None;
-            if self.b.snapshot.is_some() {
-                self.pending = None;
-                self.restore_snapshot();
-                self.time = time;
-                self.collider_pose = poses;
-            } else {
-                self.pending = Some(err.clone());
-            }
-            return Err(err);
-        }
-        report.contacts = health.contacts;
-        report.particle_contacts = health.particle_contacts;
-        Ok(report)
     }
 
     fn read_positions(&mut self, out: &mut Vec<Vec3>) {
@@ -1154,6 +1261,7 @@ impl Solver for GpuXpbdSolver {
         queue.submit([enc.finish()]);
         self.pending = None;
         self.residual_inv_h2 = None;
+        self.tension_peak = None;
         self.time = state.time;
         self.submit_normals();
         Ok(())
@@ -1183,6 +1291,10 @@ impl Solver for GpuXpbdSolver {
         self.k.self_collision =
             SelfCollision::new(&self.kernels, self.ctx.device(), &self.b, &model, self.settings.contact_search);
         self.list_tally = [0; 2];
+        // Self-collision switched on or off decides the tension limit (within the substeps the
+        // buffers were made for).
+        self.tension_limit = applies_tension_limit(&model, &self.settings) && self.capacity >= self.max_capacity();
+        self.tension_peak = None;
         self.model = model;
         Ok(())
     }
@@ -1195,7 +1307,9 @@ impl Solver for GpuXpbdSolver {
         crate::self_collision::check_bodies(&model)?;
         let device = self.ctx.device();
         let jacobi = matches!(self.settings.solve, GpuSolve::Jacobi { .. });
-        let b = Buffers::new(device, &model, self.settings.xpbd.substeps, self.settings.health_interval == 1, jacobi)
+        let tension_limit = applies_tension_limit(&model, &self.settings);
+        let capacity = substep_capacity(&self.settings, tension_limit);
+        let b = Buffers::new(device, &model, capacity, self.settings.health_interval == 1, jacobi)
             .map_err(|e| SolverError::InvalidSettings { setting: "model", message: e.to_string() })?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let k = Bindings::new(&self.kernels, device, &b, &model, &self.settings);
@@ -1216,6 +1330,7 @@ impl Solver for GpuXpbdSolver {
         self.pinned.clear();
         self.unchecked = 0;
         self.residual_staging = None;
+        (self.tension_limit, self.capacity, self.tension_peak) = (tension_limit, capacity, None);
         self.model = model;
         self.write_state(state)
     }

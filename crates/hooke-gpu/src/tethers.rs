@@ -68,6 +68,8 @@ impl Tethers {
             return;
         }
         let tethers = hooke::tethers::build(model, &pins);
+        // The local sweep (`local_sweep.wgsl`) finds a body's records by bisection.
+        debug_assert!(tethers.windows(2).all(|w| w[0].particle < w[1].particle), "tethers sorted by particle");
         crate::solver::upload(device, encoder, &self.records, bytemuck::cast_slice(&tethers));
         let slot = ColourSlot { start: 0, count: tethers.len() as u32, first: 0, _pad: 0 };
         crate::solver::upload(device, encoder, &self.slot, bytemuck::bytes_of(&slot));

@@ -141,6 +141,13 @@ impl StageTimer {
         self.stamped.is_none()
     }
 
+    /// Forgets the frame stamped and unread (one taken again from its start), so that the
+    /// next frame is stamped in its place.
+    pub fn rearm(&mut self) {
+        self.labels.clear();
+        self.stamped = None;
+    }
+
     /// Writes the next timestamp into `pass`, ending an interval spent in `stage` (`None`:
     /// outside the stages; ignored for the first timestamp of the frame, which ends none).
     pub fn stamp(&mut self, pass: &mut wgpu::ComputePass<'_>, stage: Option<hooke::Stage>) {

@@ -191,17 +191,32 @@ impl<'s> Bake<'s> {
                 if n == 1 { "" } else { "s" }
             ));
         }
-        // The tension limit raises a rope's substeps on the CPU, for a scene run alone; the GPU
-        // and a model of several worlds run the fixed count: say which ropes ask for more.
+        // The tension limit raises a rope's substeps for a scene run alone, on the CPU and on
+        // the GPU where it reads every frame's health (`hooke_gpu::applies_tension_limit`); a
+        // model of several worlds, and the GPU otherwise, run the fixed count: say which ropes
+        // ask for more.
         let gpu = settings.options.backend == crate::Backend::Gpu;
         let packed = scene.model.worlds().len() > 1;
+        let gpu_limit = |x: hooke::XpbdSettings| {
+            let s = hooke_gpu::GpuSettings {
+                xpbd: x,
+                health_interval: settings.options.health_interval,
+                ..hooke_gpu::GpuSettings::default()
+            };
+            hooke_gpu::applies_tension_limit(&scene.model, &s)
+        };
         if (gpu || packed)
             && let SolverChoice::Position(x) = scene.solver
             && x.method == hooke::Method::Xpbd
             && x.rope_solver == hooke::RopeSolver::Direct
+            && (packed || !gpu_limit(x))
         {
-            let (runs, risk, remedy) = if gpu {
-                ("the GPU does not apply the limit", "there", ", or run it on the CPU")
+            let (runs, risk, remedy) = if gpu && !packed {
+                (
+                    "the GPU does not apply the limit here (self-collision, or health not read every frame)",
+                    "there",
+                    ", or run it on the CPU",
+                )
             } else {
                 ("a model of several worlds keeps its count", "packed, and differs from its run alone", "")
             };

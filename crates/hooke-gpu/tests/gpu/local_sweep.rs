@@ -105,7 +105,8 @@ fn the_solver_sweeps_colour_by_colour_where_the_local_sweep_does_not_apply_or_pa
     b.add_rope(&rope).unwrap();
     let joints = Arc::new(b.finalize().unwrap());
     assert!(!applies(&joints, always));
-    // A body larger than any device's workgroup memory holds (70² particles: 57 KiB).
+    // A body larger than devices' workgroup memory holds (100² particles: 117 KiB; 32 KiB on
+    // lavapipe, 48 on NVIDIA, 64 on AMD).
     let grid = |n: usize, copies: usize| {
         let mut b = ModelBuilder::new();
         for k in 0..copies {
@@ -113,11 +114,21 @@ fn the_solver_sweeps_colour_by_colour_where_the_local_sweep_does_not_apply_or_pa
         }
         Arc::new(b.finalize().unwrap())
     };
-    assert!(!applies(&grid(70, 1), always));
+    assert!(!applies(&grid(100, 1), always));
     // A body that fits (50² = 2 500 particles; lavapipe's 32 KiB hold 2 730) but is larger than
     // the automatic choice's 2 304: swept locally only when asked, or among many bodies.
     assert!(applies(&grid(50, 1), always));
     assert!(!applies(&grid(50, 1), GpuSettings { local: LocalSweepMode::Auto, ..always }));
     let many = grid(50, hooke_gpu::LOCAL_MANY_BODIES);
     assert!(applies(&many, GpuSettings { local: LocalSweepMode::Auto, ..always }));
+    // Small bodies do not count toward the many: one large body among them stays colour by
+    // colour.
+    let mut b = ModelBuilder::new();
+    b.add_cloth_grid(&ClothGrid::new("large", 50, 50, 0.01)).unwrap();
+    for k in 1..hooke_gpu::LOCAL_MANY_BODIES {
+        b.add_cloth_grid(&ClothGrid::new(format!("small{k}"), 5, 5, 0.01)).unwrap();
+    }
+    let mixed = Arc::new(b.finalize().unwrap());
+    assert!(!applies(&mixed, GpuSettings { local: LocalSweepMode::Auto, ..always }));
+    assert!(applies(&mixed, always));
 }

@@ -92,10 +92,12 @@ pub struct XpbdSettings {
     /// Substeps per frame, ≥ 1: the count of every frame unless the tension limit asks for
     /// more ([`XpbdSettings::max_substeps`]).
     pub substeps: u32,
-    /// The most substeps the tension limit may split a frame into ([`stability`]: XPBD on the
-    /// CPU raises a frame's count above [`XpbdSettings::substeps`] when the tension of a rope
-    /// under the direct solver would make it unstable), ≤ 100 000. At or below `substeps`:
-    /// every frame has exactly `substeps`. The GPU solver runs `substeps` always.
+    /// The most substeps the tension limit may split a frame into ([`stability`]: XPBD raises
+    /// a frame's count above [`XpbdSettings::substeps`] when the tension of a rope under the
+    /// direct solver would make it unstable), ≤ 100 000. At or below `substeps`: every frame
+    /// has exactly `substeps`. The GPU solver applies it where it reads the health record of
+    /// every frame and has no self-collision (`hooke_gpu::applies_tension_limit`), and keeps
+    /// per-substep buffers for this many substeps there.
     pub max_substeps: u32,
     /// Gauss–Seidel iterations per substep, ≥ 1.
     pub iterations: u32,

@@ -43,7 +43,9 @@
 //! to size it) is taken again from its start with the count that tension asks for. XPBD's
 //! compliance is per substep (α̃ = α/h²), so the material does not change with the count; only
 //! the cost does. The CPU solver applies the rule (not to a model of several worlds, whose
-//! worlds would then share counts); the GPU solver runs its fixed count.
+//! worlds would then share counts); the GPU solver too where it reads every frame's health
+//! record, which carries the frame's tension (`hooke_gpu::applies_tension_limit`: not with
+//! self-collision), with the CPU's counts and bits; otherwise it runs its fixed count.
 //!
 //! What the rule does not cover: a 2 m cable of 201 particles of 1 g with 10 kg at its end,
 //! swung from the horizontal, stretches uniformly (0.2–0.5 % along its length, 2.7 % at one
