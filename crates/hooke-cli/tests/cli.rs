@@ -512,13 +512,15 @@ fn bench_reports_quality_beside_cost() {
     assert!(implicit["solver"].as_str().unwrap().contains("implicit"), "{implicit}");
     assert!(implicit["residual_strain_end"].is_null());
     // --stages on the CPU: every stage timed; the sheet has no air, so aerodynamics costs
-    // nothing, and the constraint stage is where the frame goes.
+    // nothing, and the constraint stage is where the solver's time goes (about 70× predict's).
+    // "other" — the wall clock outside the stages — is left out: on a machine busy with other
+    // tests it once exceeded the constraints (4.9 against 4.2 ms).
     let staged = bench(&["--stages"]);
     let stages = staged["stage_ms_per_frame"].as_object().unwrap_or_else(|| panic!("{staged}"));
     assert_eq!(stages.len(), 7, "{staged}");
     assert_eq!(stages["aerodynamics"].as_f64(), Some(0.0), "{staged}");
     let constraints = stages["constraints"].as_f64().unwrap();
-    assert!(stages.values().all(|v| v.as_f64().unwrap() <= constraints), "{staged}");
+    assert!(stages.iter().filter(|(k, _)| *k != "other").all(|(_, v)| v.as_f64().unwrap() <= constraints), "{staged}");
     let o = hooke(&["bench", "sheet:8", "--frames", "1", "--stages", "--tearing"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("--stages cannot be combined with --tearing"), "{}", text(&o));
 }

@@ -58,20 +58,26 @@ fn predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     }
     let w = position[i].w;
     if w > 0.0 {
-        var g = P.gravity;
-        if P.world_count > 1u {
-            g = world_gravity(world_of(i));
-        }
-        var a = g;
-        if P.aero != 0u {
-            a = g + force[i].xyz * w;
-        }
-        let v = velocity[i].xyz * P.decay + a * P.h;
+        let v = predicted(i, velocity[i].xyz, w);
         velocity[i] = vec4<f32>(v, 0.0);
         displacement[i] = vec4<f32>(v * P.h, 0.0);
     } else {
         displacement[i] = vec4<f32>(0.0);
     }
+}
+
+// The predicted velocity v e^{−c h} + h (g + w f) of free particle i (inverse mass w > 0) from
+// its velocity v.
+fn predicted(i: u32, v: vec3<f32>, w: f32) -> vec3<f32> {
+    var g = P.gravity;
+    if P.world_count > 1u {
+        g = world_gravity(world_of(i));
+    }
+    var a = g;
+    if P.aero != 0u {
+        a = g + force[i].xyz * w;
+    }
+    return v * P.decay + a * P.h;
 }
 
 // The end of a substep (`finish.wgsl`: v = d/h, x⁰ ← x⁰ + d) and `predict` of the next one in
@@ -89,15 +95,7 @@ fn finish_predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     position[i] = vec4<f32>(x.xyz + d, x.w);
     let w = x.w;
     if w > 0.0 {
-        var g = P.gravity;
-        if P.world_count > 1u {
-            g = world_gravity(world_of(i));
-        }
-        var a = g;
-        if P.aero != 0u {
-            a = g + force[i].xyz * w;
-        }
-        let v = end * P.decay + a * P.h;
+        let v = predicted(i, end, w);
         velocity[i] = vec4<f32>(v, 0.0);
         displacement[i] = vec4<f32>(v * P.h, 0.0);
     } else {

@@ -5,47 +5,14 @@
 
 use crate::*;
 
-/// Three cloths of different sizes (dihedral bending), a rope without joints, pins (so
-/// tethers, unless off), a sphere; optionally in two worlds.
+/// The tile tests' scene (`tiles::scene`) with a rope without joints: every body can be swept
+/// locally.
 fn scene(worlds: bool) -> (Arc<Model>, Control) {
-    let mut b = ModelBuilder::new();
-    let mut pins = Vec::new();
-    for (k, n) in [7usize, 12, 5].into_iter().enumerate() {
-        if worlds && k == 2 {
-            b.add_world(Vec3::new(0.5, -9.81, 0.0)).unwrap();
-        }
-        let mut g = ClothGrid::new(format!("cloth{k}"), n, n, 0.05);
-        g.center = Vec3::new(0.4 * k as f32, 1.0, 0.0);
-        g.material.stretch_stiffness = 2000.0;
-        g.bending = hooke::Bending::Angle;
-        b.add_cloth_grid(&g).unwrap();
-        let first = b.particle_count() as u32 - (n * n) as u32;
-        pins.extend([first, first + n as u32 - 1]);
-    }
-    let mut rope = Rope::straight("rope", Vec3::new(-0.5, 1.2, 0.0), Vec3::new(0.5, 1.2, 0.0), 14);
-    rope.bending = hooke::Bending::None;
-    b.add_rope(&rope).unwrap();
-    pins.push(b.particle_count() as u32 - 14);
-    b.add_collider(Collider::new("ball", Shape::Sphere { center: Vec3::new(0.4, 0.5, 0.0), radius: 0.2 })).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    assert!(!model.dihedral().is_empty(), "the cloths have hinges");
-    let mut control = Control::new();
-    for p in pins {
-        control.pin(p);
-    }
-    if worlds {
-        control.world_wind.push((Vec3::new(1.0, 0.0, 0.0), None));
-    }
-    (model, control)
+    crate::tiles::scene(worlds, hooke::Bending::None)
 }
 
 fn positions(ctx: &Arc<GpuContext>, model: &Arc<Model>, control: &Control, settings: GpuSettings) -> (Vec<Vec3>, bool) {
-    let mut solver = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings).unwrap();
-    for _ in 0..40 {
-        solver.step(control, 1.0 / 60.0).unwrap();
-    }
-    let mut x = Vec::new();
-    solver.read_positions(&mut x);
+    let (x, solver) = crate::tiles::run_scene(ctx, model, control, settings);
     (x, solver.uses_local_sweep())
 }
 
