@@ -200,7 +200,8 @@ pub(crate) struct Buffers {
     /// The frame's largest T(wᵢ + wⱼ)/L (1/s²) of a rope segment in tension, as f32 bits in a
     /// u32 (`rope_solver.wgsl`), for the tension limit; 16 bytes.
     pub tension: wgpu::Buffer,
-    /// Per-substep [`Params`], [`UNIFORM_SLOT`] apart (capacity: the settings' substeps).
+    /// Per-substep [`Params`], [`UNIFORM_SLOT`] apart (capacity: the settings' substeps, or
+    /// `max_substeps` where the tension limit applies).
     pub params: wgpu::Buffer,
     /// Per-(colour, first iteration) [`ColourSlot`]s, [`UNIFORM_SLOT`] apart: the distance
     /// set's colours, then the hinges', then the rope joints'.

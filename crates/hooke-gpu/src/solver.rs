@@ -215,7 +215,6 @@ impl GpuSolve {
     }
 }
 
-/// Whether the direct rope solver takes the model's ropes under `settings`.
 /// Whether a GPU solver of `model` with `settings` applies the tension limit on the substep
 /// to its ropes, as the CPU solver does ([`hooke::solver::xpbd::stability`]): XPBD with ropes
 /// under the direct solver, `max_substeps` above `substeps`, one world, and the health record
@@ -233,6 +232,7 @@ pub fn applies_tension_limit(model: &Model, settings: &GpuSettings) -> bool {
         && hooke::collision::self_collision::members(model).0.is_empty()
 }
 
+/// Whether the direct rope solver takes the model's ropes under `settings`.
 fn direct_ropes(model: &Model, settings: &XpbdSettings) -> bool {
     settings.rope_solver == hooke::RopeSolver::Direct
         && model.bodies().iter().any(|body| body.kind == hooke::BodyKind::Rope)
@@ -561,11 +561,6 @@ impl GpuXpbdSolver {
     /// table that could be made, and no local sweep in its place).
     pub fn uses_tiles(&self) -> bool {
         self.k.local.is_none() && (self.k.distance.tiled() || self.k.dihedral.tiled() || self.k.rope_bending.tiled())
-    }
-
-    /// The substeps the buffers must hold for the tension limit.
-    fn max_capacity(&self) -> u32 {
-        substep_capacity(&self.settings, true)
     }
 
     /// Whether the tension limit on the substep applies to this solver's ropes
@@ -1170,8 +1165,7 @@ impl Solver for GpuXpbdSolver {
             if self.tension_limit {
                 parts.push((&self.b.tension, 0, 4));
             }
-            let bytes =
-                if parts.len() == 1 { self.read(&[(&self.b.health, record as u64)]) } else { self.read_at(&parts) };
+            let bytes = self.read_at(&parts);
             let health: HealthRecord = bytemuck::pod_read_unaligned(&bytes[..record]);
             let mut at = record;
             if tallies.is_some() {
@@ -1293,7 +1287,8 @@ impl Solver for GpuXpbdSolver {
         self.list_tally = [0; 2];
         // Self-collision switched on or off decides the tension limit (within the substeps the
         // buffers were made for).
-        self.tension_limit = applies_tension_limit(&model, &self.settings) && self.capacity >= self.max_capacity();
+        self.tension_limit =
+            applies_tension_limit(&model, &self.settings) && self.capacity >= substep_capacity(&self.settings, true);
         self.tension_peak = None;
         self.model = model;
         Ok(())
