@@ -227,6 +227,17 @@ impl GpuContext {
         &self.queue
     }
 
+    /// The most loop iterations one shader invocation may run, in all its loops together, on
+    /// this device, where the driver sets such a limit: Mesa's llvmpipe (lavapipe) ends the
+    /// loops of an invocation after 65 535 iterations (`LP_MAX_TGSI_LOOP_ITERATIONS`) and
+    /// carries on past them, so a longer loop silently stops short. `None` elsewhere. Kernels
+    /// with loops that grow with the model (the direct rope solve) split their work to fit.
+    pub fn loop_budget(&self) -> Option<u32> {
+        let info = self.adapter.get_info();
+        let llvmpipe = info.name.contains("llvmpipe") || info.driver.contains("llvmpipe");
+        llvmpipe.then_some(65_535)
+    }
+
     /// Adapter name, backend and device type, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, Cpu)`.
     pub fn describe(&self) -> String {
         let i = self.adapter.get_info();

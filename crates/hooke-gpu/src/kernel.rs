@@ -145,8 +145,7 @@ impl Kernel {
         // The tile sweeps (`tiles.wgsl`) take as many threads per workgroup as the device allows,
         // up to 1024: each thread of a tile sweeps fewer constraints one after another.
         let limits = device.limits();
-        let tile_threads =
-            limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).clamp(256, 1024);
+        let tile_threads = tile_threads(&limits);
         let tile_constants = [("TILE_THREADS", tile_threads as f64)];
         // The local sweep (`local_sweep.wgsl`) as many threads (1024 measured fastest on an
         // H200: 256 worlds of a 64² cloth 5.61 ms a frame, 5.94 with 512, 8.19 with 256), and
@@ -333,6 +332,12 @@ impl Kernels {
 
 /// Dispatches enough workgroups for `n` threads, spilling into y beyond 65 535 groups
 /// (`thread_index` in `common.wgsl` undoes it).
+/// Threads per workgroup of the tile and local sweeps (`TILE_THREADS`, `LOCAL_THREADS`): as
+/// many as the device allows, from 256 up to 1024.
+pub(crate) fn tile_threads(limits: &wgpu::Limits) -> u32 {
+    limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).clamp(256, 1024)
+}
+
 fn dispatch(pass: &mut wgpu::ComputePass<'_>, n: u32) {
     dispatch_groups(pass, n.div_ceil(WORKGROUP));
 }

@@ -1,38 +1,57 @@
-// The direct rope solver: one thread per rope assembles and solves its banded system
-// (J W Jᵀ + D) Δλ = b by LDLᵀ and applies Δλ. Dispatched by rope_solver.rs once per iteration;
-// hooke's `solver/xpbd/direct_rope.rs` derives it, and every operation here is the CPU's, in
-// its order, so that both round alike.
+// The direct rope solver: the CPU's solve (`hooke::solver::xpbd::direct_rope`), operation for
+// operation and in its order, so that both round alike, split into four kernels that
+// `rope_solver.rs` dispatches once per iteration:
+//
+// - `rows`, a thread per row: the row's gradients, D_k and b_k, and its band row cleared;
+// - `assemble`, a thread per row: D + J W Jᵀ's row (the diagonal and the band left of it),
+//   summed over the row's particles in increasing order, as the CPU's particle loop does;
+// - `band`, a thread per rope: the sequential part, LDLᵀ with the forward substitution and
+//   then the diagonal and back substitution, over a window of rows;
+// - `apply`, a thread per row and per particle: λ += Δλ (and the tension limit's peak), and
+//   d += W Jᵀ Δλ.
+//
+// Only `band` loops along a rope. A device whose shaders stop a long loop early (Mesa's
+// llvmpipe ends an invocation's loops after 65 535 iterations in all) gets it over windows of
+// rows, one dispatch each (`GpuContext::loop_budget`).
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> lambda: array<f32>;
 @group(0) @binding(3) var<storage, read_write> lambda_joint: array<f32>;
-// The ropes' layout (`rope_solver.rs`, `topology`): word 0 the number of ropes; then 8 words
-// per rope (rows start, row count, band width, first particle, particle count, touch offsets
-// start, scratch start, 0); the rows, ROW words each (kind 0 distance / 1 joint, its index,
-// particles a, b, c, then as f32 bits: rest length, compliance (stretch), compliance in
-// compression, damping time); per rope its particles' touch offsets (absolute, particle count
-// + 1 each); the touches, 2 words each (row within the rope, slot).
+// The ropes' layout (`rope_solver.rs`, `Layout`): 8 header words (ropes, rows, rope particles,
+// where the rows start, where the particle records start); per rope ROPE words (first row,
+// row count, band width b, where its band starts in `scratch`); the rows, ROW words each (kind
+// 0 distance / 1 joint, its index, particles a, b, c, then as f32 bits: rest length,
+// compliance (stretch), compliance in compression, damping time; then the row's band start in
+// `scratch`, b, 0, its particles in increasing order as (particle record << 2 | slot), three
+// words, and their count); the particle records, 4 words each (particle, first touch, end of
+// its touches, 0); the touches, 2 words each from word 0 (row, slot), each particle's rows in
+// increasing order.
 @group(0) @binding(4) var<storage, read> topology: array<u32>;
-// Per rope from its scratch start: gradients (9 per row), the band (b per row), the diagonal
-// and the right-hand side (1 per row each).
+// Per row (all ropes): gradients (9 each), then D (1 each), then the right-hand side (1 each,
+// Δλ after the solve); then each rope's band, b words per row.
 @group(0) @binding(5) var<storage, read_write> scratch: array<f32>;
 // The largest T(wᵢ + wⱼ)/L (1/s²) of a segment in tension this frame, T = −λ/h², as f32 bits
 // (non-negative, so ordered as u32): the tension limit's (hooke's `stability`), cleared by the
 // host at the start of each frame.
 @group(0) @binding(6) var<storage, read_write> tension: array<atomic<u32>>;
-// Only `first` is used: set on the first iteration of a substep, where λ starts from 0.
+// `rows` and `apply` use `first`: 1 on the first iteration of a substep, where λ starts from 0.
+// `band` uses `start` and `count` as its window of rows and `first` as its phase: bit 0 the
+// factorisation and forward substitution, bit 1 the diagonal and back substitution.
 @group(2) @binding(0) var<uniform> colour: Colour;
 
-const ROW: u32 = 12u;
+const HEADER: u32 = 8u;
+const ROPE: u32 = 4u;
 
-fn grad_at(base: u32, row: u32, slot: u32) -> vec3<f32> {
-    let g = base + 9u * row + 3u * slot;
+const ROW: u32 = 16u;
+
+fn grad_at(row: u32, slot: u32) -> vec3<f32> {
+    let g = 9u * row + 3u * slot;
     return vec3<f32>(scratch[g], scratch[g + 1u], scratch[g + 2u]);
 }
 
-fn set_grad(base: u32, row: u32, slot: u32, v: vec3<f32>) {
-    let g = base + 9u * row + 3u * slot;
+fn set_grad(row: u32, slot: u32, v: vec3<f32>) {
+    let g = 9u * row + 3u * slot;
     scratch[g] = v.x;
     scratch[g + 1u] = v.y;
     scratch[g + 2u] = v.z;
@@ -104,209 +123,233 @@ fn row_eval(kind: u32, rest: f32, s1: vec3<f32>, s2: vec3<f32>, x1: vec3<f32>, x
     return now;
 }
 
+// Where D and the right-hand side start in `scratch`.
+fn diag_at() -> u32 {
+    return 9u * topology[1];
+}
+
+fn rhs_at() -> u32 {
+    return 10u * topology[1];
+}
+
+// Row g: C, gradients, D_g and b_g (λ from the last iteration, or 0 on the first); its band row
+// cleared.
 @compute @workgroup_size(64)
-fn solve(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = thread_index(gid, nwg);
+    if g >= topology[1] {
+        return;
+    }
+    let w = topology[3] + ROW * g;
+    let diag = diag_at() + g;
+    let rhs = rhs_at() + g;
+    for (var k = 0u; k < topology[w + 10u]; k++) {
+        scratch[topology[w + 9u] + k] = 0.0;
+    }
+    let kind = topology[w];
+    let index = topology[w + 1u];
+    let pa = topology[w + 2u];
+    let pb = topology[w + 3u];
+    let pc = topology[w + 4u];
+    let rest = bitcast<f32>(topology[w + 5u]);
+    var lam = 0.0f;
+    if colour.first == 0u {
+        if kind == 0u {
+            lam = lambda[index];
+        } else {
+            lam = lambda_joint[index];
+        }
+    }
+    let qa = position[pa];
+    let qb = position[pb];
+    let qc = position[pc];
+    let da = displacement[pa].xyz;
+    let db = displacement[pb].xyz;
+    let dc = displacement[pc].xyz;
+    let s1 = qb.xyz - qa.xyz;
+    let s2 = qc.xyz - qa.xyz;
+    let e = row_eval(kind, rest, s1, s2, s1 + (db - da), s2 + (dc - da));
+    if !e.ok {
+        set_grad(g, 0u, vec3<f32>(0.0));
+        set_grad(g, 1u, vec3<f32>(0.0));
+        set_grad(g, 2u, vec3<f32>(0.0));
+        scratch[diag] = 0.0;
+        scratch[rhs] = 0.0;
+        return;
+    }
+    set_grad(g, 0u, e.g0);
+    set_grad(g, 1u, e.g1);
+    set_grad(g, 2u, e.g2);
+    if P.method == 1u {
+        scratch[diag] = 0.0;
+        scratch[rhs] = -(P.pbd_stiffness * e.value);
+        return;
+    }
+    var side = e.value;
+    if lam != 0.0 {
+        side = -lam;
+    }
+    var compliance = bitcast<f32>(topology[w + 6u]);
+    if kind == 0u && !(side >= 0.0) {
+        compliance = bitcast<f32>(topology[w + 7u]);
+    }
+    let alpha = compliance * P.inv_h2;
+    var gamma = 0.0f;
+    if alpha > 0.0 {
+        gamma = bitcast<f32>(topology[w + 8u]) * P.inv_h;
+    }
+    var rate = 0.0f;
+    rate += dot3(e.g0, da);
+    rate += dot3(e.g1, db);
+    if kind == 1u {
+        rate += dot3(e.g2, dc);
+    }
+    let scale = 1.0 / (1.0 + gamma);
+    scratch[diag] = alpha * scale;
+    scratch[rhs] = (-e.value - alpha * lam - gamma * rate) * scale;
+}
+
+// Row g of D + J W Jᵀ: for each of its particles p in increasing order (skipping pinned ones),
+// D_g += w_p ∇_pC_g·∇_pC_g and, for each earlier row l that p touches, (g, l) += w_p ∇_pC_g·∇_pC_l
+// — each entry's terms in the order of the CPU's loop over particles.
+@compute @workgroup_size(64)
+fn assemble(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = thread_index(gid, nwg);
+    if g >= topology[1] {
+        return;
+    }
+    let w = topology[3] + ROW * g;
+    let band = topology[w + 9u];
+    let b = topology[w + 10u];
+    let diag = diag_at() + g;
+    for (var s = 0u; s < topology[w + 15u]; s++) {
+        let entry = topology[w + 12u + s];
+        let record = topology[4] + 4u * (entry >> 2u);
+        let wp = position[topology[record]].w;
+        if wp == 0.0 {
+            continue;
+        }
+        let ga = grad_at(g, entry & 3u);
+        scratch[diag] += wp * dot3(ga, ga);
+        for (var a = topology[record + 1u]; a < topology[record + 2u]; a++) {
+            let l = topology[2u * a];
+            if l >= g {
+                break;
+            }
+            let gb = grad_at(l, topology[2u * a + 1u]);
+            scratch[band + (l + b - g)] += wp * dot3(ga, gb);
+        }
+    }
+}
+
+// One rope's banded solve over the window of rows [start, start + count): with phase bit 0,
+// row by row the LDLᵀ factorisation (L's strict lower band over the band, D over the diagonal)
+// and the forward substitution L y = b; with bit 1, from the window's last row back, the
+// diagonal and back substitution Lᵀ Δλ = D⁻¹ y, Δλ left in the right-hand side.
+@compute @workgroup_size(64)
+fn band(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let rope = thread_index(gid, nwg);
     if rope >= topology[0] {
         return;
     }
-    let h = 1u + 8u * rope;
-    let rows = topology[h];
+    let h = HEADER + ROPE * rope;
     let m = topology[h + 1u];
+    let start = min(colour.start, m);
+    let end = min(start + min(colour.count, m - start), m);
     let b = topology[h + 2u];
-    let first = topology[h + 3u];
-    let n = topology[h + 4u];
-    let offsets = topology[h + 5u];
-    let base = topology[h + 6u];
-    let band = base + 9u * m;
-    let diag = band + b * m;
-    let rhs = diag + m;
-    // Rows: gradients, D_k and b_k.
-    for (var r = 0u; r < m; r++) {
-        let w = rows + ROW * r;
-        let kind = topology[w];
+    let band = topology[h + 3u];
+    let diag = diag_at() + topology[h];
+    let rhs = rhs_at() + topology[h];
+    if (colour.first & 1u) != 0u {
+        for (var k = start; k < end; k++) {
+            var lo = 0u;
+            if k > b {
+                lo = k - b;
+            }
+            for (var j = lo; j < k; j++) {
+                var v = scratch[band + k * b + (j + b - k)];
+                for (var i = lo; i < j; i++) {
+                    v -= scratch[band + k * b + (i + b - k)] * scratch[band + j * b + (i + b - j)] * scratch[diag + i];
+                }
+                var l = 0.0f;
+                if scratch[diag + j] > 0.0 {
+                    l = v / scratch[diag + j];
+                }
+                scratch[band + k * b + (j + b - k)] = l;
+                scratch[diag + k] -= l * l * scratch[diag + j];
+            }
+            if !(scratch[diag + k] > 1e-30f) {
+                scratch[diag + k] = 0.0;
+                scratch[rhs + k] = 0.0;
+            }
+            var v = scratch[rhs + k];
+            for (var j = lo; j < k; j++) {
+                v -= scratch[band + k * b + (j + b - k)] * scratch[rhs + j];
+            }
+            scratch[rhs + k] = v;
+        }
+    }
+    if (colour.first & 2u) != 0u {
+        for (var kk = start; kk < end; kk++) {
+            let k = end - 1u - (kk - start);
+            var v = 0.0f;
+            if scratch[diag + k] > 0.0 {
+                v = scratch[rhs + k] / scratch[diag + k];
+            }
+            let last = min(k + b + 1u, m);
+            for (var j = k + 1u; j < last; j++) {
+                v -= scratch[band + j * b + (k + b - j)] * scratch[rhs + j];
+            }
+            scratch[rhs + k] = v;
+        }
+    }
+}
+
+// Thread t: for row t, λ += Δλ (from 0 on the first iteration) and the largest T(wᵢ + wⱼ)/L of
+// a segment in tension (`direct_rope.rs`: −λ/h² (wᵢ + wⱼ)/L, in its order); for rope particle
+// t, d += w Σ ∇C Δλ over its rows in increasing order.
+@compute @workgroup_size(64)
+fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = thread_index(gid, nwg);
+    let rhs = rhs_at();
+    if t < topology[1] && P.method != 1u {
+        let w = topology[3] + ROW * t;
         let index = topology[w + 1u];
-        let pa = topology[w + 2u];
-        let pb = topology[w + 3u];
-        let pc = topology[w + 4u];
-        let rest = bitcast<f32>(topology[w + 5u]);
         var lam = 0.0f;
-        if colour.first == 0u {
-            if kind == 0u {
+        if topology[w] == 0u {
+            if colour.first == 0u {
                 lam = lambda[index];
-            } else {
+            }
+            lam = lam + scratch[rhs + t];
+            lambda[index] = lam;
+            if lam < 0.0 {
+                let wsum = position[topology[w + 2u]].w + position[topology[w + 3u]].w;
+                let rate = -lam * P.inv_h2 * wsum / bitcast<f32>(topology[w + 5u]);
+                // Not NaN (a broken state is the health check's to report).
+                if rate > 0.0 {
+                    atomicMax(&tension[0], bitcast<u32>(rate));
+                }
+            }
+        } else {
+            if colour.first == 0u {
                 lam = lambda_joint[index];
             }
+            lambda_joint[index] = lam + scratch[rhs + t];
         }
-        let qa = position[pa];
-        let qb = position[pb];
-        let qc = position[pc];
-        let da = displacement[pa].xyz;
-        let db = displacement[pb].xyz;
-        let dc = displacement[pc].xyz;
-        let s1 = qb.xyz - qa.xyz;
-        let s2 = qc.xyz - qa.xyz;
-        let e = row_eval(kind, rest, s1, s2, s1 + (db - da), s2 + (dc - da));
-        if !e.ok {
-            set_grad(base, r, 0u, vec3<f32>(0.0));
-            set_grad(base, r, 1u, vec3<f32>(0.0));
-            set_grad(base, r, 2u, vec3<f32>(0.0));
-            scratch[diag + r] = 0.0;
-            scratch[rhs + r] = 0.0;
-            continue;
-        }
-        set_grad(base, r, 0u, e.g0);
-        set_grad(base, r, 1u, e.g1);
-        set_grad(base, r, 2u, e.g2);
-        if P.method == 1u {
-            scratch[diag + r] = 0.0;
-            scratch[rhs + r] = -(P.pbd_stiffness * e.value);
-            continue;
-        }
-        var side = e.value;
-        if lam != 0.0 {
-            side = -lam;
-        }
-        var compliance = bitcast<f32>(topology[w + 6u]);
-        if kind == 0u && !(side >= 0.0) {
-            compliance = bitcast<f32>(topology[w + 7u]);
-        }
-        let alpha = compliance * P.inv_h2;
-        var gamma = 0.0f;
-        if alpha > 0.0 {
-            gamma = bitcast<f32>(topology[w + 8u]) * P.inv_h;
-        }
-        var rate = 0.0f;
-        rate += dot3(e.g0, da);
-        rate += dot3(e.g1, db);
-        if kind == 1u {
-            rate += dot3(e.g2, dc);
-        }
-        let scale = 1.0 / (1.0 + gamma);
-        scratch[diag + r] = alpha * scale;
-        scratch[rhs + r] = (-e.value - alpha * lam - gamma * rate) * scale;
     }
-    // D + J W Jᵀ: the lower band (entry (k, l) at band + k·b + (l + b − k)) and the diagonal.
-    for (var k = 0u; k < b * m; k++) {
-        scratch[band + k] = 0.0;
-    }
-    for (var p = 0u; p < n; p++) {
-        let w = position[first + p].w;
+    if t < topology[2] {
+        let record = topology[4] + 4u * t;
+        let p = topology[record];
+        let w = position[p].w;
         if w == 0.0 {
-            continue;
-        }
-        let t0 = topology[offsets + p];
-        let t1 = topology[offsets + p + 1u];
-        for (var a = t0; a < t1; a++) {
-            let ra = topology[2u * a];
-            let ga = grad_at(base, ra, topology[2u * a + 1u]);
-            scratch[diag + ra] += w * dot3(ga, ga);
-            for (var c = t0; c < a; c++) {
-                let rb = topology[2u * c];
-                let gb = grad_at(base, rb, topology[2u * c + 1u]);
-                var hi = rb;
-                var lo = ra;
-                if ra > rb {
-                    hi = ra;
-                    lo = rb;
-                }
-                scratch[band + hi * b + (lo + b - hi)] += w * dot3(ga, gb);
-            }
-        }
-    }
-    // LDLᵀ of the band, in place.
-    for (var k = 0u; k < m; k++) {
-        var lo = 0u;
-        if k > b {
-            lo = k - b;
-        }
-        for (var j = lo; j < k; j++) {
-            var v = scratch[band + k * b + (j + b - k)];
-            for (var i = lo; i < j; i++) {
-                v -= scratch[band + k * b + (i + b - k)] * scratch[band + j * b + (i + b - j)] * scratch[diag + i];
-            }
-            var l = 0.0f;
-            if scratch[diag + j] > 0.0 {
-                l = v / scratch[diag + j];
-            }
-            scratch[band + k * b + (j + b - k)] = l;
-            scratch[diag + k] -= l * l * scratch[diag + j];
-        }
-        if !(scratch[diag + k] > 1e-30f) {
-            scratch[diag + k] = 0.0;
-            scratch[rhs + k] = 0.0;
-        }
-    }
-    // Forward, diagonal and back substitution.
-    for (var k = 0u; k < m; k++) {
-        var v = scratch[rhs + k];
-        var lo = 0u;
-        if k > b {
-            lo = k - b;
-        }
-        for (var j = lo; j < k; j++) {
-            v -= scratch[band + k * b + (j + b - k)] * scratch[rhs + j];
-        }
-        scratch[rhs + k] = v;
-    }
-    for (var k = 0u; k < m; k++) {
-        if scratch[diag + k] > 0.0 {
-            scratch[rhs + k] = scratch[rhs + k] / scratch[diag + k];
-        } else {
-            scratch[rhs + k] = 0.0;
-        }
-    }
-    for (var kk = 0u; kk < m; kk++) {
-        let k = m - 1u - kk;
-        var v = scratch[rhs + k];
-        let end = min(k + b + 1u, m);
-        for (var j = k + 1u; j < end; j++) {
-            v -= scratch[band + j * b + (k + b - j)] * scratch[rhs + j];
-        }
-        scratch[rhs + k] = v;
-    }
-    // λ += Δλ (from 0 on the first iteration), d += W Jᵀ Δλ; the largest T(wᵢ + wⱼ)/L of a
-    // segment in tension (`direct_rope.rs`: −λ/h² (wᵢ + wⱼ)/L, in its order).
-    if P.method != 1u {
-        var peak = 0.0f;
-        for (var r = 0u; r < m; r++) {
-            let w = rows + ROW * r;
-            let index = topology[w + 1u];
-            if topology[w] == 0u {
-                var lam = 0.0f;
-                if colour.first == 0u {
-                    lam = lambda[index];
-                }
-                lam = lam + scratch[rhs + r];
-                lambda[index] = lam;
-                if lam < 0.0 {
-                    let wsum = position[topology[w + 2u]].w + position[topology[w + 3u]].w;
-                    let rate = -lam * P.inv_h2 * wsum / bitcast<f32>(topology[w + 5u]);
-                    if rate > peak {
-                        peak = rate;
-                    }
-                }
-            } else {
-                var lam = 0.0f;
-                if colour.first == 0u {
-                    lam = lambda_joint[index];
-                }
-                lambda_joint[index] = lam + scratch[rhs + r];
-            }
-        }
-        atomicMax(&tension[0], bitcast<u32>(peak));
-    }
-    for (var p = 0u; p < n; p++) {
-        let w = position[first + p].w;
-        if w == 0.0 {
-            continue;
+            return;
         }
         var step = vec3<f32>(0.0);
-        for (var a = topology[offsets + p]; a < topology[offsets + p + 1u]; a++) {
+        for (var a = topology[record + 1u]; a < topology[record + 2u]; a++) {
             let r = topology[2u * a];
-            step += grad_at(base, r, topology[2u * a + 1u]) * scratch[rhs + r];
+            step += grad_at(r, topology[2u * a + 1u]) * scratch[rhs + r];
         }
-        let d = displacement[first + p].xyz;
-        displacement[first + p] = vec4<f32>(d + step * w, 0.0);
+        let d = displacement[p].xyz;
+        displacement[p] = vec4<f32>(d + step * w, 0.0);
     }
 }

@@ -85,7 +85,10 @@ pub enum LocalSweepMode {
     /// more.
     #[default]
     Auto,
-    /// Wherever it applies.
+    /// Wherever it applies: XPBD or PBD with Gauss–Seidel, no rope joints, every body within
+    /// the workgroup memory, and, on a device with a loop budget
+    /// ([`GpuContext::loop_budget`](crate::GpuContext::loop_budget)), every thread's share of
+    /// a substep within it.
     Always,
     /// Never: colour by colour.
     Never,
@@ -277,14 +280,21 @@ struct Bindings {
 }
 
 impl Bindings {
-    fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model, settings: &GpuSettings) -> Bindings {
+    fn new(
+        kernels: &Kernels,
+        device: &wgpu::Device,
+        b: &Buffers,
+        model: &Model,
+        settings: &GpuSettings,
+        loop_budget: Option<u32>,
+    ) -> Bindings {
         let layouts = &kernels.layouts;
         let has_uv = model.particle_uv().is_some() && !model.triangles().is_empty();
         let direct = direct_ropes(model, &settings.xpbd);
         let jacobi = matches!(settings.solve, GpuSolve::Jacobi { .. })
             .then(|| Jacobi::new(kernels, device, b, model, settings.solve, settings.xpbd.iterations, direct));
         let alternate = jacobi.as_ref().map(|j| &j.displacement);
-        let ropes = if direct { RopeSolver::new(kernels, device, b, model, alternate) } else { None };
+        let ropes = if direct { RopeSolver::new(kernels, device, b, model, alternate, loop_budget) } else { None };
         let tethers =
             settings.xpbd.tethers.then(|| Tethers::new(kernels, device, b, model.particle_count(), alternate));
         let [distance, dihedral, rope_bending] = set_colours(model);
@@ -317,8 +327,9 @@ impl Bindings {
         };
         let local = (settings.local != LocalSweepMode::Never && jacobi.is_none() && ropes.is_none())
             .then(|| {
-                let capacity = crate::local_sweep::capacity(&device.limits());
-                crate::local_sweep::table(model, |c| swept[c], settings.xpbd.iterations, capacity)
+                let limits = device.limits();
+                let fit = (crate::local_sweep::capacity(&limits), crate::kernel::tile_threads(&limits), loop_budget);
+                crate::local_sweep::table(model, |c| swept[c], settings.xpbd.iterations, fit)
             })
             .flatten()
             .filter(|_| settings.local == LocalSweepMode::Always || crate::local_sweep::pays(model))
@@ -448,7 +459,7 @@ impl GpuXpbdSolver {
             settings.health_interval == 1,
             matches!(settings.solve, GpuSolve::Jacobi { .. }),
         )?;
-        let k = Bindings::new(&kernels, device, &b, &model, &settings);
+        let k = Bindings::new(&kernels, device, &b, &model, &settings, ctx.loop_budget());
         write_colour_slots(ctx.queue(), &b, &model);
         let mut solver = GpuXpbdSolver {
             structural: buffers::structural_constraints(&model).len() as u32,
@@ -1307,7 +1318,7 @@ impl Solver for GpuXpbdSolver {
         let b = Buffers::new(device, &model, capacity, self.settings.health_interval == 1, jacobi)
             .map_err(|e| SolverError::InvalidSettings { setting: "model", message: e.to_string() })?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let k = Bindings::new(&self.kernels, device, &b, &model, &self.settings);
+        let k = Bindings::new(&self.kernels, device, &b, &model, &self.settings, self.ctx.loop_budget());
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(SolverError::InvalidSettings { setting: "model", message: format!("wgpu validation: {e}") });
         }
