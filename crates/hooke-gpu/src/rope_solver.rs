@@ -142,10 +142,17 @@ impl Layout {
 }
 
 /// Loop iterations of the band kernel per row of band width `b`, at most, each loop counting one
-/// more for its exit (as llvmpipe counts them): the factorisation's row, its j loop and i loops,
-/// the forward substitution's loop, then the back substitution's row and its loop.
+/// more for its exit (as llvmpipe counts them). Up to width 4 (`Q`, held in registers): the
+/// factorisation's row, its four-slot j loop with a four-slot i loop in each, the forward
+/// substitution's four slots, the back substitution's row and four slots, and three loads or
+/// stores of a band row. Wider: the factorisation's row, its j loop and i loops, the forward
+/// substitution's loop, then the back substitution's row and its loop.
 fn band_loops_per_row(b: usize) -> usize {
-    1 + (b + 1) + (b * (b - 1) / 2 + b) + (b + 1) + 1 + (b + 1)
+    if b <= 4 {
+        1 + 5 + 4 * 5 + 5 + 1 + 5 + 3 * (b + 1)
+    } else {
+        1 + (b + 1) + (b * (b - 1) / 2 + b) + (b + 1) + 1 + (b + 1)
+    }
 }
 
 /// The rows of the band kernel's windows: `None` (one dispatch covers every rope whole) without

@@ -242,10 +242,168 @@ fn assemble(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     }
 }
 
-// One rope's banded solve over the window of rows [start, start + count): with phase bit 0,
-// row by row the LDLᵀ factorisation (L's strict lower band over the band, D over the diagonal)
-// and the forward substitution L y = b; with bit 1, from the window's last row back, the
-// diagonal and back substitution Lᵀ Δλ = D⁻¹ y, Δλ left in the right-hand side.
+// The widest band held in registers (`band`'s fast path).
+const Q: u32 = 4u;
+
+// Row r's b entries of the band, aligned right in a vec4: entry x is column r − Q + x.
+fn band_row(band: u32, b: u32, r: u32) -> vec4<f32> {
+    var out = vec4<f32>(0.0);
+    for (var t = 0u; t < b; t++) {
+        out[Q - b + t] = scratch[band + r * b + t];
+    }
+    return out;
+}
+
+fn set_band_row(band: u32, b: u32, r: u32, v: vec4<f32>) {
+    for (var t = 0u; t < b; t++) {
+        scratch[band + r * b + t] = v[Q - b + t];
+    }
+}
+
+// `band`'s first phase for b ≤ Q, the last Q rows' D, y and L rows held in registers (slot s
+// is row k − Q + s) instead of read back from memory: the operations of `factor_any`, in its
+// order.
+fn factor_small(start: u32, end: u32, b: u32, band: u32, diag: u32, rhs: u32) {
+    var dw = vec4<f32>(0.0);
+    var yw = vec4<f32>(0.0);
+    var lw = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    for (var s = 0u; s < Q; s++) {
+        if start + s >= Q {
+            let r = start + s - Q;
+            dw[s] = scratch[diag + r];
+            yw[s] = scratch[rhs + r];
+            lw[s] = band_row(band, b, r);
+        }
+    }
+    for (var k = start; k < end; k++) {
+        var row = band_row(band, b, k);
+        var dk = scratch[diag + k];
+        // Columns j = k − Q + sj from max(k − b, 0).
+        let first = Q - min(k, b);
+        for (var sj = 0u; sj < Q; sj++) {
+            if sj >= first {
+                var v = row[sj];
+                for (var si = 0u; si < Q; si++) {
+                    if si >= first && si < sj {
+                        v -= row[si] * lw[sj][si + Q - sj] * dw[si];
+                    }
+                }
+                var l = 0.0f;
+                if dw[sj] > 0.0 {
+                    l = v / dw[sj];
+                }
+                row[sj] = l;
+                dk -= l * l * dw[sj];
+            }
+        }
+        var y = scratch[rhs + k];
+        if !(dk > 1e-30f) {
+            dk = 0.0;
+            y = 0.0;
+        }
+        for (var sj = 0u; sj < Q; sj++) {
+            if sj >= first {
+                y -= row[sj] * yw[sj];
+            }
+        }
+        set_band_row(band, b, k, row);
+        scratch[diag + k] = dk;
+        scratch[rhs + k] = y;
+        dw = vec4<f32>(dw.yzw, dk);
+        yw = vec4<f32>(yw.yzw, y);
+        lw[0] = lw[1];
+        lw[1] = lw[2];
+        lw[2] = lw[3];
+        lw[3] = row;
+    }
+}
+
+// `band`'s second phase for b ≤ Q, the next Q rows' Δλ and L rows in registers (slot s is row
+// k + 1 + s): the operations of `back_any`, in its order.
+fn back_small(start: u32, end: u32, m: u32, b: u32, band: u32, diag: u32, rhs: u32) {
+    var xw = vec4<f32>(0.0);
+    var ln = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    for (var s = 0u; s < Q; s++) {
+        if end + s < m {
+            xw[s] = scratch[rhs + end + s];
+            ln[s] = band_row(band, b, end + s);
+        }
+    }
+    for (var kk = start; kk < end; kk++) {
+        let k = end - 1u - (kk - start);
+        var v = 0.0f;
+        let dk = scratch[diag + k];
+        if dk > 0.0 {
+            v = scratch[rhs + k] / dk;
+        }
+        // Rows j = k + 1 + s up to k + b, below m; L(j, k) is their entry Q − 1 − s.
+        for (var s = 0u; s < Q; s++) {
+            if s < b && k + 1u + s < m {
+                v -= ln[s][Q - 1u - s] * xw[s];
+            }
+        }
+        scratch[rhs + k] = v;
+        xw = vec4<f32>(v, xw.xyz);
+        ln[3] = ln[2];
+        ln[2] = ln[1];
+        ln[1] = ln[0];
+        ln[0] = band_row(band, b, k);
+    }
+}
+
+// `band`'s first phase for any b: row by row the LDLᵀ factorisation (L's strict lower band
+// over the band, D over the diagonal) and the forward substitution L y = b.
+fn factor_any(start: u32, end: u32, b: u32, band: u32, diag: u32, rhs: u32) {
+    for (var k = start; k < end; k++) {
+        var lo = 0u;
+        if k > b {
+            lo = k - b;
+        }
+        for (var j = lo; j < k; j++) {
+            var v = scratch[band + k * b + (j + b - k)];
+            for (var i = lo; i < j; i++) {
+                v -= scratch[band + k * b + (i + b - k)] * scratch[band + j * b + (i + b - j)] * scratch[diag + i];
+            }
+            var l = 0.0f;
+            if scratch[diag + j] > 0.0 {
+                l = v / scratch[diag + j];
+            }
+            scratch[band + k * b + (j + b - k)] = l;
+            scratch[diag + k] -= l * l * scratch[diag + j];
+        }
+        if !(scratch[diag + k] > 1e-30f) {
+            scratch[diag + k] = 0.0;
+            scratch[rhs + k] = 0.0;
+        }
+        var v = scratch[rhs + k];
+        for (var j = lo; j < k; j++) {
+            v -= scratch[band + k * b + (j + b - k)] * scratch[rhs + j];
+        }
+        scratch[rhs + k] = v;
+    }
+}
+
+// `band`'s second phase for any b: from the window's last row back, the diagonal and back
+// substitution Lᵀ Δλ = D⁻¹ y, Δλ left in the right-hand side.
+fn back_any(start: u32, end: u32, m: u32, b: u32, band: u32, diag: u32, rhs: u32) {
+    for (var kk = start; kk < end; kk++) {
+        let k = end - 1u - (kk - start);
+        var v = 0.0f;
+        if scratch[diag + k] > 0.0 {
+            v = scratch[rhs + k] / scratch[diag + k];
+        }
+        let last = min(k + b + 1u, m);
+        for (var j = k + 1u; j < last; j++) {
+            v -= scratch[band + j * b + (k + b - j)] * scratch[rhs + j];
+        }
+        scratch[rhs + k] = v;
+    }
+}
+
+// One rope's banded solve over the window of rows [start, start + count): with phase bit 0 the
+// factorisation and forward substitution, with bit 1 the diagonal and back substitution. Bands
+// of width up to Q keep the rows they carry in registers, which spares a dependent read of
+// memory per term on the sequential path; wider ones read them back.
 @compute @workgroup_size(64)
 fn band(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let rope = thread_index(gid, nwg);
@@ -255,52 +413,24 @@ fn band(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let h = HEADER + ROPE * rope;
     let m = topology[h + 1u];
     let start = min(colour.start, m);
-    let end = min(start + min(colour.count, m - start), m);
+    let end = start + min(colour.count, m - start);
     let b = topology[h + 2u];
     let band = topology[h + 3u];
     let diag = diag_at() + topology[h];
     let rhs = rhs_at() + topology[h];
+    let small = b <= Q;
     if (colour.first & 1u) != 0u {
-        for (var k = start; k < end; k++) {
-            var lo = 0u;
-            if k > b {
-                lo = k - b;
-            }
-            for (var j = lo; j < k; j++) {
-                var v = scratch[band + k * b + (j + b - k)];
-                for (var i = lo; i < j; i++) {
-                    v -= scratch[band + k * b + (i + b - k)] * scratch[band + j * b + (i + b - j)] * scratch[diag + i];
-                }
-                var l = 0.0f;
-                if scratch[diag + j] > 0.0 {
-                    l = v / scratch[diag + j];
-                }
-                scratch[band + k * b + (j + b - k)] = l;
-                scratch[diag + k] -= l * l * scratch[diag + j];
-            }
-            if !(scratch[diag + k] > 1e-30f) {
-                scratch[diag + k] = 0.0;
-                scratch[rhs + k] = 0.0;
-            }
-            var v = scratch[rhs + k];
-            for (var j = lo; j < k; j++) {
-                v -= scratch[band + k * b + (j + b - k)] * scratch[rhs + j];
-            }
-            scratch[rhs + k] = v;
+        if small {
+            factor_small(start, end, b, band, diag, rhs);
+        } else {
+            factor_any(start, end, b, band, diag, rhs);
         }
     }
     if (colour.first & 2u) != 0u {
-        for (var kk = start; kk < end; kk++) {
-            let k = end - 1u - (kk - start);
-            var v = 0.0f;
-            if scratch[diag + k] > 0.0 {
-                v = scratch[rhs + k] / scratch[diag + k];
-            }
-            let last = min(k + b + 1u, m);
-            for (var j = k + 1u; j < last; j++) {
-                v -= scratch[band + j * b + (k + b - j)] * scratch[rhs + j];
-            }
-            scratch[rhs + k] = v;
+        if small {
+            back_small(start, end, m, b, band, diag, rhs);
+        } else {
+            back_any(start, end, m, b, band, diag, rhs);
         }
     }
 }
