@@ -271,13 +271,13 @@ impl RopeSolver {
         self.bound.run_group(pass, ROWS, group, params, iteration, self.rows);
         self.bound.run_group(pass, ASSEMBLE, group, params, iteration, self.rows);
         match self.windows {
-            None => self.bound.run_group(pass, BAND, group, params, slot(WHOLE), self.ropes),
+            None => self.bound.run_workgroups(pass, BAND, group, params, slot(WHOLE), self.ropes),
             Some(n) => {
                 for i in 0..n {
-                    self.bound.run_group(pass, BAND, group, params, slot(WINDOWS + 2 * i), self.ropes);
+                    self.bound.run_workgroups(pass, BAND, group, params, slot(WINDOWS + 2 * i), self.ropes);
                 }
                 for i in (0..n).rev() {
-                    self.bound.run_group(pass, BAND, group, params, slot(WINDOWS + 2 * i + 1), self.ropes);
+                    self.bound.run_workgroups(pass, BAND, group, params, slot(WINDOWS + 2 * i + 1), self.ropes);
                 }
             }
         }

@@ -244,8 +244,17 @@ fn assemble(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
 
 // The widest band held in registers (`band`'s fast path).
 const Q: u32 = 4u;
+// Rows staged in workgroup memory at a time, and the workgroup that stages them.
+const STAGE: u32 = 512u;
+const BAND_THREADS: u32 = 64u;
 
-// Row r's b entries of the band, aligned right in a vec4: entry x is column r − Q + x.
+// A stage of rows of a rope with b ≤ Q: each row's band entries (Q per row, aligned right:
+// entry x is column r − Q + x), D and the right-hand side.
+var<workgroup> stage_band: array<vec4<f32>, STAGE>;
+var<workgroup> stage_diag: array<f32, STAGE>;
+var<workgroup> stage_rhs: array<f32, STAGE>;
+
+// Row r's b entries of the band in memory, aligned right in a vec4.
 fn band_row(band: u32, b: u32, r: u32) -> vec4<f32> {
     var out = vec4<f32>(0.0);
     for (var t = 0u; t < b; t++) {
@@ -254,30 +263,47 @@ fn band_row(band: u32, b: u32, r: u32) -> vec4<f32> {
     return out;
 }
 
-fn set_band_row(band: u32, b: u32, r: u32, v: vec4<f32>) {
-    for (var t = 0u; t < b; t++) {
-        scratch[band + r * b + t] = v[Q - b + t];
+// Rows [c0, c1) into the stage, by the workgroup's threads.
+fn stage_in(lid: u32, c0: u32, c1: u32, b: u32, band: u32, diag: u32, rhs: u32) {
+    for (var t = lid; t < c1 - c0; t += BAND_THREADS) {
+        stage_band[t] = band_row(band, b, c0 + t);
+        stage_diag[t] = scratch[diag + c0 + t];
+        stage_rhs[t] = scratch[rhs + c0 + t];
     }
 }
 
-// `band`'s first phase for b ≤ Q, the last Q rows' D, y and L rows held in registers (slot s
-// is row k − Q + s) instead of read back from memory: the operations of `factor_any`, in its
-// order.
-fn factor_small(start: u32, end: u32, b: u32, band: u32, diag: u32, rhs: u32) {
-    var dw = vec4<f32>(0.0);
-    var yw = vec4<f32>(0.0);
-    var lw = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-    for (var s = 0u; s < Q; s++) {
-        if start + s >= Q {
-            let r = start + s - Q;
-            dw[s] = scratch[diag + r];
-            yw[s] = scratch[rhs + r];
-            lw[s] = band_row(band, b, r);
+// The stage back to rows [c0, c1).
+fn stage_out(lid: u32, c0: u32, c1: u32, b: u32, band: u32, diag: u32, rhs: u32) {
+    for (var t = lid; t < c1 - c0; t += BAND_THREADS) {
+        let v = stage_band[t];
+        for (var e = 0u; e < b; e++) {
+            scratch[band + (c0 + t) * b + e] = v[Q - b + e];
         }
+        scratch[diag + c0 + t] = stage_diag[t];
+        scratch[rhs + c0 + t] = stage_rhs[t];
     }
-    for (var k = start; k < end; k++) {
-        var row = band_row(band, b, k);
-        var dk = scratch[diag + k];
+}
+
+// The last Q rows' D, y and L rows (slot s is row k − Q + s), or the next Q rows' Δλ and L
+// rows (slot s is row k + 1 + s), carried in registers from row to row and stage to stage.
+struct Carry {
+    d: vec4<f32>,
+    x: vec4<f32>,
+    l0: vec4<f32>,
+    l1: vec4<f32>,
+    l2: vec4<f32>,
+    l3: vec4<f32>,
+}
+
+// `band`'s first phase for b ≤ Q over the staged rows [c0, c1) (k from c0): the operations of
+// `factor_any`, in its order, with the rows they carry in registers.
+fn factor_stage(c0: u32, c1: u32, b: u32, carry: ptr<function, Carry>) {
+    var dw = (*carry).d;
+    var yw = (*carry).x;
+    var lw = array<vec4<f32>, 4>((*carry).l0, (*carry).l1, (*carry).l2, (*carry).l3);
+    for (var k = c0; k < c1; k++) {
+        var row = stage_band[k - c0];
+        var dk = stage_diag[k - c0];
         // Columns j = k − Q + sj from max(k − b, 0).
         let first = Q - min(k, b);
         for (var sj = 0u; sj < Q; sj++) {
@@ -296,7 +322,7 @@ fn factor_small(start: u32, end: u32, b: u32, band: u32, diag: u32, rhs: u32) {
                 dk -= l * l * dw[sj];
             }
         }
-        var y = scratch[rhs + k];
+        var y = stage_rhs[k - c0];
         if !(dk > 1e-30f) {
             dk = 0.0;
             y = 0.0;
@@ -306,9 +332,9 @@ fn factor_small(start: u32, end: u32, b: u32, band: u32, diag: u32, rhs: u32) {
                 y -= row[sj] * yw[sj];
             }
         }
-        set_band_row(band, b, k, row);
-        scratch[diag + k] = dk;
-        scratch[rhs + k] = y;
+        stage_band[k - c0] = row;
+        stage_diag[k - c0] = dk;
+        stage_rhs[k - c0] = y;
         dw = vec4<f32>(dw.yzw, dk);
         yw = vec4<f32>(yw.yzw, y);
         lw[0] = lw[1];
@@ -316,25 +342,20 @@ fn factor_small(start: u32, end: u32, b: u32, band: u32, diag: u32, rhs: u32) {
         lw[2] = lw[3];
         lw[3] = row;
     }
+    *carry = Carry(dw, yw, lw[0], lw[1], lw[2], lw[3]);
 }
 
-// `band`'s second phase for b ≤ Q, the next Q rows' Δλ and L rows in registers (slot s is row
-// k + 1 + s): the operations of `back_any`, in its order.
-fn back_small(start: u32, end: u32, m: u32, b: u32, band: u32, diag: u32, rhs: u32) {
-    var xw = vec4<f32>(0.0);
-    var ln = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-    for (var s = 0u; s < Q; s++) {
-        if end + s < m {
-            xw[s] = scratch[rhs + end + s];
-            ln[s] = band_row(band, b, end + s);
-        }
-    }
-    for (var kk = start; kk < end; kk++) {
-        let k = end - 1u - (kk - start);
+// `band`'s second phase for b ≤ Q over the staged rows [c0, c1), from the last back: the
+// operations of `back_any`, in its order.
+fn back_stage(c0: u32, c1: u32, m: u32, b: u32, carry: ptr<function, Carry>) {
+    var xw = (*carry).x;
+    var ln = array<vec4<f32>, 4>((*carry).l0, (*carry).l1, (*carry).l2, (*carry).l3);
+    for (var kk = c0; kk < c1; kk++) {
+        let k = c1 - 1u - (kk - c0);
         var v = 0.0f;
-        let dk = scratch[diag + k];
+        let dk = stage_diag[k - c0];
         if dk > 0.0 {
-            v = scratch[rhs + k] / dk;
+            v = stage_rhs[k - c0] / dk;
         }
         // Rows j = k + 1 + s up to k + b, below m; L(j, k) is their entry Q − 1 − s.
         for (var s = 0u; s < Q; s++) {
@@ -342,13 +363,14 @@ fn back_small(start: u32, end: u32, m: u32, b: u32, band: u32, diag: u32, rhs: u
                 v -= ln[s][Q - 1u - s] * xw[s];
             }
         }
-        scratch[rhs + k] = v;
+        stage_rhs[k - c0] = v;
         xw = vec4<f32>(v, xw.xyz);
         ln[3] = ln[2];
         ln[2] = ln[1];
         ln[1] = ln[0];
-        ln[0] = band_row(band, b, k);
+        ln[0] = stage_band[k - c0];
     }
+    *carry = Carry(vec4<f32>(0.0), xw, ln[0], ln[1], ln[2], ln[3]);
 }
 
 // `band`'s first phase for any b: row by row the LDLᵀ factorisation (L's strict lower band
@@ -400,13 +422,19 @@ fn back_any(start: u32, end: u32, m: u32, b: u32, band: u32, diag: u32, rhs: u32
     }
 }
 
-// One rope's banded solve over the window of rows [start, start + count): with phase bit 0 the
-// factorisation and forward substitution, with bit 1 the diagonal and back substitution. Bands
-// of width up to Q keep the rows they carry in registers, which spares a dependent read of
-// memory per term on the sequential path; wider ones read them back.
-@compute @workgroup_size(64)
-fn band(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let rope = thread_index(gid, nwg);
+// One rope's banded solve over the window of rows [start, start + count), a workgroup per
+// rope: with phase bit 0 the factorisation and forward substitution, with bit 1 the diagonal
+// and back substitution. For bands of width up to Q the workgroup stages STAGE rows at a time
+// in workgroup memory, where one thread runs the sequential recurrence, the rows it carries in
+// registers: no dependent read of device memory on the sequential path. Wider bands run in
+// device memory on one thread.
+@compute @workgroup_size(BAND_THREADS)
+fn band(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let rope = wid.x + wid.y * nwg.x;
     if rope >= topology[0] {
         return;
     }
@@ -418,19 +446,77 @@ fn band(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let band = topology[h + 3u];
     let diag = diag_at() + topology[h];
     let rhs = rhs_at() + topology[h];
-    let small = b <= Q;
-    if (colour.first & 1u) != 0u {
-        if small {
-            factor_small(start, end, b, band, diag, rhs);
-        } else {
-            factor_any(start, end, b, band, diag, rhs);
+    let phase = colour.first;
+    if b > Q {
+        if lid == 0u {
+            if (phase & 1u) != 0u {
+                factor_any(start, end, b, band, diag, rhs);
+            }
+            if (phase & 2u) != 0u {
+                back_any(start, end, m, b, band, diag, rhs);
+            }
+        }
+        return;
+    }
+    if (phase & 1u) != 0u {
+        var carry = Carry(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+        if lid == 0u {
+            for (var s = 0u; s < Q; s++) {
+                if start + s >= Q {
+                    let r = start + s - Q;
+                    carry.d[s] = scratch[diag + r];
+                    carry.x[s] = scratch[rhs + r];
+                    let l = band_row(band, b, r);
+                    switch s {
+                        case 0u: { carry.l0 = l; }
+                        case 1u: { carry.l1 = l; }
+                        case 2u: { carry.l2 = l; }
+                        default: { carry.l3 = l; }
+                    }
+                }
+            }
+        }
+        for (var c0 = start; c0 < end; c0 += STAGE) {
+            let c1 = min(c0 + STAGE, end);
+            stage_in(lid, c0, c1, b, band, diag, rhs);
+            workgroupBarrier();
+            if lid == 0u {
+                factor_stage(c0, c1, b, &carry);
+            }
+            workgroupBarrier();
+            stage_out(lid, c0, c1, b, band, diag, rhs);
+            workgroupBarrier();
         }
     }
-    if (colour.first & 2u) != 0u {
-        if small {
-            back_small(start, end, m, b, band, diag, rhs);
-        } else {
-            back_any(start, end, m, b, band, diag, rhs);
+    if (phase & 2u) != 0u {
+        var carry = Carry(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+        if lid == 0u {
+            for (var s = 0u; s < Q; s++) {
+                if end + s < m {
+                    carry.x[s] = scratch[rhs + end + s];
+                    let l = band_row(band, b, end + s);
+                    switch s {
+                        case 0u: { carry.l0 = l; }
+                        case 1u: { carry.l1 = l; }
+                        case 2u: { carry.l2 = l; }
+                        default: { carry.l3 = l; }
+                    }
+                }
+            }
+        }
+        // Stages from the window's end back.
+        let stages = (end - start + STAGE - 1u) / STAGE;
+        for (var q = 0u; q < stages; q++) {
+            let c1 = end - q * STAGE;
+            let c0 = max(start, c1 - min(STAGE, c1));
+            stage_in(lid, c0, c1, b, band, diag, rhs);
+            workgroupBarrier();
+            if lid == 0u {
+                back_stage(c0, c1, m, b, &carry);
+            }
+            workgroupBarrier();
+            stage_out(lid, c0, c1, b, band, diag, rhs);
+            workgroupBarrier();
         }
     }
 }
