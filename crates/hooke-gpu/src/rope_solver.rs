@@ -4,7 +4,8 @@
 //! that both round alike (bit for bit on lavapipe).
 //!
 //! Four dispatches per iteration: the rows (a thread per row), the matrix (a thread per row),
-//! the band's factorisation and substitutions (a thread per rope: the only sequential part,
+//! the band's factorisation and substitutions (a workgroup per rope, which stages the rows in
+//! workgroup memory for one of its threads to run the recurrence: the only sequential part,
 //! O(n) for a rope of n particles) and the update of λ and of the displacements (a thread per
 //! row and per particle). A device with a loop budget ([`GpuContext::loop_budget`]: Mesa's
 //! llvmpipe stops an invocation's loops after 65 535 iterations in all) gets the band over

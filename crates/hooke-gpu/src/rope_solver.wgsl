@@ -5,8 +5,9 @@
 // - `rows`, a thread per row: the row's gradients, D_k and b_k, and its band row cleared;
 // - `assemble`, a thread per row: D + J W Jᵀ's row (the diagonal and the band left of it),
 //   summed over the row's particles in increasing order, as the CPU's particle loop does;
-// - `band`, a thread per rope: the sequential part, LDLᵀ with the forward substitution and
-//   then the diagonal and back substitution, over a window of rows;
+// - `band`, a workgroup per rope: the sequential part, LDLᵀ with the forward substitution and
+//   then the diagonal and back substitution, over a window of rows, run by one thread on rows
+//   the workgroup stages in workgroup memory;
 // - `apply`, a thread per row and per particle: λ += Δλ (and the tension limit's peak), and
 //   d += W Jᵀ Δλ.
 //
