@@ -296,82 +296,128 @@ struct Carry {
     l3: vec4<f32>,
 }
 
+// L_kj = v / D_j, or 0 for a singular row j.
+fn pivot(v: f32, d: f32) -> f32 {
+    if d > 0.0 {
+        return v / d;
+    }
+    return 0.0;
+}
+
 // `band`'s first phase for b ≤ Q over the staged rows [c0, c1) (k from c0): the operations of
-// `factor_any`, in its order, with the rows they carry in registers.
+// `factor_any`, in its order, with the rows they carry in registers. Written out slot by slot
+// (column j = k − Q + slot, from slot Q − min(k, b)): a loop over the slots would index the
+// registers dynamically, which puts them in memory.
 fn factor_stage(c0: u32, c1: u32, b: u32, carry: ptr<function, Carry>) {
     var dw = (*carry).d;
     var yw = (*carry).x;
-    var lw = array<vec4<f32>, 4>((*carry).l0, (*carry).l1, (*carry).l2, (*carry).l3);
+    var l0 = (*carry).l0;
+    var l1 = (*carry).l1;
+    var l2 = (*carry).l2;
+    var l3 = (*carry).l3;
     for (var k = c0; k < c1; k++) {
         var row = stage_band[k - c0];
         var dk = stage_diag[k - c0];
-        // Columns j = k − Q + sj from max(k − b, 0).
         let first = Q - min(k, b);
-        for (var sj = 0u; sj < Q; sj++) {
-            if sj >= first {
-                var v = row[sj];
-                for (var si = 0u; si < Q; si++) {
-                    if si >= first && si < sj {
-                        v -= row[si] * lw[sj][si + Q - sj] * dw[si];
-                    }
-                }
-                var l = 0.0f;
-                if dw[sj] > 0.0 {
-                    l = v / dw[sj];
-                }
-                row[sj] = l;
-                dk -= l * l * dw[sj];
+        if first == 0u {
+            row.x = pivot(row.x, dw.x);
+            dk -= row.x * row.x * dw.x;
+        }
+        if first <= 1u {
+            var v = row.y;
+            if first == 0u {
+                v -= row.x * l1.w * dw.x;
             }
+            row.y = pivot(v, dw.y);
+            dk -= row.y * row.y * dw.y;
+        }
+        if first <= 2u {
+            var v = row.z;
+            if first == 0u {
+                v -= row.x * l2.z * dw.x;
+            }
+            if first <= 1u {
+                v -= row.y * l2.w * dw.y;
+            }
+            row.z = pivot(v, dw.z);
+            dk -= row.z * row.z * dw.z;
+        }
+        if first <= 3u {
+            var v = row.w;
+            if first == 0u {
+                v -= row.x * l3.y * dw.x;
+            }
+            if first <= 1u {
+                v -= row.y * l3.z * dw.y;
+            }
+            if first <= 2u {
+                v -= row.z * l3.w * dw.z;
+            }
+            row.w = pivot(v, dw.w);
+            dk -= row.w * row.w * dw.w;
         }
         var y = stage_rhs[k - c0];
         if !(dk > 1e-30f) {
             dk = 0.0;
             y = 0.0;
         }
-        for (var sj = 0u; sj < Q; sj++) {
-            if sj >= first {
-                y -= row[sj] * yw[sj];
-            }
+        if first == 0u {
+            y -= row.x * yw.x;
+        }
+        if first <= 1u {
+            y -= row.y * yw.y;
+        }
+        if first <= 2u {
+            y -= row.z * yw.z;
+        }
+        if first <= 3u {
+            y -= row.w * yw.w;
         }
         stage_band[k - c0] = row;
         stage_diag[k - c0] = dk;
         stage_rhs[k - c0] = y;
         dw = vec4<f32>(dw.yzw, dk);
         yw = vec4<f32>(yw.yzw, y);
-        lw[0] = lw[1];
-        lw[1] = lw[2];
-        lw[2] = lw[3];
-        lw[3] = row;
+        l0 = l1;
+        l1 = l2;
+        l2 = l3;
+        l3 = row;
     }
-    *carry = Carry(dw, yw, lw[0], lw[1], lw[2], lw[3]);
+    *carry = Carry(dw, yw, l0, l1, l2, l3);
 }
 
 // `band`'s second phase for b ≤ Q over the staged rows [c0, c1), from the last back: the
-// operations of `back_any`, in its order.
+// operations of `back_any`, in its order, written out slot by slot (row j = k + 1 + slot up to
+// k + b and below m; L(j, k) is its entry Q − 1 − slot).
 fn back_stage(c0: u32, c1: u32, m: u32, b: u32, carry: ptr<function, Carry>) {
     var xw = (*carry).x;
-    var ln = array<vec4<f32>, 4>((*carry).l0, (*carry).l1, (*carry).l2, (*carry).l3);
+    var n0 = (*carry).l0;
+    var n1 = (*carry).l1;
+    var n2 = (*carry).l2;
+    var n3 = (*carry).l3;
     for (var kk = c0; kk < c1; kk++) {
         let k = c1 - 1u - (kk - c0);
-        var v = 0.0f;
-        let dk = stage_diag[k - c0];
-        if dk > 0.0 {
-            v = stage_rhs[k - c0] / dk;
+        var v = pivot(stage_rhs[k - c0], stage_diag[k - c0]);
+        if b > 0u && k + 1u < m {
+            v -= n0.w * xw.x;
         }
-        // Rows j = k + 1 + s up to k + b, below m; L(j, k) is their entry Q − 1 − s.
-        for (var s = 0u; s < Q; s++) {
-            if s < b && k + 1u + s < m {
-                v -= ln[s][Q - 1u - s] * xw[s];
-            }
+        if b > 1u && k + 2u < m {
+            v -= n1.z * xw.y;
+        }
+        if b > 2u && k + 3u < m {
+            v -= n2.y * xw.z;
+        }
+        if b > 3u && k + 4u < m {
+            v -= n3.x * xw.w;
         }
         stage_rhs[k - c0] = v;
         xw = vec4<f32>(v, xw.xyz);
-        ln[3] = ln[2];
-        ln[2] = ln[1];
-        ln[1] = ln[0];
-        ln[0] = stage_band[k - c0];
+        n3 = n2;
+        n2 = n1;
+        n1 = n0;
+        n0 = stage_band[k - c0];
     }
-    *carry = Carry(vec4<f32>(0.0), xw, ln[0], ln[1], ln[2], ln[3]);
+    *carry = Carry(vec4<f32>(0.0), xw, n0, n1, n2, n3);
 }
 
 // `band`'s first phase for any b: row by row the LDLᵀ factorisation (L's strict lower band
