@@ -20,7 +20,7 @@ pub const DIHEDRAL: &str = concat!(
 /// `rope_bending.wgsl`: the XPBD/PBD sweep of one colour of rope joints (bending).
 pub const ROPE_BENDING: &str =
     concat!(include_str!("common.wgsl"), include_str!("rope_bending.wgsl"), include_str!("tiles.wgsl"));
-/// `rope_solver.wgsl`: the direct rope solver, one thread per rope.
+/// `rope_solver.wgsl`: the direct rope solver (rows, matrix and update in parallel, the band a workgroup per rope).
 pub const ROPE_SOLVER: &str = concat!(include_str!("common.wgsl"), include_str!("rope_solver.wgsl"));
 /// `tethers.wgsl`: long-range attachments, one thread per tethered particle.
 pub const TETHERS: &str =
