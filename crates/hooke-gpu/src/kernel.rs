@@ -330,14 +330,14 @@ impl Kernels {
     }
 }
 
-/// Dispatches enough workgroups for `n` threads, spilling into y beyond 65 535 groups
-/// (`thread_index` in `common.wgsl` undoes it).
 /// Threads per workgroup of the tile and local sweeps (`TILE_THREADS`, `LOCAL_THREADS`): as
 /// many as the device allows, from 256 up to 1024.
 pub(crate) fn tile_threads(limits: &wgpu::Limits) -> u32 {
     limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x).clamp(256, 1024)
 }
 
+/// Dispatches enough workgroups for `n` threads, spilling into y beyond 65 535 groups
+/// (`thread_index` in `common.wgsl` undoes it).
 fn dispatch(pass: &mut wgpu::ComputePass<'_>, n: u32) {
     dispatch_groups(pass, n.div_ceil(WORKGROUP));
 }

@@ -534,6 +534,9 @@ fn band(
             stage_out(lid, c0, c1, b, band, diag, rhs);
             workgroupBarrier();
         }
+        // The second phase's stages start from the end, so a thread may read back rows
+        // another wrote: make this phase's writes to device memory visible to the workgroup.
+        storageBarrier();
     }
     if (phase & 2u) != 0u {
         var carry = Carry(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
