@@ -296,6 +296,16 @@ struct Carry {
     l3: vec4<f32>,
 }
 
+// Slot s of the carried L rows.
+fn set_carried_row(c: ptr<function, Carry>, s: u32, l: vec4<f32>) {
+    switch s {
+        case 0u: { (*c).l0 = l; }
+        case 1u: { (*c).l1 = l; }
+        case 2u: { (*c).l2 = l; }
+        default: { (*c).l3 = l; }
+    }
+}
+
 // L_kj = v / D_j, or 0 for a singular row j.
 fn pivot(v: f32, d: f32) -> f32 {
     if d > 0.0 {
@@ -513,13 +523,7 @@ fn band(
                     let r = start + s - Q;
                     carry.d[s] = scratch[diag + r];
                     carry.x[s] = scratch[rhs + r];
-                    let l = band_row(band, b, r);
-                    switch s {
-                        case 0u: { carry.l0 = l; }
-                        case 1u: { carry.l1 = l; }
-                        case 2u: { carry.l2 = l; }
-                        default: { carry.l3 = l; }
-                    }
+                    set_carried_row(&carry, s, band_row(band, b, r));
                 }
             }
         }
@@ -544,13 +548,7 @@ fn band(
             for (var s = 0u; s < Q; s++) {
                 if end + s < m {
                     carry.x[s] = scratch[rhs + end + s];
-                    let l = band_row(band, b, end + s);
-                    switch s {
-                        case 0u: { carry.l0 = l; }
-                        case 1u: { carry.l1 = l; }
-                        case 2u: { carry.l2 = l; }
-                        default: { carry.l3 = l; }
-                    }
+                    set_carried_row(&carry, s, band_row(band, b, end + s));
                 }
             }
         }
