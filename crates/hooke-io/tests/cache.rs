@@ -629,3 +629,35 @@ for prim in stage.Traverse():
         .unwrap();
     assert!(e.to_string().contains("particle 3"), "{e}");
 }
+
+/// A scene of many bodies (300 ropes) streams its samples into two scratch files, whatever the
+/// number of bodies (one pair per body ran out of open files past about 510 bodies), and every
+/// prim reads back its own positions bit for bit.
+#[test]
+fn usda_of_many_bodies_keeps_two_scratch_files() {
+    let mut b = ModelBuilder::new();
+    for k in 0..300 {
+        let x = 0.01 * k as f32;
+        b.add_rope(&Rope::straight(&format!("r{k}"), Vec3::new(x, 2.0, 0.0), Vec3::new(x, 1.0, 0.0), 3)).unwrap();
+    }
+    let m = b.finalize().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = cache::create(Format::Usda, &spec(tmp.path(), &m)).unwrap();
+    for f in 0..FRAMES {
+        w.write_frame(f, &positions(&m, f)).unwrap();
+        let scratch = listing(tmp.path());
+        assert!(scratch.len() <= 2, "{} temporary files for 300 bodies: {:?}…", scratch.len(), &scratch[..3]);
+    }
+    let paths = w.finish().unwrap();
+    let cache = read_usda(&paths[0]).unwrap();
+    assert_eq!(cache.prims.len(), 300);
+    for f in 0..FRAMES {
+        let want = positions(&m, f);
+        let got = cache.positions(f);
+        assert_eq!(got.len(), want.len());
+        assert!(
+            want.iter().zip(&got).all(|(a, b)| a.to_array().map(f32::to_bits) == b.to_array().map(f32::to_bits)),
+            "frame {f} differs"
+        );
+    }
+}

@@ -99,25 +99,22 @@ impl AtomicFile {
         result.map_err(|e| io_error(&path, e))
     }
 
-    /// Appends the whole content of `self` (from its start) to `dst`.
+    /// Appends the byte ranges `ranges` of `self` — (offset, length) pairs within what was
+    /// written, in the order given — to `dst`.
     ///
     /// # Errors
     /// [`CacheError::Io`] naming whichever file failed.
-    pub(crate) fn copy_to(&mut self, dst: &mut AtomicFile) -> Result<(), CacheError> {
+    pub(crate) fn copy_ranges_to(&mut self, ranges: &[(u64, u32)], dst: &mut AtomicFile) -> Result<(), CacheError> {
         let path = self.tmp_path.clone();
         let src = self.handle()?;
         src.flush().map_err(|e| io_error(&path, e))?;
         let f = src.get_mut();
-        f.seek(SeekFrom::Start(0)).map_err(|e| io_error(&path, e))?;
-        let mut chunk = vec![0u8; BUFFER];
-        loop {
-            let n = match f.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io_error(&path, e)),
-            };
-            dst.write_all(&chunk[..n])?;
+        let mut chunk = Vec::new();
+        for &(offset, len) in ranges {
+            chunk.resize(len as usize, 0);
+            f.seek(SeekFrom::Start(offset)).map_err(|e| io_error(&path, e))?;
+            f.read_exact(&mut chunk).map_err(|e| io_error(&path, e))?;
+            dst.write_all(&chunk)?;
         }
         f.seek(SeekFrom::End(0)).map_err(|e| io_error(&path, e))?;
         Ok(())

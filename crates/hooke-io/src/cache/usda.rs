@@ -44,9 +44,11 @@
 //! }
 //! ```
 //!
-//! While frames arrive, each prim's `points` and `extent` samples are appended to two scratch
-//! files; [`CacheWriter::finish`] writes the header (which needs the last frame), each prim's
-//! static part and a copy of its samples to a temporary file, then renames it into place.
+//! While frames arrive, every prim's `points` and `extent` samples are appended to two scratch
+//! files shared by all prims (two open files whatever the number of bodies), each sample's
+//! place remembered; [`CacheWriter::finish`] writes the header (which needs the last frame),
+//! each prim's static part and a copy of its samples to a temporary file, then renames it into
+//! place.
 //! Floats are printed in Rust's shortest round-trip form, so `f32` values read back exactly.
 
 use super::atomic::AtomicFile;
@@ -74,10 +76,30 @@ struct Prim {
     topology: Vec<TopologySample>,
     /// The properties that never change (after the mesh topology, before the time samples).
     head: String,
-    /// Scratch file of `points` time samples.
-    points: AtomicFile,
-    /// Scratch file of `extent` time samples.
-    extent: AtomicFile,
+    /// Where each frame's `points` sample lies in the writer's points scratch file (offset,
+    /// length in bytes).
+    points: Vec<(u64, u32)>,
+    /// The same for the `extent` samples.
+    extent: Vec<(u64, u32)>,
+}
+
+/// A scratch file being appended to, with the number of bytes written so far.
+#[derive(Debug)]
+struct Scratch {
+    file: AtomicFile,
+    written: u64,
+}
+
+impl Scratch {
+    /// Appends `bytes`; returns where they lie (offset, length).
+    fn append(&mut self, bytes: &[u8]) -> Result<(u64, u32), CacheError> {
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| CacheError::Invalid(format!("a time sample of {} bytes (4 GiB at most)", bytes.len())))?;
+        self.file.write_all(bytes)?;
+        let at = self.written;
+        self.written += u64::from(len);
+        Ok((at, len))
+    }
 }
 
 /// Writer of [`Format::Usda`](super::Format::Usda).
@@ -87,6 +109,10 @@ pub(crate) struct UsdaWriter {
     scene_name: String,
     fps: f32,
     prims: Vec<Prim>,
+    /// Every prim's `points` samples, frame after frame.
+    points: Scratch,
+    /// Every prim's `extent` samples.
+    extent: Scratch,
     counter: FrameCounter,
     buf: String,
     /// Scratch for the points of a body written in file order.
@@ -100,7 +126,7 @@ impl UsdaWriter {
         let path = spec.dir.join(&file_name);
         let names = usd_identifiers(model.bodies().iter().map(|b| b.name.as_str()));
         let mut prims = Vec::with_capacity(names.len());
-        for (k, (output, name)) in body_outputs(spec)?.into_iter().zip(names).enumerate() {
+        for (output, name) in body_outputs(spec)?.into_iter().zip(names) {
             let range = output.range.clone();
             let mut head = String::new();
             let mut radius = Vec::new();
@@ -127,11 +153,13 @@ impl UsdaWriter {
                 join_floats(&mut head, radius.iter().map(|r| 2.0 * r));
                 head.push_str("] (\n            interpolation = \"vertex\"\n        )\n");
             }
-            let points = AtomicFile::scratch(spec.dir, &format!("{file_name}.prim{k}.points"))?;
-            let extent = AtomicFile::scratch(spec.dir, &format!("{file_name}.prim{k}.extent"))?;
-            prims.push(Prim { output, radius, def, topology, head, points, extent });
+            prims.push(Prim { output, radius, def, topology, head, points: Vec::new(), extent: Vec::new() });
         }
+        let points = Scratch { file: AtomicFile::scratch(spec.dir, &format!("{file_name}.points"))?, written: 0 };
+        let extent = Scratch { file: AtomicFile::scratch(spec.dir, &format!("{file_name}.extent"))?, written: 0 };
         Ok(UsdaWriter {
+            points,
+            extent,
             counter: FrameCounter::new(path.clone(), model.particle_count()),
             path,
             scene_name: spec.scene_name.to_string(),
@@ -158,7 +186,7 @@ impl CacheWriter for UsdaWriter {
                 push_vec3(buf, *p);
             }
             buf.push_str("],\n");
-            prim.points.write_all(buf.as_bytes())?;
+            prim.points.push(self.points.append(buf.as_bytes())?);
 
             let (mut lo, mut hi) = (Vec3::INFINITY, Vec3::NEG_INFINITY);
             for (i, &p) in pts.iter().enumerate() {
@@ -176,7 +204,7 @@ impl CacheWriter for UsdaWriter {
             buf.push_str(", ");
             push_vec3(buf, hi);
             buf.push_str("],\n");
-            prim.extent.write_all(buf.as_bytes())?;
+            prim.extent.push(self.extent.append(buf.as_bytes())?);
         }
         self.counter.end();
         Ok(())
@@ -222,9 +250,9 @@ impl CacheWriter for UsdaWriter {
             out.write_all(topology_text(&prim.topology).as_bytes())?;
             out.write_all(prim.head.as_bytes())?;
             out.write_all(b"        float3[] extent.timeSamples = {\n")?;
-            prim.extent.copy_to(&mut out)?;
+            this.extent.file.copy_ranges_to(&prim.extent, &mut out)?;
             out.write_all(b"        }\n        point3f[] points.timeSamples = {\n")?;
-            prim.points.copy_to(&mut out)?;
+            this.points.file.copy_ranges_to(&prim.points, &mut out)?;
             out.write_all(b"        }\n    }\n")?;
         }
         out.write_all(b"}\n")?;
