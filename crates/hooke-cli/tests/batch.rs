@@ -194,6 +194,20 @@ fn a_killed_run_resumes_without_duplicates_or_half_written_samples() {
     // What was complete was not made again.
     assert_eq!(std::fs::metadata(data.join("samples/000002/sample.json")).unwrap().modified().unwrap(), stamp);
 
+    // A sample whose cache was deleted since is not taken as complete: refused, naming the
+    // file and what to do; done again once its folder is removed.
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("samples/000002/sample.json")).unwrap()).unwrap();
+    let file = record["files"][0].as_str().unwrap().to_string();
+    std::fs::remove_file(data.join(&file)).unwrap();
+    let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(&format!("lists {file}, which is missing")), "{}", text(&o));
+    std::fs::remove_dir_all(data.join("samples/000002")).unwrap();
+    let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(data.join(&file).is_file(), "sample 2 made again");
+
     // A manifest changed under a dataset is refused, naming the sample.
     std::fs::write(tmp.path().join("batch.toml"), MANIFEST.replace("1e3, 1e4", "2e3, 1e4")).unwrap();
     let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());

@@ -535,19 +535,32 @@ fn samples_dir(out: &Path) -> PathBuf {
 }
 
 /// Reads the record of sample `id` under `out`, if it is complete.
+///
+/// # Errors
+/// [`BatchError::Conflict`] for a `sample.json` that is not a record, or one that lists a file
+/// (cache or diagnostics) no longer there: the sample is not complete, and its folder must be
+/// removed for it to be run again.
 fn read_record(out: &Path, id: &str) -> Result<Option<Record>, BatchError> {
     let folder = samples_dir(out).join(id);
     if !folder.is_dir() {
         return Ok(None);
     }
     let path = folder.join("sample.json");
-    match std::fs::read_to_string(&path) {
+    let record: Record = match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| BatchError::Conflict(format!("{}: not a sample record: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(BatchError::Io { path, source: e }),
+            .map_err(|e| BatchError::Conflict(format!("{}: not a sample record: {e}", path.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(BatchError::Io { path, source: e }),
+    };
+    if let Some(missing) = record.files.iter().chain(&record.diagnostics).find(|f| !out.join(f).is_file()) {
+        return Err(BatchError::Conflict(format!(
+            "{}: sample {} lists {missing}, which is missing: the sample is not complete; remove {} to run it again",
+            path.display(),
+            record.sample,
+            folder.display()
+        )));
     }
+    Ok(Some(record))
 }
 
 /// FNV-1a (64-bit) of a scene file's bytes, as hex: what a record remembers of its scene, so
