@@ -697,3 +697,34 @@ fn pin_groups_move_and_tearing_keys_are_read() {
     let rope = "[materials.m]\ntear_strain = 0.3\n[[rope]]\nmaterial = \"m\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 4\n";
     assert!(err(rope).contains("tear_strain"));
 }
+
+/// A mesh cloth that may tear (a `tear_strain`, or a `[[cut]]` in the scene) but has no
+/// texture coordinates is refused at load, naming the cloth and the key — not at its first
+/// tear, after the frames before it were simulated; with `vt` lines it loads.
+#[test]
+fn tearing_a_mesh_without_texture_coordinates_is_refused_at_load() {
+    let quad = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n";
+    let tearing =
+        "[materials.paper]\ntear_strain = 0.2\n[[cloth]]\nname = \"m\"\nmesh = \"mesh.obj\"\nmaterial = \"paper\"\n";
+    let with_uv = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nvt 1 1\nf 1/1 2/2 3/3\nf 2/2 4/4 3/3\n";
+    for (obj, ok) in [(quad, false), (with_uv, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mesh.obj"), obj).unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, tearing).unwrap();
+        let r = scene::load(&path, LIMIT);
+        assert_eq!(r.is_ok(), ok, "{:?}", r.as_ref().err().map(|e| e.to_string()));
+        if let Err(e) = r {
+            let e = e.to_string();
+            assert!(e.contains("cloth \"m\"") && e.contains("tear_strain") && e.contains("texture coordinates"), "{e}");
+        }
+        // A scripted cut asks for texture coordinates too.
+        let cut = "[[cloth]]\nname = \"m\"\nmesh = \"mesh.obj\"\n[[cut]]\ntime = 0.5\npoints = [[-1.0, 0.5, -1.0], [2.0, 0.5, -1.0]]\n";
+        std::fs::write(&path, cut).unwrap();
+        let r = scene::load(&path, LIMIT);
+        assert_eq!(r.is_ok(), ok, "{:?}", r.as_ref().err().map(|e| e.to_string()));
+        if let Err(e) = r {
+            assert!(e.to_string().contains("[[cut]]"), "{e}");
+        }
+    }
+}

@@ -65,6 +65,18 @@ impl Torn {
     }
 }
 
+/// Whether body `b` of `model` has the texture coordinates tearing needs (see the module
+/// documentation): some triangle of it with a nonzero area in (u, v). Grids have them; a mesh
+/// has them when its file gave `vt` lines.
+pub fn has_texture_coordinates(model: &Model, b: usize) -> bool {
+    let Some(uv) = model.particle_uv() else { return false };
+    let body = &model.bodies()[b];
+    !model.triangles()[body.triangles.start as usize..body.triangles.end as usize].iter().all(|t| {
+        let [a, b, c] = t.map(|k| uv[k as usize]);
+        (b - a).perp_dot(c - a) == 0.0
+    })
+}
+
 /// A blade for [`cut`]: the surface swept by the polyline `points` (m, at least two) moved
 /// along `direction` both ways — a knife drawn along the points, its edge along `direction`
 /// (a viewer's view direction, say). A constraint whose two particles lie on the two sides of
@@ -221,13 +233,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         if !body_cracked[b] {
             continue;
         }
-        let flat = uv.is_none_or(|uv| {
-            model.triangles()[body.triangles.start as usize..body.triangles.end as usize].iter().all(|t| {
-                let [a, b, c] = t.map(|k| uv[k as usize]);
-                (b - a).perp_dot(c - a) == 0.0
-            })
-        });
-        if flat {
+        if !has_texture_coordinates(model, b) {
             return Err(ModelError::invalid(
                 format!("body {:?}", body.name),
                 "cannot tear: it has no texture coordinates (grids have them; give a mesh `vt` lines)",

@@ -125,6 +125,24 @@ pub(super) fn build(
         let force = hooke::ForceSolver::new(model.clone(), settings).map_err(|e| e.to_string())?;
         force.check_step(1.0 / s.fps).map_err(|e| e.to_string())?;
     }
+    // Tearing splits particles along the texture coordinates: a cloth that may tear and has
+    // none is refused now, not at its first tear.
+    let cuts = cuts(f)?;
+    for (k, body) in model.bodies().iter().enumerate() {
+        let hooke::model::BodyMaterial::Cloth(m) = body.material else { continue };
+        if (m.tear_strain.is_finite() || !cuts.is_empty()) && !hooke::tearing::has_texture_coordinates(&model, k) {
+            let why = if m.tear_strain.is_finite() {
+                format!("its material sets tear_strain = {}", m.tear_strain)
+            } else {
+                "the scene cuts cloth ([[cut]])".to_string()
+            };
+            return Err(format!(
+                "cloth {:?}: {why}, but it cannot tear: its mesh has no texture coordinates (tearing splits it along \
+                 them; give the mesh `vt` lines, or use a grid)",
+                body.name
+            ));
+        }
+    }
     Ok(Scene {
         name,
         model,
@@ -135,7 +153,7 @@ pub(super) fn build(
         gust,
         world_wind,
         pins,
-        cuts: cuts(f)?,
+        cuts,
         collider_motion,
         output: f.output.clone(),
         vertex_maps,
