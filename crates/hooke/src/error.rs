@@ -53,6 +53,20 @@ pub(crate) fn positive(context: &str, field: &str, value: f32) -> Result<(), Mod
     }
 }
 
+/// Checks that a collider's size `value` (m) is finite and > 0, and small enough that its square
+/// is within f32 (the distances to it are squared).
+pub(crate) fn collider_size(context: &str, field: &str, value: f32) -> Result<(), ModelError> {
+    positive(context, field, value)?;
+    if (value * value).is_finite() {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(
+            format!("{context}: {field}"),
+            format!("{value:e} m is too large: distances to the collider must square within f32"),
+        ))
+    }
+}
+
 /// Checks that `value` is finite and ≥ 0.
 pub(crate) fn non_negative(context: &str, field: &str, value: f32) -> Result<(), ModelError> {
     if value.is_finite() && value >= 0.0 {

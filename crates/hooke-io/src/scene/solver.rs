@@ -190,14 +190,23 @@ impl SolverChoice {
 pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     let substeps = u32::try_from(s.substeps)
         .ok()
-        .filter(|&n| n >= 1)
-        .ok_or(format!("solver.substeps: must be ≥ 1, got {}", s.substeps))?;
+        .filter(|&n| (1..=100_000).contains(&n))
+        .ok_or(format!("solver.substeps: must be between 1 and 100000, got {}", s.substeps))?;
     let max_substeps = match s.max_substeps {
         None => hooke::solver::xpbd::DEFAULT_MAX_SUBSTEPS,
-        Some(n) => u32::try_from(n)
-            .ok()
-            .filter(|&n| (1..=100_000).contains(&n))
-            .ok_or(format!("solver.max_substeps: must be between 1 and 100000, got {n}"))?,
+        Some(n) => {
+            let m = u32::try_from(n)
+                .ok()
+                .filter(|&n| (1..=100_000).contains(&n))
+                .ok_or(format!("solver.max_substeps: must be between 1 and 100000, got {n}"))?;
+            if m < substeps {
+                return Err(format!(
+                    "solver.max_substeps: {m} is below substeps = {substeps}; the tension limit only raises the count \
+                     (max_substeps = substeps keeps every frame at substeps)"
+                ));
+            }
+            m
+        }
     };
     let (iterations, auto) = match &s.iterations {
         IterationsKey::Count(n) => {

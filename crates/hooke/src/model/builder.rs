@@ -316,17 +316,17 @@ impl ModelBuilder {
             }
             Shape::Sphere { center, radius } => {
                 error::finite_vec(&ctx, "center", *center)?;
-                error::positive(&ctx, "radius", *radius)?;
+                error::collider_size(&ctx, "radius", *radius)?;
             }
             Shape::Capsule { a, b, radius } => {
                 error::finite_vec(&ctx, "a", *a)?;
                 error::finite_vec(&ctx, "b", *b)?;
-                error::positive(&ctx, "radius", *radius)?;
+                error::collider_size(&ctx, "radius", *radius)?;
             }
             Shape::Box { center, half_extents, rotation } => {
                 error::finite_vec(&ctx, "center", *center)?;
                 for (axis, h) in ["x", "y", "z"].iter().zip(half_extents.to_array()) {
-                    error::positive(&ctx, &format!("half extent {axis}"), h)?;
+                    error::collider_size(&ctx, &format!("half extent {axis}"), h)?;
                 }
                 if !rotation.is_finite() || rotation.length() < 1e-6 {
                     return Err(ModelError::invalid(format!("{ctx}: rotation"), "must be a finite rotation"));
