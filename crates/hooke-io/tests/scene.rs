@@ -687,6 +687,12 @@ fn pin_groups_move_and_tearing_keys_are_read() {
     assert!(err(&rotating).contains("pin_groups[0]: keyframes of pins translate only"));
     let nothing = format!("{GRID}[[cloth.pin_groups]]\nkeyframes = [{{ time = 0.0 }}]\n");
     assert!(err(&nothing).contains("pin_groups[0]: names no particle"));
+    // A group's messages name its own keys (`columns`, `release_at`), not the cloth's.
+    let far = format!("{GRID}[[cloth.pin_groups]]\ncolumns = [99]\nkeyframes = [{{ time = 0.0 }}]\n");
+    assert!(err(&far).contains("pin_groups[0]: columns:"), "{}", err(&far));
+    let never =
+        format!("{GRID}[[cloth.pin_groups]]\ncolumns = [0]\nrelease_at = -1.0\nkeyframes = [{{ time = 0.0 }}]\n");
+    assert!(err(&never).contains("pin_groups[0]: release_at:"), "{}", err(&never));
     let tearing = format!(
         "[materials.m]\ntear_strain = 0.3\n{GRID}material = \"m\"\n[[cut]]\ntime = 0.5\npoints = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]\n"
     );

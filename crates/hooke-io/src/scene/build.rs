@@ -451,8 +451,8 @@ fn add_cloth(
         (b.add_cloth_grid(&g).map_err(|e| e.to_string())?, Some((g.rows, g.columns)), None)
     };
     let body = b.body(id).clone();
-    let global = cloth_pins(b, c, &body, grid, map.as_ref(), &key)?;
-    push_pins(pins, global, c.release_pins_at, &key)?;
+    let global = cloth_pins(b, c, &body, grid, map.as_ref(), &key, "pin_")?;
+    push_pins(pins, global, c.release_pins_at, &format!("{key}: release_pins_at"))?;
     for (g, group) in c.pin_groups.iter().enumerate() {
         let at = format!("{key}: pin_groups[{g}]");
         let selectors = ClothSection {
@@ -463,7 +463,8 @@ fn add_cloth(
             pin_box: None,
             ..c.clone()
         };
-        let global = cloth_pins(b, &selectors, &body, grid, map.as_ref(), &at)?;
+        // A group's keys are `rows`, `columns`, `cells` and `indices`.
+        let global = cloth_pins(b, &selectors, &body, grid, map.as_ref(), &at, "")?;
         if global.is_empty() {
             return Err(format!("{at}: names no particle (give rows, columns, cells or indices)"));
         }
@@ -471,7 +472,7 @@ fn add_cloth(
             return Err(format!("{at}: keyframes of pins translate only (no rotation)"));
         }
         let motion = Arc::new(keyframed(&group.keyframes, &at)?);
-        push_pins(pins, global.clone(), group.release_at, &at)?;
+        push_pins(pins, global.clone(), group.release_at, &format!("{at}: release_at"))?;
         for p in pins.iter_mut().filter(|p| global.contains(&p.pin.particle)) {
             (p.motion, p.release_at) = (Some((motion.clone(), b.particle_position(p.pin.particle))), group.release_at);
         }
@@ -480,7 +481,9 @@ fn add_cloth(
 }
 
 /// The particles a cloth's pin keys name (global indices). A mesh's `pin_indices` are its
-/// file's vertex indices, mapped to their particles by `map`.
+/// file's vertex indices, mapped to their particles by `map`. `prefix` is what the keys'
+/// names start with in the file (`pin_` in a `[[cloth]]`, nothing in its `pin_groups`), for
+/// the messages.
 fn cloth_pins(
     b: &ModelBuilder,
     c: &ClothSection,
@@ -488,31 +491,34 @@ fn cloth_pins(
     grid: Option<(usize, usize)>,
     map: Option<&VertexMap>,
     key: &str,
+    prefix: &str,
 ) -> Result<Vec<u32>, String> {
     let n = body.particles.len();
     let mut local = Vec::new();
     if let Some((rows, columns)) = grid {
         for &r in &c.pin_rows {
-            let r = index(r, rows, &format!("{key}: pin_rows"))?;
+            let r = index(r, rows, &format!("{key}: {prefix}rows"))?;
             local.extend((0..columns).map(|col| r * columns + col));
         }
         for &col in &c.pin_columns {
-            let col = index(col, columns, &format!("{key}: pin_columns"))?;
+            let col = index(col, columns, &format!("{key}: {prefix}columns"))?;
             local.extend((0..rows).map(|r| r * columns + col));
         }
         for &[r, col] in &c.pin_cells {
-            let (r, col) =
-                (index(r, rows, &format!("{key}: pin_cells"))?, index(col, columns, &format!("{key}: pin_cells"))?);
+            let (r, col) = (
+                index(r, rows, &format!("{key}: {prefix}cells"))?,
+                index(col, columns, &format!("{key}: {prefix}cells"))?,
+            );
             local.push(r * columns + col);
         }
     }
     for &i in &c.pin_indices {
         local.push(match map {
             Some(m) => {
-                let v = index(i, m.vertex_count(), &format!("{key}: pin_indices (vertices of the mesh file)"))?;
+                let v = index(i, m.vertex_count(), &format!("{key}: {prefix}indices (vertices of the mesh file)"))?;
                 m.particle[v] as usize
             }
-            None => index(i, n, &format!("{key}: pin_indices"))?,
+            None => index(i, n, &format!("{key}: {prefix}indices"))?,
         });
     }
     let first = body.particles.start as usize;
@@ -587,7 +593,7 @@ fn add_rope(
         .iter()
         .map(|&i| index(i, n, &format!("{key}: pin_indices")).map(|l| body.particles.start + l as u32))
         .collect::<Result<Vec<_>, _>>()?;
-    push_pins(pins, global, r.release_pins_at, &key)
+    push_pins(pins, global, r.release_pins_at, &format!("{key}: release_pins_at"))
 }
 
 /// Adds `[[collider]]` number `k`; returns its keyframed motion, if any.
@@ -727,11 +733,12 @@ fn mesh_shape(
     Ok(Shape::Sdf(loaded.grid))
 }
 
+/// Schedules the pins `global`, released at `release_at` (s), the value of the key `key` names.
 fn push_pins(pins: &mut Vec<ScheduledPin>, global: Vec<u32>, release_at: Option<f64>, key: &str) -> Result<(), String> {
     if let Some(t) = release_at
         && !(t.is_finite() && t >= 0.0)
     {
-        return Err(format!("{key}: release_pins_at must be a time ≥ 0 s, got {t}"));
+        return Err(format!("{key}: must be a time ≥ 0 s, got {t}"));
     }
     for p in global {
         if !pins.iter().any(|q: &ScheduledPin| q.pin.particle == p) {
