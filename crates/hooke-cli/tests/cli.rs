@@ -442,6 +442,16 @@ fn residual_columns_are_empty_without_multipliers_and_the_tolerance_is_a_scene_k
     std::fs::write(tmp.path().join("loose.toml"), loose).unwrap();
     let o = hooke(&["run", "loose.toml", "--strict", "--out", "loose"], tmp.path());
     assert!(o.status.success() && !text(&o).contains("did not converge"), "{}", text(&o));
+
+    // XPBD has multipliers, but a frame that tears leaves the solver rebuilt on the torn model
+    // without them: the summary says that, not that the solver has none.
+    let tearing = "[solver]\nframes = 3\n[materials.m]\ntear_strain = 1e-6\n\
+                   [[cloth]]\nmaterial = \"m\"\nrows = 8\ncolumns = 8\nspacing = 0.05\npin_rows = [0]\n";
+    std::fs::write(tmp.path().join("tearing.toml"), tearing).unwrap();
+    let o = hooke(&["run", "tearing.toml", "--out", "tearing"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("3 frames tore") && !t.contains("has no constraint multipliers"), "{t}");
 }
 
 /// The blow-up speed limit scales with the scene. A hanging 1 m cloth integrated by forward

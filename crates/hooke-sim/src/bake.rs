@@ -358,6 +358,9 @@ impl<'s> Bake<'s> {
             let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, t, &poses);
             pinned_particles(&model, &control, &mut pinned);
             let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
+            if measured.is_none() && tear.broken + tear.split > 0 {
+                monitor.torn_frame_unmeasured();
+            }
             BodyConvergence::measure(&model, &state.particle_position, &pinned, measured, &mut bodies);
             monitor.record(frame, t, &bodies);
             if self.settings.strict
@@ -573,6 +576,9 @@ pub struct ConvergenceMonitor {
     last: Vec<BodyConvergence>,
     /// Frame and time (s) of the largest monitored residual, per body.
     worst_at: Vec<(usize, f64)>,
+    /// Frames whose residuals could not be measured because a tear gave the solver a new
+    /// model (its multipliers start again at the next substep).
+    torn_unmeasured: usize,
 }
 
 impl ConvergenceMonitor {
@@ -597,7 +603,14 @@ impl ConvergenceMonitor {
             worst: vec![BodyConvergence::default(); bodies.len()],
             last: vec![BodyConvergence::default(); bodies.len()],
             worst_at: vec![(0, 0.0); bodies.len()],
+            torn_unmeasured: 0,
         }
+    }
+
+    /// Notes a frame whose residuals were not measured because it tore (the solver was
+    /// rebuilt on the torn model, without multipliers until its next substep).
+    pub fn torn_frame_unmeasured(&mut self) {
+        self.torn_unmeasured += 1;
     }
 
     /// Records one frame's measurement of every body (`bodies`, indexed like the model's).
@@ -676,7 +689,13 @@ impl ConvergenceMonitor {
             if !w.strain_at_pins.is_nan() {
                 line += &format!(", {} at them", percent(w.strain_at_pins));
             }
-            if w.residual().is_nan() {
+            if w.residual().is_nan() && self.torn_unmeasured > 0 {
+                line += &format!(
+                    "; residual not measured ({} frames tore, and the solver of a torn model has no multipliers \
+                     before its next substep)",
+                    self.torn_unmeasured
+                );
+            } else if w.residual().is_nan() {
                 line += &format!("; residual not measured ({} has no constraint multipliers)", self.solver);
             } else {
                 let (frame, t) = self.worst_at[k];
@@ -689,6 +708,13 @@ impl ConvergenceMonitor {
                     maybe(w.residual_compliant),
                     maybe(w.residual_at_pins)
                 );
+                if self.torn_unmeasured > 0 {
+                    line += &format!(
+                        "; not measured in the {} frames that tore (the solver of a torn model has no multipliers \
+                         before its next substep)",
+                        self.torn_unmeasured
+                    );
+                }
             }
             lines.push(line);
             if w.residual() > self.tolerance {
