@@ -578,6 +578,13 @@ fn add_rope(
         (None, Some(a), Some(e)) => vec![vec3(a, &format!("{key}: start"))?, vec3(e, &format!("{key}: end"))?],
         _ => return Err(format!("{key}: give either `start` and `end`, or `points`")),
     };
+    // The rope is laid out along the polyline's length: it must be a finite f32.
+    let which = if r.points.is_some() { "points" } else { "start and end" };
+    for w in points.windows(2) {
+        if !(w[1] - w[0]).length().is_finite() {
+            return Err(format!("{key}: {which}: {} to {} is too long: its length overflows f32", w[0], w[1]));
+        }
+    }
     let mut rope = Rope::polyline(name.clone(), points, count(r.particles, &format!("{key}: particles"))?);
     rope.material = mat;
     rope.bending = bending;
