@@ -124,10 +124,25 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes, joined by ": " — each cause only if the text so far does not
+/// already hold it (many of the library errors print their cause in their own message).
+fn message(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.contains(&part) {
+            text = format!("{text}: {part}");
+        }
+    }
+    text
 }
 
 fn validate(path: &std::path::Path) -> Result<()> {
@@ -419,4 +434,35 @@ pub fn set_threads(threads: Option<usize>) -> Result<usize> {
         anyhow::ensure!((1..=MAX).contains(&n), "--threads must be between 1 and {MAX}, got {n}");
     }
     Ok(hooke::fp::thread_pool(threads, true)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message;
+
+    /// An error whose own text already holds its cause's.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "tearing: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// Each cause once: `{:#}` would print "frame 3: tearing: no vt: no vt".
+    #[test]
+    fn causes_already_in_the_message_are_not_repeated() {
+        let e = anyhow::Error::new(Outer(std::io::Error::other("no vt"))).context("frame 3");
+        assert_eq!(format!("{e:#}"), "frame 3: tearing: no vt: no vt");
+        assert_eq!(message(&e), "frame 3: tearing: no vt");
+        let plain = anyhow::Error::new(std::io::Error::other("disk full")).context("writing out/a.usda");
+        assert_eq!(message(&plain), "writing out/a.usda: disk full");
+    }
 }
