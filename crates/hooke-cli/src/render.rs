@@ -221,6 +221,13 @@ pub fn render(args: RenderArgs) -> Result<()> {
     Ok(())
 }
 
+/// Whether the renderer can be made on `ctx` for `model` (made and dropped), so that a run
+/// with `--preview` fails before it simulates, not after.
+pub fn check_renderer(ctx: &Arc<GpuContext>, model: &Arc<hooke::Model>) -> Result<()> {
+    Renderer::new(ctx.clone(), model.clone(), RenderSettings::default())?;
+    Ok(())
+}
+
 /// Draws `positions` (m, one per particle of `model`: the scene's, or what tearing made of
 /// it) of `scene` at time `t` (s) from the default camera into the PNG `path` (960 × 540):
 /// `hooke run --preview`.

@@ -164,10 +164,14 @@ pub fn run(args: RunArgs) -> Result<()> {
     scene.solver.set_parallel(threads > 1);
     // The picture's device is opened first, so a missing adapter costs no simulation time.
     let preview = match args.preview {
-        true => Some(
-            hooke_gpu::GpuContext::new()
-                .map_err(|e| anyhow::anyhow!("--preview needs a GPU adapter (lavapipe will do): {e}"))?,
-        ),
+        true => {
+            let ctx = hooke_gpu::GpuContext::new()
+                .map_err(|e| anyhow::anyhow!("--preview needs a GPU adapter (lavapipe will do): {e}"))?;
+            // And one the renderer can draw with (a downlevel fallback may not).
+            crate::render::check_renderer(&ctx, &scene.model)
+                .map_err(|e| anyhow::anyhow!("--preview: the GPU adapter cannot draw the picture: {e}"))?;
+            Some(ctx)
+        }
         false => None,
     };
     let mut options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
