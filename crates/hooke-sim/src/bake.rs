@@ -579,6 +579,13 @@ pub struct ConvergenceMonitor {
     /// Frames whose residuals could not be measured because a tear gave the solver a new
     /// model (its multipliers start again at the next substep).
     torn_unmeasured: usize,
+    /// Whether the solver has multipliers (XPBD), so that it measures residuals at all.
+    multipliers: bool,
+}
+
+/// "1 frame", "3 frames".
+fn frames(n: usize) -> String {
+    if n == 1 { "1 frame".into() } else { format!("{n} frames") }
 }
 
 impl ConvergenceMonitor {
@@ -604,13 +611,20 @@ impl ConvergenceMonitor {
             last: vec![BodyConvergence::default(); bodies.len()],
             worst_at: vec![(0, 0.0); bodies.len()],
             torn_unmeasured: 0,
+            multipliers: matches!(
+                scene.solver,
+                SolverChoice::Position(hooke::XpbdSettings { method: hooke::solver::xpbd::Method::Xpbd, .. })
+            ),
         }
     }
 
     /// Notes a frame whose residuals were not measured because it tore (the solver was
-    /// rebuilt on the torn model, without multipliers until its next substep).
+    /// rebuilt on the torn model, without multipliers until its next substep). Only XPBD has
+    /// multipliers: for other solvers this does nothing.
     pub fn torn_frame_unmeasured(&mut self) {
-        self.torn_unmeasured += 1;
+        if self.multipliers {
+            self.torn_unmeasured += 1;
+        }
     }
 
     /// Records one frame's measurement of every body (`bodies`, indexed like the model's).
@@ -691,9 +705,9 @@ impl ConvergenceMonitor {
             }
             if w.residual().is_nan() && self.torn_unmeasured > 0 {
                 line += &format!(
-                    "; residual not measured ({} frames tore, and the solver of a torn model has no multipliers \
-                     before its next substep)",
-                    self.torn_unmeasured
+                    "; residual not measured ({} tore, and the solver of a torn model has no multipliers before its \
+                     next substep)",
+                    frames(self.torn_unmeasured)
                 );
             } else if w.residual().is_nan() {
                 line += &format!("; residual not measured ({} has no constraint multipliers)", self.solver);
@@ -710,9 +724,9 @@ impl ConvergenceMonitor {
                 );
                 if self.torn_unmeasured > 0 {
                     line += &format!(
-                        "; not measured in the {} frames that tore (the solver of a torn model has no multipliers \
-                         before its next substep)",
-                        self.torn_unmeasured
+                        "; not measured in the {} that tore (the solver of a torn model has no multipliers before \
+                         its next substep)",
+                        frames(self.torn_unmeasured)
                     );
                 }
             }

@@ -535,32 +535,37 @@ fn samples_dir(out: &Path) -> PathBuf {
 }
 
 /// Reads the record of sample `id` under `out`, if it is complete.
-///
-/// # Errors
-/// [`BatchError::Conflict`] for a `sample.json` that is not a record, or one that lists a file
-/// (cache or diagnostics) no longer there: the sample is not complete, and its folder must be
-/// removed for it to be run again.
 fn read_record(out: &Path, id: &str) -> Result<Option<Record>, BatchError> {
     let folder = samples_dir(out).join(id);
     if !folder.is_dir() {
         return Ok(None);
     }
     let path = folder.join("sample.json");
-    let record: Record = match std::fs::read_to_string(&path) {
+    match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| BatchError::Conflict(format!("{}: not a sample record: {e}", path.display())))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(BatchError::Io { path, source: e }),
-    };
-    if let Some(missing) = record.files.iter().chain(&record.diagnostics).find(|f| !out.join(f).is_file()) {
-        return Err(BatchError::Conflict(format!(
-            "{}: sample {} lists {missing}, which is missing: the sample is not complete; remove {} to run it again",
-            path.display(),
-            record.sample,
-            folder.display()
-        )));
+            .map(Some)
+            .map_err(|e| BatchError::Conflict(format!("{}: not a sample record: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(BatchError::Io { path, source: e }),
     }
-    Ok(Some(record))
+}
+
+/// Checks that every file record `r` (in folder `at` under `out`) lists is there, before a
+/// resumed shard skips its sample as complete.
+///
+/// # Errors
+/// [`BatchError::Conflict`] naming the first missing file and the folder to remove for the
+/// sample to be run again.
+fn check_files(out: &Path, r: &Record, at: &Path) -> Result<(), BatchError> {
+    match r.files.iter().chain(&r.diagnostics).find(|f| !out.join(f).is_file()) {
+        Some(missing) => Err(BatchError::Conflict(format!(
+            "{}: sample {} lists {missing}, which is missing: the sample is not complete; remove {} to run it again",
+            at.join("sample.json").display(),
+            r.sample,
+            at.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// FNV-1a (64-bit) of a scene file's bytes, as hex: what a record remembers of its scene, so
@@ -673,7 +678,11 @@ pub fn run_shard(
     for sample in &mine {
         match read_record(out, &sample.id())? {
             Some(record) => {
-                check_record(manifest, &record, &samples_dir(out).join(sample.id()))?;
+                let at = samples_dir(out).join(sample.id());
+                check_record(manifest, &record, &at)?;
+                if settings.resume {
+                    check_files(out, &record, &at)?;
+                }
                 done += 1;
             }
             None => todo.push(*sample),

@@ -125,20 +125,26 @@ pub(super) fn build(
         let force = hooke::ForceSolver::new(model.clone(), settings).map_err(|e| e.to_string())?;
         force.check_step(1.0 / s.fps).map_err(|e| e.to_string())?;
     }
-    // Tearing splits particles along the texture coordinates: a cloth that may tear and has
-    // none is refused now, not at its first tear.
+    // Tearing splits particles along the texture coordinates: a cloth whose material tears
+    // and has none is refused now, not at its first tear; one that only a cut might cross is
+    // warned about (a cut that crosses it will stop the run).
     let cuts = cuts(f)?;
     for (k, body) in model.bodies().iter().enumerate() {
         let hooke::model::BodyMaterial::Cloth(m) = body.material else { continue };
-        if (m.tear_strain.is_finite() || !cuts.is_empty()) && !hooke::tearing::has_texture_coordinates(&model, k) {
-            let why = if m.tear_strain.is_finite() {
-                format!("its material sets tear_strain = {}", m.tear_strain)
-            } else {
-                "the scene cuts cloth ([[cut]])".to_string()
-            };
+        if hooke::tearing::has_texture_coordinates(&model, k) {
+            continue;
+        }
+        if m.tear_strain.is_finite() {
             return Err(format!(
-                "cloth {:?}: {why}, but it cannot tear: its mesh has no texture coordinates (tearing splits it along \
-                 them; give the mesh `vt` lines, or use a grid)",
+                "cloth {:?}: its material sets tear_strain = {}, but it cannot tear: its mesh has no texture \
+                 coordinates (tearing splits it along them; give the mesh `vt` lines, or use a grid)",
+                body.name, m.tear_strain
+            ));
+        }
+        if !cuts.is_empty() {
+            warnings.push(format!(
+                "cloth {:?} has no texture coordinates: a [[cut]] that crosses it will stop the run (tearing splits \
+                 a cloth along them; give the mesh `vt` lines, or use a grid)",
                 body.name
             ));
         }

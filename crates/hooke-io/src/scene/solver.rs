@@ -194,19 +194,11 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
         .ok_or(format!("solver.substeps: must be between 1 and 100000, got {}", s.substeps))?;
     let max_substeps = match s.max_substeps {
         None => hooke::solver::xpbd::DEFAULT_MAX_SUBSTEPS,
-        Some(n) => {
-            let m = u32::try_from(n)
-                .ok()
-                .filter(|&n| (1..=100_000).contains(&n))
-                .ok_or(format!("solver.max_substeps: must be between 1 and 100000, got {n}"))?;
-            if m < substeps {
-                return Err(format!(
-                    "solver.max_substeps: {m} is below substeps = {substeps}; the tension limit only raises the count \
-                     (max_substeps = substeps keeps every frame at substeps)"
-                ));
-            }
-            m
-        }
+        // At or below `substeps` it keeps every frame at `substeps` (the limit only raises).
+        Some(n) => u32::try_from(n)
+            .ok()
+            .filter(|&n| (1..=100_000).contains(&n))
+            .ok_or(format!("solver.max_substeps: must be between 1 and 100000, got {n}"))?,
     };
     let (iterations, auto) = match &s.iterations {
         IterationsKey::Count(n) => {
