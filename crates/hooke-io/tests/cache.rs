@@ -638,7 +638,7 @@ fn usda_of_many_bodies_keeps_two_scratch_files() {
     let mut b = ModelBuilder::new();
     for k in 0..300 {
         let x = 0.01 * k as f32;
-        b.add_rope(&Rope::straight(&format!("r{k}"), Vec3::new(x, 2.0, 0.0), Vec3::new(x, 1.0, 0.0), 3)).unwrap();
+        b.add_rope(&Rope::straight(format!("r{k}"), Vec3::new(x, 2.0, 0.0), Vec3::new(x, 1.0, 0.0), 3)).unwrap();
     }
     let m = b.finalize().unwrap();
     let tmp = tempfile::tempdir().unwrap();
