@@ -251,7 +251,8 @@ fn degenerate_meshes_are_refused() {
 /// along its longest side, holds the exact distance near the surface (within 1 % of a cell at
 /// the nodes) and the right sign at every node; the box cuts the sphere, which its boundary's
 /// deepest node says (and a point just below the box, inside the sphere, still samples
-/// inside). A box that misses the mesh, one within it, inverted corners and NaN are refused.
+/// inside). A box that misses the mesh, one within it, inverted corners, NaN and a box whose
+/// cells are larger than the mesh are refused.
 #[test]
 fn a_grid_over_the_users_box_samples_the_mesh_within_it() {
     let (r, c) = (0.5f32, Vec3::new(0.1, 0.7, -0.2));
@@ -282,4 +283,8 @@ fn a_grid_over_the_users_box_samples_the_mesh_within_it() {
         println!("{e}");
         assert!(matches!(e, MeshColliderError::Settings(_)), "{e}");
     }
+    // So is a box whose cells are larger than the mesh (it was sampled, with a wrong sign at
+    // its far boundary).
+    let e = SdfGrid::build_within(&mesh, GridResolution::Cells(64), Vec3::splat(-1e30), Vec3::splat(1e30)).unwrap_err();
+    assert!(e.to_string().contains("larger than the mesh"), "{e}");
 }

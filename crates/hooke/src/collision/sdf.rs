@@ -132,6 +132,16 @@ impl SdfGrid {
             )));
         }
         let cell = cell_size(resolution, (hi - lo).max_element() as f64)?;
+        // A mesh smaller than a cell is not resolved at all (and the sign of the distance far
+        // from it, estimated from cells of that size, is not reliable).
+        let (mesh_lo, mesh_hi) = mesh.bounds();
+        let across = (mesh_hi - mesh_lo).max_element();
+        if cell > across {
+            return Err(MeshColliderError::Settings(format!(
+                "bounds {lo} to {hi} give cells of {cell:.3e} m, larger than the mesh ({across:.3e} m across): the grid \
+                 cannot resolve it; give bounds around the part of the mesh the cloth can reach, or a finer resolution"
+            )));
+        }
         Self::sample_box(mesh, lo.as_dvec3(), hi.as_dvec3(), cell as f32 as f64)
     }
 
