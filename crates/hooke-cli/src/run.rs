@@ -88,12 +88,11 @@ fn world_sets(worlds: Option<usize>, vary: &[String]) -> Result<Vec<toml::Table>
         (None, Some((_, values))) => values.len(),
         (None, None) => 1,
     };
-    match (worlds, lists.first()) {
-        (None, Some((key, _))) => {
-            anyhow::ensure!((1..=65_536).contains(&n), "--vary {key}: give 1 to 65536 values (one per world), got {n}")
-        }
-        _ => anyhow::ensure!((1..=65_536).contains(&n), "--worlds must be between 1 and 65536, got {n}"),
-    }
+    let what = match (worlds, lists.first()) {
+        (None, Some((key, _))) => format!("--vary {key}: give 1 to 65536 values (one per world)"),
+        _ => "--worlds must be between 1 and 65536".to_string(),
+    };
+    anyhow::ensure!((1..=65_536).contains(&n), "{what}, got {n}");
     for (key, values) in &lists {
         anyhow::ensure!(values.len() == n, "--vary {key}: {} values for {n} worlds (give one per world)", values.len());
     }
