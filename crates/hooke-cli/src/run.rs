@@ -274,7 +274,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if raised > 0 {
         println!(
             "substeps: the tension limit raised {} from {} to at most {most_substeps} (aiming at h·√(T(wᵢ + wⱼ)/L) ≤ 1 \
-             for every rope segment; [solver] max_substeps caps it); {} taken again with more",
+             for every rope segment and every constraint of a cloth under the global solve; [solver] max_substeps caps it); {} taken again with more",
             crate::count(raised, "frame", "frames"),
             scene.solver.substeps(),
             crate::count(retried, "frame", "frames")

@@ -122,6 +122,8 @@ fn bad_input_fails_cleanly() {
         (format!("name = \"two\\nlines\"\n{grid}"), "control character U+000A"),
         (format!("[solver]\nmax_speed = 0.0\n{grid}"), "solver.max_speed"),
         (format!("[solver]\nmax_substeps = 0\n{grid}"), "solver.max_substeps"),
+        (format!("[solver]\ncloth_solver = \"cg\"\n{grid}"), "solver.cloth_solver: unknown cloth solver"),
+        (format!("[solver]\nmethod = \"verlet\"\ncloth_solver = \"global\"\n{grid}"), "solver.cloth_solver: only applies"),
         (format!("[solver]\nmethod = \"verlet\"\nmax_substeps = 40\n{grid}"), "solver.max_substeps"),
         ("[[rope]]\npoints = [[0.0, 0.0, 0.0], [1e30, 0.0, 0.0]]\nparticles = 5\n".into(), "points: [0, 0, 0] to"),
         (format!("[solver]\nsubsteps = 9223372036854775807\n{grid}"), "solver.substeps: must be between 1 and 100000"),

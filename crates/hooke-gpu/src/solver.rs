@@ -134,7 +134,8 @@ impl Default for GpuSettings {
 
 impl GpuSettings {
     /// Checks the settings: [`XpbdSettings::validate`] (the CPU solver's rules, upper bounds
-    /// included) and a Jacobi relaxation in (0, 2].
+    /// included), a Jacobi relaxation in (0, 2], and the Gauss–Seidel cloth solve (the global
+    /// one, [`hooke::ClothSolver::Global`], is CPU only).
     ///
     /// # Errors
     /// [`SolverError::InvalidSettings`] naming the setting.
@@ -156,6 +157,12 @@ impl GpuSettings {
                     message: format!("the Chebyshev spectral radius ρ must be in [0, 1), got {rho}"),
                 });
             }
+        }
+        if self.xpbd.cloth_solver == hooke::ClothSolver::Global {
+            return Err(SolverError::InvalidSettings {
+                setting: "cloth_solver",
+                message: "the global cloth solve runs on the CPU only (use \"gauss-seidel\" on the GPU)".into(),
+            });
         }
         self.xpbd.validate()
     }
@@ -1384,5 +1391,22 @@ impl Solver for GpuXpbdSolver {
         let (position, inv_mass) = (|k: usize| Vec3::new(x[k][0], x[k][1], x[k][2]), |k: usize| x[k][3]);
         hooke::diagnostics::distance_residuals(&self.model, position, inv_mass, &v, &lambda, inv_h2, out);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The global cloth solve is CPU only: the GPU's settings refuse it, naming the setting.
+    #[test]
+    fn the_global_cloth_solve_is_refused() {
+        let mut s = GpuSettings::default();
+        assert!(s.validate().is_ok());
+        s.xpbd.cloth_solver = hooke::ClothSolver::Global;
+        match s.validate() {
+            Err(SolverError::InvalidSettings { setting, .. }) => assert_eq!(setting, "cloth_solver"),
+            other => panic!("expected the setting refused, got {other:?}"),
+        }
     }
 }

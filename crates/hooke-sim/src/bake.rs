@@ -713,11 +713,12 @@ impl ConvergenceMonitor {
                 line += &format!("; residual not measured ({} has no constraint multipliers)", self.solver);
             } else {
                 let (frame, t) = self.worst_at[k];
+                // The last frame is not measured when it tore.
+                let end = if last.residual().is_nan() { "not measured".to_string() } else { percent(last.residual()) };
                 line += &format!(
-                    "; residual stretch strain up to {} (frame {frame}, t = {t:.3} s), {} at the end \
+                    "; residual stretch strain up to {} (frame {frame}, t = {t:.3} s), {end} at the end \
                      (stiffness-dominated {}, compliance-dominated {}, at the pins {})",
                     percent(w.residual()),
-                    percent(last.residual()),
                     maybe(w.residual_stiff),
                     maybe(w.residual_compliant),
                     maybe(w.residual_at_pins)
@@ -733,7 +734,8 @@ impl ConvergenceMonitor {
             lines.push(line);
             if w.residual() > self.tolerance {
                 let (frame, t) = self.worst_at[k];
-                let when = format!("frame {frame}, t = {t:.3} s; {} at the last frame", percent(last.residual()));
+                let end = if last.residual().is_nan() { "not measured".to_string() } else { percent(last.residual()) };
+                let when = format!("frame {frame}, t = {t:.3} s; {end} at the last frame");
                 warnings.push(self.exceeded(k, w.residual(), &when));
             }
         }

@@ -71,7 +71,7 @@ pub use model::{
     RopeMaterial, World,
 };
 pub use solver::{
-    AutoIterations, ForceSettings, ForceSolver, Integrator, Method, RopeSolver, Solver, SolverError, SolverInfo, Stage,
-    StageTimes, StepReport, SubstepPlan, XpbdSettings, XpbdSolver,
+    AutoIterations, ClothSolver, ForceSettings, ForceSolver, Integrator, Method, RopeSolver, Solver, SolverError,
+    SolverInfo, Stage, StageTimes, StepReport, SubstepPlan, XpbdSettings, XpbdSolver,
 };
 pub use state::State;

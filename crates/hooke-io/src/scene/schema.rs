@@ -135,6 +135,10 @@ pub struct SolverSection {
     pub cg_max_iterations: Option<i64>,
     /// How ropes are solved: `"direct"` (default; XPBD and PBD) or `"gauss-seidel"`.
     pub rope_solver: Option<String>,
+    /// How the distance constraints of cloths are solved: `"gauss-seidel"` (default) or
+    /// `"global"` (every constraint of a cloth together by conjugate gradients; XPBD and PBD on
+    /// the CPU).
+    pub cloth_solver: Option<String>,
     /// Tethers (long-range attachments) from particles to pins (default true; XPBD and PBD).
     pub tethers: Option<bool>,
     /// Global air damping rate (1/s, default 0.05).
@@ -168,6 +172,7 @@ impl Default for SolverSection {
             cg_tolerance: None,
             cg_max_iterations: None,
             rope_solver: None,
+            cloth_solver: None,
             tethers: None,
             air_damping: default_air_damping(),
             fps: default_fps(),

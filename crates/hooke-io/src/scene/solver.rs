@@ -5,7 +5,7 @@ use super::schema::SolverSection;
 use glam::Vec3;
 use hooke::collision::{Motion, Shape};
 use hooke::solver::force_based::{ForceSettings, Integrator};
-use hooke::{AutoIterations, Gust, Method, Model, RopeSolver, SolverError, XpbdSettings};
+use hooke::{AutoIterations, ClothSolver, Gust, Method, Model, RopeSolver, SolverError, XpbdSettings};
 use std::sync::Arc;
 
 /// The default `max_iterations` of `iterations = "auto"`.
@@ -33,7 +33,7 @@ pub const MAX_SPEED_FACTOR: f32 = 20.0;
 
 /// The blow-up speed limit (m/s) a scene gets when it does not set `[solver] max_speed`:
 ///
-/// max(50 m/s, 20 · (√(2|g|D) + |wind| + |gust amplitude| + v_colliders + v₀)),
+/// max(50 m/s, 20 · (√(2|g|D) + |wind| + |gust amplitude| + v_colliders + v₀ + v_tear)),
 ///
 /// with |g| the strongest gravity of the model's worlds, `wind` and `gust` those of the
 /// windiest world, D (m) the diagonal of the box that holds every particle and every collider (a
@@ -41,7 +41,8 @@ pub const MAX_SPEED_FACTOR: f32 = 20.0;
 /// and at each keyframe), so √(2|g|D) is the speed of a fall across the whole scene;
 /// v_colliders (m/s) the fastest keyframed collider motion, (|Δtranslation| + Δθ·D)/Δt
 /// between consecutive keyframes (its rim, at most D from its origin, at the turn Δθ in
-/// radians); and v₀ the fastest initial particle speed. A 1 m cloth falling 1 m gets about
+/// radians); v₀ the fastest initial particle speed; and v_tear the recoil of a tearing cloth
+/// ([`tear_recoil_speed`]). A 1 m cloth falling 1 m gets about
 /// 140 m/s; a 100 m scene about 900 m/s ([`MIN_DERIVED_MAX_SPEED`], [`MAX_SPEED_FACTOR`]).
 /// Non-finite inputs are ignored.
 pub fn derived_max_speed(
@@ -100,8 +101,34 @@ pub fn derived_max_speed(
     let g = model.worlds().iter().map(|w| finite(w.gravity.length())).fold(0.0, f32::max);
     let fall = finite((2.0 * g * diagonal).sqrt());
     let air = finite(wind.length()) + gust.map_or(0.0, |g| finite(g.amplitude.length()));
-    let reference = fall + air + collider_speed + initial;
+    let reference = fall + air + collider_speed + initial + tear_recoil_speed(model);
     (MAX_SPEED_FACTOR * reference).max(MIN_DERIVED_MAX_SPEED)
+}
+
+/// The speed (m/s) at which a tearing cloth's free edge may recoil: for each distance constraint
+/// of a cloth with a finite `tear_strain` ε, ε·L₀·√(k/m) — a chain of springs k and masses m
+/// held at strain ε and cut unloads behind a wave of speed c = L₀·√(k/m), leaving its particles
+/// at ε·c (k = 1/α, the stretch compliance's inverse; m the lighter end's mass); the largest
+/// over the constraints, 0 without tearing. `scenes/tear_pull.toml` (4 000 N/m, 40 mg
+/// particles, ε = 0.2): 40 m/s, and its converged solve recoils at up to about 70 m/s, which
+/// the old limit of 50 m/s stopped as a blow-up.
+pub fn tear_recoil_speed(model: &Model) -> f32 {
+    let set = model.distance();
+    let mass = model.particle_mass();
+    let mut fastest = 0.0f32;
+    for (k, c) in set.constraints().iter().enumerate() {
+        let Some(b) = set.body_of(k) else { continue };
+        let hooke::BodyMaterial::Cloth(m) = &model.bodies()[b].material else { continue };
+        if !m.tear_strain.is_finite() {
+            continue;
+        }
+        let lighter = mass[c.i as usize].min(mass[c.j as usize]);
+        let v = m.tear_strain * c.rest_length * (1.0 / (c.compliance_stretch * lighter)).sqrt();
+        if v.is_finite() {
+            fastest = fastest.max(v);
+        }
+    }
+    fastest
 }
 
 /// Which solver a scene runs, with its numerical settings (`hooke_sim::make_solver` makes it).
@@ -228,6 +255,15 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
             return Err(format!("solver.rope_solver: unknown rope solver {other:?} (expected direct or gauss-seidel)"));
         }
     };
+    let cloth_solver = match s.cloth_solver.as_deref() {
+        None | Some("gauss-seidel") => ClothSolver::GaussSeidel,
+        Some("global") => ClothSolver::Global,
+        Some(other) => {
+            return Err(format!(
+                "solver.cloth_solver: unknown cloth solver {other:?} (expected gauss-seidel or global)"
+            ));
+        }
+    };
     let position = |method| {
         SolverChoice::Position(XpbdSettings {
             substeps,
@@ -236,6 +272,7 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
             method,
             air_damping: s.air_damping,
             rope_solver,
+            cloth_solver,
             tethers: s.tethers.unwrap_or(true),
             auto_iterations,
             ..XpbdSettings::default()
@@ -273,6 +310,9 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     };
     if s.rope_solver.is_some() && matches!(solver, SolverChoice::Force(_)) {
         return Err("solver.rope_solver: only applies to method = \"xpbd\" or \"pbd\"".into());
+    }
+    if s.cloth_solver.is_some() && matches!(solver, SolverChoice::Force(_)) {
+        return Err("solver.cloth_solver: only applies to method = \"xpbd\" or \"pbd\"".into());
     }
     if s.max_substeps.is_some() && !matches!(solver, SolverChoice::Position(XpbdSettings { method: Method::Xpbd, .. }))
     {

@@ -218,7 +218,7 @@ impl RopeChains {
 
 /// C, the gradients (start of the substep unless turned by more than 25°, the shared update's
 /// rule), the compliance α and the damping time τ of one row.
-fn evaluate<T: ParticleConstraint<N>, const N: usize>(
+pub(super) fn evaluate<T: ParticleConstraint<N>, const N: usize>(
     c: &T,
     particles: &[Particle],
     lambda: f32,

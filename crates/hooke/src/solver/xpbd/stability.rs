@@ -27,13 +27,17 @@
 //!
 //! Cloth under Gauss–Seidel is left alone: its sweeps project each constraint at the
 //! positions its neighbours have just moved, and sheets held at 20 % strain between pins
-//! (`scenes/tear_pull.toml`, at numbers up to 4) have run without blowing up.
+//! (`scenes/tear_pull.toml`, at numbers up to 4) have run without blowing up. Cloth under the
+//! global solve ([`super::global_cloth`]) is not: its one linearised solve per iteration is the
+//! direct rope solver's, and `tear_pull` under it blew up at its first tear (number ≈ 5) until
+//! the rule below covered it.
 //!
 //! # The rule
 //!
 //! The direct solver knows every segment's multiplier (and every bend spring's, which it
 //! solves with them), and so its tension T = −λ/h² (N) while stretched (λ < 0): it keeps the
-//! largest T(wᵢ + wⱼ)/L of a frame's substeps. When it raises the count, the whole model takes
+//! largest T(wᵢ + wⱼ)/L of a frame's substeps; the global cloth solve keeps the same over every
+//! distance constraint of its cloths. When it raises the count, the whole model takes
 //! it — a cloth in a scene with such a rope too.
 //! [`substeps_for_tension`] turns that into the substep count that keeps h·√(T(wᵢ + wⱼ)/L) at
 //! most [`TENSION_MARGIN`] = 1 — a margin of √2 against the limit, for tension that grows
