@@ -602,6 +602,20 @@ fn max_speed_is_derived_from_the_scene_or_set() {
         "{grid}[[collider]]\nshape = \"sphere\"\ncenter = [0.0, -0.5, 0.0]\nradius = 0.1\nkeyframes = [{{ time = 0.0 }}, {{ time = 0.5, translation = [2.0, 0.0, 0.0] }}]\n"
     ));
     assert!(swept > 20.0 * 4.0 + one, "{swept}: a collider moving at 4 m/s");
+    // A cloth that tears adds the recoil of its free edges, ε·L₀·√(k/m) at most over its
+    // constraints (the lightest particle is a corner's, the longest constraint a shear one).
+    let tearing = parse(&format!(
+        "[materials.m]\ndensity = 0.1\nstretch_stiffness = 4000.0\nshear_stiffness = 4000.0\ntear_strain = 0.2\n\
+         {grid}material = \"m\"\n"
+    ))
+    .unwrap();
+    let masses = tearing.model.particle_mass();
+    let (light, heavy) = masses.iter().fold((f32::INFINITY, 0.0f32), |(a, b), &m| (a.min(m), b.max(m)));
+    let (low, high) = (0.2 * 0.1 * (4000.0 / heavy).sqrt(), 0.2 * 0.1 * 2f32.sqrt() * (4000.0 / light).sqrt());
+    let torn = tearing.solver.max_speed();
+    eprintln!("tearing grid: {torn} m/s, recoil between {low} and {high} m/s");
+    assert!(torn >= one + 20.0 * low - 1e-2 && torn <= one + 20.0 * high + 1e-2, "{torn}");
+    assert!(low > 10.0, "{low}");
     // No gravity and nothing moving: the floor.
     assert_eq!(limit(&format!("gravity = [0.0, 0.0, 0.0]\n{grid}")), scene::MIN_DERIVED_MAX_SPEED);
     // Worlds: the strongest gravity and the windiest world set the limit, whichever world they

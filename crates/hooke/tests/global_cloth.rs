@@ -90,7 +90,8 @@ fn cloths_are_solved_independently() {
     };
     let positions = |both: bool, parallel: bool| {
         let (model, control) = build(both);
-        let s = XpbdSettings { parallel, ..settings(ClothSolver::Global, 2) };
+        // A fixed count: the tension limit's count is shared by the bodies of a model.
+        let s = XpbdSettings { parallel, max_substeps: 20, ..settings(ClothSolver::Global, 2) };
         let mut solver = common::run(&model, &control, s, 30, 60.0);
         let mut x = Vec::new();
         solver.read_positions(&mut x);
@@ -100,4 +101,30 @@ fn cloths_are_solved_independently() {
     let alone = positions(false, false);
     assert_eq!(positions(true, true), alone);
     assert_eq!(positions(true, false), alone);
+}
+
+/// What the global solve cannot run is refused with the setting named: PBD (no compliance, so
+/// a grid's redundant constraints make the system singular) and a cloth with a rigid
+/// constraint; XPBD with finite stiffness is accepted.
+#[test]
+fn the_global_solve_refuses_what_it_cannot_solve() {
+    let (model, _) = stiff_sheet();
+    let refused = |model: &Arc<hooke::Model>, method| {
+        let s = XpbdSettings { method, ..settings(ClothSolver::Global, 1) };
+        match hooke::XpbdSolver::new(model.clone(), s) {
+            Err(hooke::SolverError::InvalidSettings { setting, message }) => {
+                assert_eq!(setting, "cloth_solver");
+                Some(message)
+            }
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => None,
+        }
+    };
+    assert!(refused(&model, hooke::Method::Xpbd).is_none());
+    let pbd = refused(&model, hooke::Method::Pbd { stiffness: 1.0 }).expect("PBD refused");
+    assert!(pbd.contains("XPBD"), "{pbd}");
+    let rigid = ClothMaterial { stretch_stiffness: f32::INFINITY, ..ClothMaterial::default() };
+    let (rigid_model, _) = common::hanging_cloth(5, 0.5, rigid);
+    let m = refused(&rigid_model, hooke::Method::Xpbd).expect("rigid refused");
+    assert!(m.contains("rigid") && m.contains("\"cloth\""), "{m}");
 }

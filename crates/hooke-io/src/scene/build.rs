@@ -119,6 +119,13 @@ pub(super) fn build(
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
         return Err(format!("{whose}: {name:?} cannot be used as a folder and file name"));
     }
+    // The global cloth solve needs compliant cloth constraints and one world.
+    if let SolverChoice::Position(x) = solver
+        && x.cloth_solver == hooke::ClothSolver::Global
+        && let Some(why) = hooke::solver::xpbd::global_cloth::refusal(&model, x.method)
+    {
+        return Err(format!("solver.cloth_solver: {why}"));
+    }
     // Force-based integrators need finite stiffness everywhere, and symplectic Euler and Verlet
     // a step under their stability limit: check now, not at run time.
     if let SolverChoice::Force(settings) = solver {

@@ -136,8 +136,8 @@ pub struct SolverSection {
     /// How ropes are solved: `"direct"` (default; XPBD and PBD) or `"gauss-seidel"`.
     pub rope_solver: Option<String>,
     /// How the distance constraints of cloths are solved: `"gauss-seidel"` (default) or
-    /// `"global"` (every constraint of a cloth together by conjugate gradients; XPBD and PBD on
-    /// the CPU).
+    /// `"global"` (every constraint of a cloth together by conjugate gradients; XPBD on the
+    /// CPU, finite stiffness, one world).
     pub cloth_solver: Option<String>,
     /// Tethers (long-range attachments) from particles to pins (default true; XPBD and PBD).
     pub tethers: Option<bool>,

@@ -23,8 +23,9 @@
 //! (J W Jᵀ + D) Δλ = b,  D_k = α̃_k/(1 + γ_k),  b_k = (−C_k − α̃_k λ_k − γ_k ∇C_k·d)/(1 + γ_k)
 //!
 //! (Macklin, Müller & Chentanez 2016, "XPBD", eq. 11–12, whose Gauss–Seidel form takes only
-//! the diagonal of J W Jᵀ), then λ += Δλ and d += W Jᵀ Δλ. PBD mode solves J W Jᵀ Δλ = −s C. A
-//! single constraint gives exactly the shared update.
+//! the diagonal of J W Jᵀ), then λ += Δλ and d += W Jᵀ Δλ. A single constraint gives exactly the
+//! shared update. (PBD would solve J W Jᵀ Δλ = −s C, which is singular for a cloth: the solver
+//! refuses it, see the safeguards; the code keeps the PBD form for completeness.)
 //!
 //! # The solve
 //!
@@ -61,9 +62,19 @@
 //!   `scenes/tear_pull.toml` held at 20 % strain (h·√(T(wᵢ + wⱼ)/L) ≈ 5 at 20 substeps) blew up
 //!   as soon as its first tear shook the sheet.
 //! - **Fast turning.** Where constraints turn fast within a substep (a tear's recoil), the
-//!   linearised step can leave some constraint further from its equation than the step found
-//!   it (the largest residual strain grows). The body's rows then get one Gauss–Seidel sweep
-//!   after the step, whose projections are exact for each constraint.
+//!   linearised step can leave the largest residual strain larger than it found it. The body's
+//!   rows then get one Gauss–Seidel sweep after the step, whose projections are exact for each
+//!   constraint (the step undone first if it more than doubled that residual, or left a NaN),
+//!   and another step from there, up to [`MAX_STEPS`] steps.
+//! - **What it refuses.** The system needs compliance: a grid has more distance constraints than
+//!   free degrees of freedom (both shear diagonals), so with D = 0 — PBD, or a rigid material —
+//!   J W Jᵀ is singular and b is not in its range, and conjugate gradients diverge.
+//!   [`XpbdSolver::new`](super::XpbdSolver::new) refuses the global solve for PBD and for a
+//!   cloth with a rigid (infinite-stiffness) distance constraint, and for a model of several
+//!   worlds (whose shared substep count the tension limit does not raise). A very stiff finite
+//!   material converges slowly (the condition number grows with w/α̃ = k·h²/m as well as with the
+//!   cloth's width); a step that does not converge within [`MAX_ITERATIONS`] is caught by the
+//!   rule above.
 //! - **Two compliances.** A cloth's constraints are softer in compression than in stretch: a
 //!   row takes the compliance of the side λ is on (or C, while λ = 0), which the step can
 //!   cross. A second iteration per substep takes the side the first found; `tear_pull` after
@@ -84,7 +95,12 @@ pub const REDUCTION: f64 = 1e-2;
 /// ... or once it is below this strain, whatever it started from.
 pub const STRAIN_FLOOR: f64 = 1e-7;
 
-/// The most conjugate-gradient iterations of one solve.
+/// The most linearised steps of one solve: a step that leaves some constraint further from
+/// its equation than it found it is followed by a Gauss–Seidel sweep and, up to this count,
+/// by another step from there.
+pub const MAX_STEPS: u32 = 3;
+
+/// The most conjugate-gradient iterations of one step.
 pub const MAX_ITERATIONS: u32 = 2000;
 
 /// One cloth body's system: its rows (distance-set indices) and, for each of its particles, the
@@ -118,10 +134,42 @@ struct System {
     v: Vec<DVec3>,
     /// The largest T(wᵢ + wⱼ)/L (1/s²) of a row in tension since the last take.
     peak: f32,
+    /// The body's displacements before the last step was applied.
+    saved: Vec<glam::Vec4>,
     /// Steps followed by a Gauss–Seidel sweep since the system was built.
     fallbacks: u64,
     /// Conjugate-gradient iterations of the last solve.
     last_iterations: u32,
+}
+
+/// Why the global solve cannot run `model` under `method`, if it cannot: PBD, a cloth with a
+/// rigid distance constraint (zero compliance on either side), or several worlds. See the
+/// safeguards in the [module documentation](self).
+pub fn refusal(model: &Model, method: super::Method) -> Option<String> {
+    if method != super::Method::Xpbd {
+        return Some("the global cloth solve needs XPBD's compliance (method = xpbd); PBD's rigid constraints make its system singular".into());
+    }
+    if model.worlds().len() > 1 {
+        return Some(format!(
+            "the global cloth solve needs the tension limit on the substeps, which a model of {} worlds does not apply; run the worlds one by one, or use gauss-seidel",
+            model.worlds().len()
+        ));
+    }
+    let set = model.distance();
+    for (k, c) in set.constraints().iter().enumerate() {
+        let Some(b) = set.body_of(k) else { continue };
+        let body = &model.bodies()[b];
+        if body.kind != BodyKind::Rope && (c.compliance_stretch <= 0.0 || c.compliance_compression <= 0.0) {
+            return Some(format!(
+                "cloth {:?} has a rigid {} constraint (particles {}–{}: infinite stiffness), which makes the global cloth solve's system singular; give it a finite stiffness, or use gauss-seidel",
+                body.name,
+                set.families()[k].name(),
+                c.i,
+                c.j
+            ));
+        }
+    }
+    None
 }
 
 /// The global solve of every cloth of a model. See the [module documentation](self).
@@ -131,9 +179,17 @@ pub struct ClothSystems {
 }
 
 impl ClothSystems {
-    /// One system per cloth body of `model` with at least one distance constraint.
-    pub fn new(model: &Model) -> ClothSystems {
+    /// One system per cloth body of `model` with at least one distance constraint, of its
+    /// constraints in the colours not swept by Gauss–Seidel (`swept`, one per colour of the
+    /// distance set).
+    pub fn new(model: &Model, swept: &[bool]) -> ClothSystems {
         let set = model.distance();
+        let mut global = vec![false; set.len()];
+        for (r, &s) in set.colour_ranges().iter().zip(swept) {
+            if !s {
+                global[r.start as usize..r.end as usize].iter_mut().for_each(|g| *g = true);
+            }
+        }
         let mut systems = Vec::new();
         for body in model.bodies().iter().filter(|b| b.kind != BodyKind::Rope) {
             let range = body.particles.clone();
@@ -141,7 +197,7 @@ impl ClothSystems {
             for p in range.clone() {
                 for &k in set.particle_constraints(p as usize) {
                     let c = set.constraints()[k as usize];
-                    if c.i.min(c.j) == p {
+                    if c.i.min(c.j) == p && global[k as usize] {
                         rows.push(k);
                     }
                 }
@@ -196,6 +252,7 @@ impl ClothSystems {
                 q: vec![0.0; m],
                 lam: vec![0.0; m],
                 v: vec![DVec3::ZERO; n],
+                saved: vec![glam::Vec4::ZERO; n],
                 fallbacks: 0,
                 peak: 0.0,
                 last_iterations: 0,
@@ -217,9 +274,9 @@ impl ClothSystems {
         self.systems.iter_mut().map(|s| std::mem::take(&mut s.peak)).fold(0.0, f32::max)
     }
 
-    /// How many solves, over every cloth since the systems were built, were followed by a
-    /// Gauss–Seidel sweep (their linearised step left some constraint further from its
-    /// equation than it found it).
+    /// How many linearised steps, over every cloth since the systems were built, were followed
+    /// by a Gauss–Seidel sweep (they left the largest residual strain of their cloth larger
+    /// than they found it).
     pub fn gauss_seidel_sweeps(&self) -> u64 {
         self.systems.iter().map(|s| s.fallbacks).sum()
     }
@@ -272,6 +329,11 @@ impl ClothSystems {
     }
 }
 
+/// The larger of two values, NaN if either is (`f64::max` would drop a NaN).
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+}
+
 impl System {
     /// q = (J W Jᵀ + D) p, with W Jᵀ p left in `v`.
     fn product(&mut self) {
@@ -292,7 +354,7 @@ impl System {
     /// The largest |r_k|·(1 + γ_k)/L_k over the rows: the linearised residual strain the step
     /// leaves.
     fn residual_strain(&self) -> f64 {
-        self.r.iter().zip(&self.inv_norm).map(|(r, n)| r.abs() * n).fold(0.0, f64::max)
+        self.r.iter().zip(&self.inv_norm).map(|(r, n)| r.abs() * n).fold(0.0, nan_max)
     }
 
     /// Fills the rows' gradients, D_k, b_k (into r, since Δλ starts at 0) and the
@@ -350,7 +412,25 @@ impl System {
         self.residual_strain()
     }
 
+    /// One solve: up to [`MAX_STEPS`] linearised steps, each after the previous one was
+    /// followed by a Gauss–Seidel sweep (see [`System::step`]).
     fn solve(&mut self, constraints: &[DistanceConstraint], particles: &mut [Particle], sweep: Sweep, pbd: bool) {
+        for _ in 0..MAX_STEPS {
+            if !self.step(constraints, particles, sweep, pbd) {
+                break;
+            }
+        }
+    }
+
+    /// One linearised step; `true` if it left some constraint further from its equation than
+    /// it found it (and a Gauss–Seidel sweep followed).
+    fn step(
+        &mut self,
+        constraints: &[DistanceConstraint],
+        particles: &mut [Particle],
+        sweep: Sweep,
+        pbd: bool,
+    ) -> bool {
         let start = self.setup_rows(constraints, particles, sweep, pbd);
         let tol = (REDUCTION * start).max(STRAIN_FLOOR);
         // Each particle's rows' gradients, signed and weighted by its w: v = W Jᵀ u is then a
@@ -376,7 +456,7 @@ impl System {
                 iterations += 1;
                 self.product();
                 let pq: f64 = self.p.iter().zip(&self.q).map(|(p, q)| p * q).sum();
-                if pq.is_nan() || pq <= 0.0 {
+                if pq.is_nan() || pq <= 0.0 || !(rz / pq).is_finite() {
                     break;
                 }
                 let a = rz / pq;
@@ -386,7 +466,7 @@ impl System {
                     self.x[k] += a * self.p[k];
                     let r = self.r[k] - a * self.q[k];
                     self.r[k] = r;
-                    worst = worst.max(r.abs() * self.inv_norm[k]);
+                    worst = nan_max(worst, r.abs() * self.inv_norm[k]);
                     let z = r * self.inv_diag[k];
                     self.z[k] = z;
                     rz_next += r * z;
@@ -402,7 +482,10 @@ impl System {
             }
         }
         self.last_iterations = iterations;
-        // λ += Δλ, d += W Jᵀ Δλ.
+        // λ += Δλ, d += W Jᵀ Δλ (the state before kept, to undo a step gone far wrong).
+        for (k, q) in particles.iter().enumerate().take(self.v.len()) {
+            self.saved[k] = q.d;
+        }
         if !pbd {
             for (l, &x) in self.lam.iter_mut().zip(&self.x) {
                 *l += x as f32;
@@ -438,6 +521,17 @@ impl System {
             // (NaN counts as worse.)
             if after.is_nan() || after > start {
                 self.fallbacks += 1;
+                // A step that made things much worse (or not finite) is undone first.
+                if after.is_nan() || after > 2.0 * start {
+                    for (k, q) in particles.iter_mut().enumerate().take(self.v.len()) {
+                        q.d = self.saved[k];
+                    }
+                    if !pbd {
+                        for (l, &x) in self.lam.iter_mut().zip(&self.x) {
+                            *l -= x as f32;
+                        }
+                    }
+                }
                 let first = self.first_particle;
                 let ptr = particles.as_mut_ptr();
                 for (r, &k) in self.rows.iter().enumerate() {
@@ -452,7 +546,9 @@ impl System {
                         }
                     }
                 }
+                return true;
             }
         }
+        false
     }
 }

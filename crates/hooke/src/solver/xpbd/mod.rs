@@ -327,7 +327,9 @@ impl XpbdSolver {
     /// A solver starting from the model's initial state.
     ///
     /// # Errors
-    /// [`SolverError::InvalidSettings`] for settings out of range ([`XpbdSettings::validate`]).
+    /// [`SolverError::InvalidSettings`] for settings out of range ([`XpbdSettings::validate`]),
+    /// `"auto"` iterations over several worlds, and the global cloth solve where it cannot run
+    /// ([`global_cloth::refusal`]: PBD, a rigid cloth constraint, several worlds).
     pub fn new(model: Arc<Model>, settings: XpbdSettings) -> Result<XpbdSolver, SolverError> {
         settings.validate()?;
         if model.worlds().len() > 1 && settings.auto_iterations.is_some() {
@@ -340,6 +342,11 @@ impl XpbdSolver {
                 ),
             });
         }
+        if settings.cloth_solver == ClothSolver::Global
+            && let Some(message) = global_cloth::refusal(&model, settings.method)
+        {
+            return Err(SolverError::InvalidSettings { setting: "cloth_solver", message });
+        }
         let n = model.particle_count();
         Ok(XpbdSolver {
             state: SolverState::from_model(&model),
@@ -351,7 +358,7 @@ impl XpbdSolver {
                 RopeSolver::Direct => direct_rope::RopeChains::new(&model),
                 RopeSolver::GaussSeidel => direct_rope::RopeChains::default(),
             },
-            cloths: cloth_systems(&model, settings.cloth_solver),
+            cloths: cloth_systems(&model, settings),
             swept: solver_swept_colours(&model, settings),
             tethers: Vec::new(),
             tether_pins: None,
@@ -770,8 +777,12 @@ fn solver_swept_colours(model: &Model, settings: XpbdSettings) -> Vec<bool> {
     let set = model.distance();
     let mut swept = swept_colours(model, settings.rope_solver);
     if settings.cloth_solver == ClothSolver::Global {
+        // Only colours of cloth constraints alone (a torn cloth's flap constraints may share a
+        // colour with a rope's; such a colour stays swept, and the global systems leave out
+        // the constraints of swept colours).
+        let cloth = |k: u32| set.body_of(k as usize).is_some_and(|b| model.bodies()[b].kind != crate::BodyKind::Rope);
         for (s, r) in swept.iter_mut().zip(set.colour_ranges()) {
-            if set.body_of(r.start as usize).is_some_and(|b| model.bodies()[b].kind != crate::BodyKind::Rope) {
+            if r.clone().all(cloth) {
                 *s = false;
             }
         }
@@ -780,9 +791,9 @@ fn solver_swept_colours(model: &Model, settings: XpbdSettings) -> Vec<bool> {
 }
 
 /// The global cloth systems under [`ClothSolver::Global`], none otherwise.
-fn cloth_systems(model: &Model, cloth_solver: ClothSolver) -> global_cloth::ClothSystems {
-    match cloth_solver {
-        ClothSolver::Global => global_cloth::ClothSystems::new(model),
+fn cloth_systems(model: &Model, settings: XpbdSettings) -> global_cloth::ClothSystems {
+    match settings.cloth_solver {
+        ClothSolver::Global => global_cloth::ClothSystems::new(model, &solver_swept_colours(model, settings)),
         ClothSolver::GaussSeidel => global_cloth::ClothSystems::default(),
     }
 }
@@ -964,6 +975,11 @@ impl Solver for XpbdSolver {
 
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         super::check_same_topology(&self.model, &model)?;
+        if self.settings.cloth_solver == ClothSolver::Global
+            && let Some(message) = global_cloth::refusal(&model, self.settings.method)
+        {
+            return Err(SolverError::InvalidSettings { setting: "cloth_solver", message });
+        }
         self.residual_inv_h2 = None;
         self.tension_peak = None;
         self.distance = DistanceBlocks::new(&model);
@@ -971,7 +987,7 @@ impl Solver for XpbdSolver {
             RopeSolver::Direct => direct_rope::RopeChains::new(&model),
             RopeSolver::GaussSeidel => direct_rope::RopeChains::default(),
         };
-        self.cloths = cloth_systems(&model, self.settings.cloth_solver);
+        self.cloths = cloth_systems(&model, self.settings);
         // A material change may change the tethers' slack.
         self.tether_pins = None;
         // A material change may switch self-collision on or off.
