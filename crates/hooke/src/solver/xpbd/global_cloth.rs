@@ -136,10 +136,6 @@ struct System {
     peak: f32,
     /// The body's displacements before the last step was applied.
     saved: Vec<glam::Vec4>,
-    /// Steps followed by a Gauss–Seidel sweep since the system was built.
-    fallbacks: u64,
-    /// Conjugate-gradient iterations of the last solve.
-    last_iterations: u32,
 }
 
 /// Why the global solve cannot run `model` under `method`, if it cannot: PBD, a cloth with a
@@ -253,9 +249,7 @@ impl ClothSystems {
                 lam: vec![0.0; m],
                 v: vec![DVec3::ZERO; n],
                 saved: vec![glam::Vec4::ZERO; n],
-                fallbacks: 0,
                 peak: 0.0,
-                last_iterations: 0,
             });
         }
         ClothSystems { systems }
@@ -272,18 +266,6 @@ impl ClothSystems {
     /// stiffness out, as the direct rope solver's does.
     pub(crate) fn take_peak(&mut self) -> f32 {
         self.systems.iter_mut().map(|s| std::mem::take(&mut s.peak)).fold(0.0, f32::max)
-    }
-
-    /// How many linearised steps, over every cloth since the systems were built, were followed
-    /// by a Gauss–Seidel sweep (they left the largest residual strain of their cloth larger
-    /// than they found it).
-    pub fn gauss_seidel_sweeps(&self) -> u64 {
-        self.systems.iter().map(|s| s.fallbacks).sum()
-    }
-
-    /// The most conjugate-gradient iterations any cloth took in its last solve.
-    pub fn last_iterations(&self) -> u32 {
-        self.systems.iter().map(|s| s.last_iterations).max().unwrap_or(0)
     }
 
     /// One global solve of every cloth: λ of the distance set (`lambda`) and the displacements
@@ -481,7 +463,6 @@ impl System {
                 }
             }
         }
-        self.last_iterations = iterations;
         // λ += Δλ, d += W Jᵀ Δλ (the state before kept, to undo a step gone far wrong).
         for (k, q) in particles.iter().enumerate().take(self.v.len()) {
             self.saved[k] = q.d;
@@ -520,7 +501,6 @@ impl System {
             let after = self.setup_rows(constraints, particles, sweep, pbd);
             // (NaN counts as worse.)
             if after.is_nan() || after > start {
-                self.fallbacks += 1;
                 // A step that made things much worse (or not finite) is undone first.
                 if after.is_nan() || after > 2.0 * start {
                     for (k, q) in particles.iter_mut().enumerate().take(self.v.len()) {
