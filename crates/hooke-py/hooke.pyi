@@ -59,7 +59,7 @@ class Simulation:
         triangles: (t, 3) vertex indices, counter-clockwise seen from the front.
         material: the keys of a scene's [materials.X] table: density (kg/m²),
             stretch_stiffness (N/m), shear_stiffness (N/m), bending_modulus (N·m), thickness
-            (m), damping, friction, tear_strain, ...
+            (m), damping, friction, tear_strain, tear_energy (J/m²), ...
         pins: vertex indices held where they are (an int or a sequence of ints; booleans are refused).
         uvs: (n, 2) texture coordinates (needed for tearing); default: none.
         scene: the rest of a scene file as a dict: "solver" ({"substeps": 20, "iterations":

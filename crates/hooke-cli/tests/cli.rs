@@ -121,6 +121,9 @@ fn bad_input_fails_cleanly() {
         ("[[cloth]]\nrows = 3000000\ncolumns = 3000000\nspacing = 0.001\n".into(), "memory"),
         (format!("name = \"two\\nlines\"\n{grid}"), "control character U+000A"),
         (format!("[solver]\nmax_speed = 0.0\n{grid}"), "solver.max_speed"),
+        ("[materials.m]\ntear_energy = -1.0\n[[cloth]]\nmaterial = \"m\"\nrows = 4\ncolumns = 4\nspacing = 0.1\n".into(), "tear energy: must be > 0 J/m²"),
+        ("[materials.m]\ntear_energy = 1.0\nstretch_stiffness = inf\n[[cloth]]\nmaterial = \"m\"\nrows = 4\ncolumns = 4\nspacing = 0.1\n".into(), "tear_energy needs a finite stretch and shear stiffness"),
+        ("[materials.m]\ntear_energy = 1.0\n[[rope]]\nmaterial = \"m\"\npoints = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]\nparticles = 5\n".into(), "tear_energy, which are for cloth"),
         (format!("[solver]\nmax_substeps = 0\n{grid}"), "solver.max_substeps"),
         (format!("[solver]\ncloth_solver = \"cg\"\n{grid}"), "solver.cloth_solver: unknown cloth solver"),
         (format!("[solver]\nmethod = \"verlet\"\ncloth_solver = \"global\"\n{grid}"), "solver.cloth_solver: only applies"),
@@ -868,7 +871,9 @@ fn gpu_contact_lists_bake_the_cache_of_the_cells() {
     let run = |search: &str| {
         let out = format!("gpu_{search}");
         let o = hooke(
-            &["run", scene, "--frames", "60", "--backend", "gpu", "--contact-search", search, "--out", &out],
+            // 24 frames: the cloth lands and folds onto itself from frame 12 on (CPU run:
+            // 473 particles in contact at frame 12); 60 frames cost ten minutes on lavapipe.
+            &["run", scene, "--frames", "24", "--backend", "gpu", "--contact-search", search, "--out", &out],
             tmp.path(),
         );
         (o, out)
@@ -891,11 +896,11 @@ fn gpu_contact_lists_bake_the_cache_of_the_cells() {
     let overflows = column(&csv, "contact_list_overflows");
     let contacts = column(&csv, "particle_contacts");
     println!(
-        "lists: {} overflows over 60 frames; up to {} particles in contact",
+        "lists: {} overflows over 24 frames; up to {} particles in contact",
         overflows.iter().sum::<f64>(),
         contacts.iter().fold(0.0f64, |a, &b| a.max(b))
     );
-    assert_eq!(overflows.len(), 61);
+    assert_eq!(overflows.len(), 25);
     assert!(contacts.iter().any(|&c| c > 100.0), "the cloth must fold onto itself");
     // The run's summary says so when lists overflowed.
     let overflowed = overflows.iter().sum::<f64>() > 0.0;

@@ -716,9 +716,16 @@ fn pin_groups_move_and_tearing_keys_are_read() {
     assert!(err(&tearing.replace("0.3", "-1.0")).contains("tear strain"));
     let rope = "[materials.m]\ntear_strain = 0.3\n[[rope]]\nmaterial = \"m\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 4\n";
     assert!(err(rope).contains("tear_strain"));
+    // tear_energy (J/m²) is read, and gives the strain at which a constraint holds it.
+    let energy = format!("[materials.m]\ntear_energy = 2.0\nstretch_stiffness = 1e4\n{GRID}material = \"m\"\n");
+    let s = parse(&energy).unwrap();
+    let hooke::BodyMaterial::Cloth(m) = s.model.bodies()[0].material else { panic!("not a cloth") };
+    assert_eq!((m.tear_energy, m.tear_strain), (2.0, f32::INFINITY));
+    assert!((m.breaking_strain(hooke::ConstraintFamily::Structural) - 0.02).abs() < 1e-7);
+    assert!(err(&energy.replace("2.0", "nan")).contains("tear energy"));
 }
 
-/// A mesh cloth whose material tears (a `tear_strain`) but has no texture coordinates is
+/// A mesh cloth whose material tears (a `tear_strain` or `tear_energy`) but has no texture coordinates is
 /// refused at load, naming the cloth and the key — not at its first tear, after the frames
 /// before it were simulated; a scene with a `[[cut]]` warns about it; with `vt` lines it loads.
 #[test]

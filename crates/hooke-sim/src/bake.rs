@@ -173,7 +173,7 @@ impl<'s> Bake<'s> {
         }
         if Tearing::for_scene(scene).active() && settings.format == Format::Pc2 {
             return Err(BakeError::Invalid(format!(
-                "scene {:?} tears (a cloth has a tear_strain, or the scene a [[cut]]) and PC2 holds a fixed vertex \
+                "scene {:?} tears (a cloth has a tear_strain or tear_energy, or the scene a [[cut]]) and PC2 holds a fixed vertex \
                  count: write --format usda or obj",
                 scene.name
             )));

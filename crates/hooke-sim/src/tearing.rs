@@ -11,7 +11,7 @@ use std::sync::Arc;
 pub struct Tearing {
     /// For each particle of the current model, its particle in the scene's model.
     origin: Vec<u32>,
-    /// Whether some cloth of the scene has a finite tear strain.
+    /// Whether some cloth of the scene tears (a finite tear strain or tear energy).
     active: bool,
     /// Scripted cuts by time (s), earliest first, and how many have been made.
     cuts: Vec<(f64, Cut)>,
@@ -46,7 +46,7 @@ impl Tearing {
     /// The tearing of a run of `model` (the scene's model, as the solver starts with it).
     pub fn new(model: &Model) -> Tearing {
         let active = model.bodies().iter().any(|b| match b.material {
-            hooke::BodyMaterial::Cloth(m) => m.tear_strain.is_finite(),
+            hooke::BodyMaterial::Cloth(m) => m.tears(),
             hooke::BodyMaterial::Rope(_) => false,
         });
         Tearing {

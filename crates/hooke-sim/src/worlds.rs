@@ -44,8 +44,10 @@ fn shared_sections(t: &toml::Table, who: &str) -> Result<(toml::Value, toml::Val
     }
     if let Some(toml::Value::Table(m)) = t.get("materials") {
         for (name, material) in m {
-            if material.get("tear_strain").is_some() {
-                return Err(format!("{who}: materials.{name} tears (tear_strain): it cannot be packed into worlds"));
+            for key in ["tear_strain", "tear_energy"] {
+                if material.get(key).is_some() {
+                    return Err(format!("{who}: materials.{name} tears ({key}): it cannot be packed into worlds"));
+                }
             }
         }
     }

@@ -4,8 +4,11 @@
 //! # The method
 //!
 //! Between two frames, [`strained`] lists the structural and shear constraints of each cloth
-//! whose material has a finite [`tear_strain`](crate::ClothMaterial::tear_strain) and whose
-//! stretch strain |xᵢ − xⱼ|/L₀ − 1 exceeds it — at most one per particle, the most strained
+//! whose stretch strain |xᵢ − xⱼ|/L₀ − 1 exceeds its material's
+//! [`breaking_strain`](crate::ClothMaterial::breaking_strain) — a finite
+//! [`tear_strain`](crate::ClothMaterial::tear_strain), or the strain at which the constraint
+//! holds the material's [`tear_energy`](crate::ClothMaterial::tear_energy) (J/m²), whichever
+//! is smaller — at most one per particle, the most strained
 //! first, so a crack advances edge by edge along the stress instead of shattering where a
 //! frame overshot. [`cut`] lists the constraints whose edge crosses a blade. [`tear`] then
 //! rebuilds the model without them:
@@ -91,29 +94,35 @@ pub struct Cut {
 
 /// The distance constraints (indices into [`Model::distance`]) that break at `positions` (m,
 /// one per particle): structural and shear constraints of cloths with a finite
-/// [`tear_strain`](crate::ClothMaterial::tear_strain) stretched beyond it, at most one per
+/// [`breaking_strain`](crate::ClothMaterial::breaking_strain) (its `tear_strain`, or the
+/// strain at which it holds its `tear_energy`) stretched beyond it, at most one per
 /// particle, the most strained first (and in that order). Empty when nothing tears.
 pub fn strained(model: &Model, positions: &[Vec3]) -> Vec<u32> {
     let set = model.distance();
-    let limit: Vec<f32> = model
+    // Each body's breaking strain of its structural and of its shear constraints.
+    let limit: Vec<[f32; 2]> = model
         .bodies()
         .iter()
         .map(|b| match b.material {
-            BodyMaterial::Cloth(m) => m.tear_strain,
-            BodyMaterial::Rope(_) => f32::INFINITY,
+            BodyMaterial::Cloth(m) => {
+                [m.breaking_strain(ConstraintFamily::Structural), m.breaking_strain(ConstraintFamily::Shear)]
+            }
+            BodyMaterial::Rope(_) => [f32::INFINITY; 2],
         })
         .collect();
-    if limit.iter().all(|l| !l.is_finite()) || positions.len() != model.particle_count() {
+    if limit.iter().flatten().all(|l| !l.is_finite()) || positions.len() != model.particle_count() {
         return Vec::new();
     }
     let mut candidates: Vec<(f32, u32)> = Vec::new();
     for (k, (c, family)) in set.constraints().iter().zip(set.families()).enumerate() {
-        if !matches!(family, ConstraintFamily::Structural | ConstraintFamily::Shear) {
-            continue;
-        }
+        let slot = match family {
+            ConstraintFamily::Structural => 0,
+            ConstraintFamily::Shear => 1,
+            ConstraintFamily::BendSpring | ConstraintFamily::Bending => continue,
+        };
         let Some(body) = set.body_of(k) else { continue };
         let strain = (positions[c.i as usize] - positions[c.j as usize]).length() / c.rest_length - 1.0;
-        if strain > limit[body] {
+        if strain > limit[body][slot] {
             candidates.push((strain, k as u32));
         }
     }

@@ -124,13 +124,24 @@ fn frame_with_tearing(
 /// 5 % of its particles), one with the left pins and one with the right, more than 5 cm apart.
 #[test]
 fn a_sheet_pulled_apart_tears_into_two() {
+    let by_strain =
+        ClothMaterial { stretch_stiffness: 1e4, shear_stiffness: 1e4, tear_strain: 0.25, ..Default::default() };
+    let counts = pull_apart(by_strain);
+    // The same sheet failing by energy, at ½·K·ε² = ½·1e4·0.25² = 312.5 J/m² (the same
+    // breaking strain, 0.25, for both families): the same tears, constraint for constraint.
+    let by_energy = ClothMaterial { tear_strain: f32::INFINITY, tear_energy: 312.5, ..by_strain };
+    assert_eq!(pull_apart(by_energy), counts, "tearing by energy differs from tearing by strain");
+}
+
+/// Pulls the sheet of [`a_sheet_pulled_apart_tears_into_two`] apart with `material`, checks
+/// what that test says, and returns (constraints broken, particles split, first broken).
+fn pull_apart(material: ClothMaterial) -> (u32, u32, u32) {
     let n = 16;
     let mut b = ModelBuilder::new();
     b.set_gravity(Vec3::ZERO).unwrap();
     let mut g = ClothGrid::new("sheet", n, n, 0.3 / (n - 1) as f32);
     g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
-    g.material =
-        ClothMaterial { stretch_stiffness: 1e4, shear_stiffness: 1e4, tear_strain: 0.25, ..ClothMaterial::default() };
+    g.material = material;
     let sheet = b.add_cloth_grid(&g).unwrap();
     let model = Arc::new(b.finalize().unwrap());
     let total: f64 = model.particle_mass().iter().map(|&m| m as f64).sum();
@@ -185,6 +196,58 @@ fn a_sheet_pulled_apart_tears_into_two() {
     sizes.sort_unstable_by(|a, b| b.cmp(a));
     println!("piece sizes {sizes:?}; first break {first}, most strained {most} (equal strain)");
     assert!((sizes[0] + sizes[1]) as f64 >= 0.95 * model.particle_count() as f64, "{sizes:?}");
+    (broken, split, first)
+}
+
+/// `tear_energy` (J/m²): a sheet of K = 1e4 N/m in stretch and 1e3 N/m in shear, failing at
+/// 2 J/m², stretched evenly (every constraint at the same strain ε). Its structural
+/// constraints break past √(2·2/1e4) = 2.0 %, its shear constraints past √(2·2/1e3) = 6.3 %,
+/// at two mesh resolutions alike: at 1.9 % nothing breaks, at 2.1 % and 6.0 % structural
+/// constraints only. And at the breaking strain an interior structural spring of the grid
+/// (stiffness k = 1/α, standing for a cell's area h²) holds ½·k·(εh)²/h² = 2 J/m².
+#[test]
+fn tear_energy_breaks_each_family_where_it_holds_that_energy() {
+    let material =
+        ClothMaterial { stretch_stiffness: 1e4, shear_stiffness: 1e3, tear_energy: 2.0, ..ClothMaterial::default() };
+    let structural = material.breaking_strain(hooke::ConstraintFamily::Structural);
+    let shear = material.breaking_strain(hooke::ConstraintFamily::Shear);
+    assert!((structural - 0.02).abs() < 1e-6 && (shear - 0.004f32.sqrt()).abs() < 1e-6, "{structural} {shear}");
+    for n in [7, 13] {
+        let h = 0.6 / (n - 1) as f32;
+        let mut b = ModelBuilder::new();
+        let mut g = ClothGrid::new("sheet", n, n, h);
+        g.material = material;
+        let body = b.add_cloth_grid(&g).unwrap();
+        let model = b.finalize().unwrap();
+        let broken = |strain: f32| -> Vec<hooke::ConstraintFamily> {
+            let x: Vec<Vec3> = model.particle_position().iter().map(|p| *p * (1.0 + strain)).collect();
+            tearing::strained(&model, &x).iter().map(|&k| model.distance().families()[k as usize]).collect()
+        };
+        assert!(broken(0.019).is_empty(), "{n}²: broke at 1.9 %");
+        for strain in [0.021, 0.06] {
+            let families = broken(strain);
+            assert!(!families.is_empty(), "{n}²: nothing broke at {strain}");
+            assert!(
+                families.iter().all(|f| *f == hooke::ConstraintFamily::Structural),
+                "{n}² at {strain}: {families:?}"
+            );
+        }
+        // An interior structural spring: its stored energy per cell area at the breaking strain.
+        let set = model.distance();
+        let m = &model.bodies()[body.0];
+        let (a, c) = (m.grid_index(n / 2, n / 2).unwrap(), m.grid_index(n / 2, n / 2 + 1).unwrap());
+        let k = (0..set.len())
+            .find(|&k| {
+                let q = set.constraints()[k];
+                (q.i, q.j) == (a, c) || (q.i, q.j) == (c, a)
+            })
+            .unwrap();
+        let spring = set.constraints()[k];
+        let energy =
+            0.5 / spring.compliance_stretch as f64 * (structural as f64 * h as f64).powi(2) / (h as f64).powi(2);
+        println!("{n}²: an interior structural spring holds {energy:.4} J/m² at its breaking strain");
+        assert!((energy - 2.0).abs() < 2e-3, "{n}²: {energy} J/m²");
+    }
 }
 
 /// A 12 × 12 cloth of 0.44 m hanging from its top row, at rest, cut straight across its middle

@@ -141,11 +141,11 @@ pub(super) fn build(
         if hooke::tearing::has_texture_coordinates(&model, k) {
             continue;
         }
-        if m.tear_strain.is_finite() {
+        if m.tears() {
             return Err(format!(
-                "cloth {:?}: its material sets tear_strain = {}, but it cannot tear: its mesh has no texture \
-                 coordinates (tearing splits it along them; give the mesh `vt` lines, or use a grid)",
-                body.name, m.tear_strain
+                "cloth {:?}: its material sets tear_strain = {} / tear_energy = {} J/m², but it cannot tear: its mesh \
+                 has no texture coordinates (tearing splits it along them; give the mesh `vt` lines, or use a grid)",
+                body.name, m.tear_strain, m.tear_energy
             ));
         }
         if !cuts.is_empty() {
@@ -311,6 +311,7 @@ fn cloth_material(m: &MaterialSection, c: &ClothSection, key: &str) -> Result<Cl
         self_collision_speed_clamp: c.self_collision_speed_clamp.unwrap_or(false),
         triangle_contact: c.triangle_contact.unwrap_or(d.triangle_contact),
         tear_strain: m.tear_strain.unwrap_or(d.tear_strain),
+        tear_energy: m.tear_energy.unwrap_or(d.tear_energy),
     })
 }
 
@@ -563,9 +564,9 @@ fn add_rope(
     let name = r.name.clone().unwrap_or(format!("rope{k}"));
     let key = format!("rope[{k}] {name:?}");
     let m = material(f, &r.material, &key)?;
-    if m.shear_stiffness.is_some() || m.thickness.is_some() || m.tear_strain.is_some() {
+    if m.shear_stiffness.is_some() || m.thickness.is_some() || m.tear_strain.is_some() || m.tear_energy.is_some() {
         return Err(format!(
-            "{key}: material {:?} sets shear_stiffness, thickness or tear_strain, which are for cloth",
+            "{key}: material {:?} sets shear_stiffness, thickness, tear_strain or tear_energy, which are for cloth",
             r.material.as_deref().unwrap_or("")
         ));
     }

@@ -254,6 +254,10 @@ pub struct MaterialSection {
     /// Cloth only: the stretch strain |xᵢ − xⱼ|/L₀ − 1 at which a structural or shear
     /// constraint breaks and the cloth tears (default: never).
     pub tear_strain: Option<f32>,
+    /// Cloth only: the elastic energy per unit area (J/m²), ½·K·ε² for a constraint of
+    /// membrane modulus K at strain ε, at which a structural or shear constraint breaks
+    /// (default: no energy criterion; with `tear_strain`, whichever comes first).
+    pub tear_energy: Option<f32>,
     /// Stretch stiffness: membrane modulus in N/m for cloth, axial EA in N for rope. `inf` is rigid.
     pub stretch_stiffness: Option<f32>,
     /// Compression stiffness, same units (default: the stretch stiffness).

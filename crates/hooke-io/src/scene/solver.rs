@@ -106,7 +106,7 @@ pub fn derived_max_speed(
 }
 
 /// The speed (m/s) at which a tearing cloth's free edge may recoil: for each structural and shear
-/// constraint of a cloth with a finite `tear_strain` ε, ε·L₀·√(k/m) — a chain of springs k and masses m
+/// constraint of a cloth that tears at strain ε (its `tear_strain`, or where it holds its `tear_energy`), ε·L₀·√(k/m) — a chain of springs k and masses m
 /// held at strain ε and cut unloads behind a wave of speed c = L₀·√(k/m), leaving its particles
 /// at ε·c (k = 1/α, the stretch compliance's inverse; m the lighter end's mass); the largest
 /// over the constraints, 0 without tearing (a rigid constraint, whose recoil has no bound, is
@@ -125,11 +125,12 @@ pub fn tear_recoil_speed(model: &Model) -> f32 {
         }
         let Some(b) = set.body_of(k) else { continue };
         let hooke::BodyMaterial::Cloth(m) = &model.bodies()[b].material else { continue };
-        if !m.tear_strain.is_finite() {
+        let strain = m.breaking_strain(set.families()[k]);
+        if !strain.is_finite() {
             continue;
         }
         let lighter = mass[c.i as usize].min(mass[c.j as usize]);
-        let v = m.tear_strain * c.rest_length * (1.0 / (c.compliance_stretch * lighter)).sqrt();
+        let v = strain * c.rest_length * (1.0 / (c.compliance_stretch * lighter)).sqrt();
         if v.is_finite() {
             fastest = fastest.max(v);
         }

@@ -260,6 +260,22 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
             format!("must be > 0 (inf: never tears), got {}", m.tear_strain),
         ));
     }
+    if m.tear_energy.is_nan() || m.tear_energy <= 0.0 {
+        return Err(ModelError::invalid(
+            format!("{ctx}: tear energy"),
+            format!("must be > 0 J/m² (inf: no energy criterion), got {}", m.tear_energy),
+        ));
+    }
+    if m.tear_energy.is_finite() && !(m.stretch_stiffness.is_finite() && m.shear_stiffness.is_finite()) {
+        return Err(ModelError::invalid(
+            format!("{ctx}: tear energy"),
+            format!(
+                "a rigid constraint stores no elastic energy: tear_energy needs a finite stretch and shear \
+                 stiffness (got {} and {} N/m); use tear_strain",
+                m.stretch_stiffness, m.shear_stiffness
+            ),
+        ));
+    }
     if let Some(t) = m.self_collision_thickness {
         error::positive(ctx, "self-collision thickness (m)", t)?;
     }
