@@ -73,7 +73,7 @@ pub struct BenchArgs {
     /// Samples per pixel of --draw's picture (1 or 4).
     #[arg(long, default_value_t = 4)]
     samples: u32,
-    /// Tear as the scene says (tear strains, scripted cuts) after every timed frame: the state
+    /// Tear as the scene says (tear strains and energies, scripted cuts) after every timed frame: the state
     /// is read back each frame (on the GPU too), checked, and torn; the report gives the
     /// solve's time per frame, the check's, and each tear event's (the torn model made and
     /// the solver rebuilt on it). Without it a scene's tearing is ignored.

@@ -1,4 +1,4 @@
-//! Tearing in a run: after each frame, break what the tear strain says is broken
+//! Tearing in a run: after each frame, break what the tear strain or tear energy says is broken
 //! ([`hooke::tearing`]), move the solver onto the torn model and keep the scene's pins on the
 //! particles they were on (and on every copy a pinned particle was split into).
 
@@ -59,7 +59,7 @@ impl Tearing {
         }
     }
 
-    /// The tearing of a run of `scene`: its tear strains and its scripted cuts.
+    /// The tearing of a run of `scene`: its tear strains and energies, and its scripted cuts.
     pub fn for_scene(scene: &hooke_io::scene::Scene) -> Tearing {
         Tearing { cuts: scene.cuts.clone(), ..Tearing::new(&scene.model) }
     }
@@ -98,7 +98,7 @@ impl Tearing {
         out
     }
 
-    /// After a frame: tears what the tear strain breaks at `state` (the solver's state after
+    /// After a frame: tears what the tear strain or tear energy breaks at `state` (the solver's state after
     /// the frame) and, on a tear, moves `solver` onto the torn model with `state` mapped onto
     /// it (written back into `state`). Returns what the tear did, if anything tore.
     ///

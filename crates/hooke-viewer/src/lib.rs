@@ -16,7 +16,7 @@
 //! operations; the particle is pinned to the pointer through a `Control` target); a drag on a
 //! collider moves it ([`Simulation::pick_collider`], sphere tracing its signed distance on the
 //! host; [`Simulation::place_collider`] moves it through `Control::move_collider`, so the
-//! solver sweeps it and pushes the cloth); a scene whose cloth has a tear strain tears as it
+//! solver sweeps it and pushes the cloth); a scene whose cloth has a tear strain or tear energy tears as it
 //! plays, Shift + drag cuts the cloth along the stroke and C straight across
 //! ([`Simulation::cut`], `hooke::tearing`; the renderer is made again for the torn model, and a
 //! scene that tears reads its state back every frame); the keyboard shortcuts are in

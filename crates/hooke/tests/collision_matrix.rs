@@ -43,7 +43,7 @@ fn no_collider_is_penetrated_in_any_combination() {
     for (name, shape, top) in cases::matrix_shapes() {
         for self_collision in [false, true] {
             for implicit in [false, true] {
-                let (end, worst, _) = cases::drop_onto(shape.clone(), top, self_collision, &make(implicit));
+                let (end, worst, _) = cases::drop_onto(shape.clone(), top, self_collision, 120, &make(implicit));
                 let solver = if implicit { "implicit Euler" } else { "XPBD" };
                 println!(
                     "{name:11} self-collision {self_collision:5} {solver:14}: penetration {end:.2e} m at the end, \

@@ -248,6 +248,28 @@ fn tear_energy_breaks_each_family_where_it_holds_that_energy() {
         println!("{n}²: an interior structural spring holds {energy:.4} J/m² at its breaking strain");
         assert!((energy - 2.0).abs() < 2e-3, "{n}²: {energy} J/m²");
     }
+    // Shear constraints alone (no structural ones): they hold to 6.3 %, and break past it.
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("shear", 7, 7, 0.1);
+    (g.material, g.structural) = (material, false);
+    b.add_cloth_grid(&g).unwrap();
+    let model = b.finalize().unwrap();
+    let stretched =
+        |strain: f32| -> Vec<Vec3> { model.particle_position().iter().map(|p| *p * (1.0 + strain)).collect() };
+    assert!(tearing::strained(&model, &stretched(0.06)).is_empty(), "shear broke at 6.0 %");
+    let broken = tearing::strained(&model, &stretched(0.066));
+    assert!(!broken.is_empty(), "no shear constraint broke at 6.6 %");
+    assert!(broken.iter().all(|&k| model.distance().families()[k as usize] == hooke::ConstraintFamily::Shear));
+    // A grid's spring_stiffness replaces the moduli the energy is measured against: refused.
+    let mut g = ClothGrid::new("fixed", 4, 4, 0.1);
+    (g.material, g.spring_stiffness) = (material, Some(100.0));
+    let e = ModelBuilder::new().add_cloth_grid(&g).unwrap_err().to_string();
+    assert!(e.contains("tear energy") && e.contains("spring_stiffness"), "{e}");
+    // So is an energy so small that every constraint would break at once.
+    let mut g = ClothGrid::new("tiny", 4, 4, 0.1);
+    g.material = ClothMaterial { tear_energy: 1e-20, ..material };
+    let e = ModelBuilder::new().add_cloth_grid(&g).unwrap_err().to_string();
+    assert!(e.contains("below rounding"), "{e}");
 }
 
 /// A 12 × 12 cloth of 0.44 m hanging from its top row, at rest, cut straight across its middle

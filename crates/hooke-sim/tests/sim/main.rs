@@ -7,3 +7,4 @@ mod common;
 
 mod golden;
 mod model_changes;
+mod tearing_keys;

@@ -114,6 +114,13 @@ impl ClothGrid {
         if let Some(m) = self.particle_mass {
             error::positive(&ctx, "particle mass (kg)", m)?;
         }
+        if self.spring_stiffness.is_some() && self.material.tear_energy.is_finite() {
+            return Err(ModelError::invalid(
+                format!("{ctx}: tear energy"),
+                "the springs' stiffness is set by spring_stiffness, not by the material's moduli that \
+                 tear_energy is measured against; use tear_strain",
+            ));
+        }
         if let Some(k) = self.spring_stiffness {
             error::stiffness(&ctx, "spring stiffness", k)?;
         }
@@ -266,15 +273,27 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
             format!("must be > 0 J/m² (inf: no energy criterion), got {}", m.tear_energy),
         ));
     }
-    if m.tear_energy.is_finite() && !(m.stretch_stiffness.is_finite() && m.shear_stiffness.is_finite()) {
+    if m.tear_energy.is_finite() && !m.stretch_stiffness.is_finite() {
         return Err(ModelError::invalid(
             format!("{ctx}: tear energy"),
-            format!(
-                "a rigid constraint stores no elastic energy: tear_energy needs a finite stretch and shear \
-                 stiffness (got {} and {} N/m); use tear_strain",
-                m.stretch_stiffness, m.shear_stiffness
-            ),
+            "a rigid constraint stores no elastic energy: tear_energy needs a finite stretch stiffness \
+             (got inf); use tear_strain",
         ));
+    }
+    // A breaking strain that rounding alone would pass breaks every constraint at once.
+    for family in [crate::ConstraintFamily::Structural, crate::ConstraintFamily::Shear] {
+        let strain = m.breaking_strain(family);
+        if strain < 1e-6 {
+            return Err(ModelError::invalid(
+                format!("{ctx}: tear energy"),
+                format!(
+                    "{} J/m² breaks {} constraints at a strain of {strain:e}, below rounding (1e-6): \
+                     every constraint would break at once",
+                    m.tear_energy,
+                    family.name()
+                ),
+            ));
+        }
     }
     if let Some(t) = m.self_collision_thickness {
         error::positive(ctx, "self-collision thickness (m)", t)?;

@@ -75,7 +75,11 @@ pub struct ClothMaterial {
     /// mesh resolution. It breaks when that density passes `tear_energy`, that is at the strain
     /// √(2·tear_energy/K), or at [`tear_strain`](Self::tear_strain) if that comes first
     /// ([`ClothMaterial::breaking_strain`]). So the stiffer family fails first: at 1 J/m², a
-    /// 5 000 N/m weave at 2.0 % strain, its 500 N/m shear at 6.3 %. Both moduli must be finite.
+    /// 5 000 N/m weave at 2.0 % strain, its 500 N/m shear at 6.3 %. The density is each
+    /// spring's own (the areas the springs stand for overlap: each family covers the sheet
+    /// about twice), not a measured fracture energy of the whole sheet. The stretch modulus
+    /// must be finite; rigid shear (∞) stores no energy and breaks only at `tear_strain`. Not
+    /// with a grid's `spring_stiffness`, which replaces the moduli it is measured against.
     pub tear_energy: f32,
 }
 
@@ -88,16 +92,21 @@ impl ClothMaterial {
 
     /// The stretch strain |xᵢ − xⱼ|/L₀ − 1 past which a constraint of `family` breaks:
     /// the smaller of [`tear_strain`](Self::tear_strain) and √(2·[`tear_energy`](Self::tear_energy)/K),
-    /// K the family's membrane modulus (N/m); `INFINITY` for bend springs and angles, which
-    /// never break, and for a cloth that does not tear.
+    /// K the family's membrane modulus (N/m; a rigid family, K = ∞, by the tear strain only);
+    /// `INFINITY` for bend springs and angles, which never break, and for a cloth that does
+    /// not tear.
     pub fn breaking_strain(&self, family: crate::ConstraintFamily) -> f32 {
         let modulus = match family {
             crate::ConstraintFamily::Structural => self.stretch_stiffness,
             crate::ConstraintFamily::Shear => self.shear_stiffness,
             crate::ConstraintFamily::BendSpring | crate::ConstraintFamily::Bending => return f32::INFINITY,
         };
-        let by_energy =
-            if self.tear_energy.is_finite() { (2.0 * self.tear_energy / modulus).sqrt() } else { f32::INFINITY };
+        // A rigid family (K = ∞) stores no energy: only the tear strain breaks it.
+        let by_energy = if self.tear_energy.is_finite() && modulus.is_finite() {
+            (2.0 * self.tear_energy / modulus).sqrt()
+        } else {
+            f32::INFINITY
+        };
         self.tear_strain.min(by_energy)
     }
 }
