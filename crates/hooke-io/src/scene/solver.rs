@@ -106,10 +106,10 @@ pub fn derived_max_speed(
 }
 
 /// The speed (m/s) at which a tearing cloth's free edge may recoil: for each structural and shear
-/// constraint of a cloth that tears at strain ε (its `tear_strain`, or where it holds its `tear_energy`), ε·L₀·√(k/m) — a chain of springs k and masses m
-/// held at strain ε and cut unloads behind a wave of speed c = L₀·√(k/m), leaving its particles
-/// at ε·c (k = 1/α, the stretch compliance's inverse; m the lighter end's mass); the largest
-/// over the constraints, 0 without tearing (a rigid constraint, whose recoil has no bound, is
+/// constraint of a cloth that tears at strain ε (its `tear_strain`, or where it holds its
+/// `tear_energy`), ε·L₀·√(k/m) — a chain of springs k and masses m held at strain ε and cut
+/// unloads behind a wave of speed c = L₀·√(k/m), leaving its particles at ε·c (k = 1/α, the
+/// stretch compliance's inverse; m the lighter end's mass); the largest over the constraints, 0 without tearing (a rigid constraint, whose recoil has no bound, is
 /// left out). `scenes/tear_pull.toml` (4 000 N/m, ε = 0.2, 2 cm
 /// spacing): 40 m/s for its 40 mg inner particles, 80 at its 10 mg corners; under the global
 /// cloth solve its torn edges recoil at about 70 m/s, which the former floor of 50 m/s stopped

@@ -280,9 +280,13 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
              (got inf); use tear_strain",
         ));
     }
-    // A breaking strain that rounding alone would pass breaks every constraint at once.
-    for family in [crate::ConstraintFamily::Structural, crate::ConstraintFamily::Shear] {
-        let strain = m.breaking_strain(family);
+    // An energy whose breaking strain rounding alone would pass breaks every constraint at once
+    // (the tear strain's own lower bound is the user's, as before).
+    for (family, modulus) in [
+        (crate::ConstraintFamily::Structural, m.stretch_stiffness),
+        (crate::ConstraintFamily::Shear, m.shear_stiffness),
+    ] {
+        let strain = (2.0 * m.tear_energy / modulus).sqrt();
         if strain < 1e-6 {
             return Err(ModelError::invalid(
                 format!("{ctx}: tear energy"),
