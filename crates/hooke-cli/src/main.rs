@@ -301,9 +301,10 @@ pub struct GpuSolveArgs {
     gpu_tiles: bool,
     /// With --backend gpu and Gauss–Seidel: run all the iterations of a substep in workgroup
     /// memory, one workgroup per body and one dispatch per substep (bodies of at most 4 096
-    /// particles on NVIDIA's 48 KiB, 2 730 on lavapipe): auto (where it pays: every body of at
-    /// most 2 304 particles, or at least 32 larger ones), always (wherever it applies) or never
-    /// (colour by colour). The same result either way.
+    /// particles on NVIDIA's 48 KiB, 2 730 on lavapipe): auto (where it pays: on a hardware GPU,
+    /// every body of at most 2 304 particles, or at least 32 larger ones; never on a software
+    /// adapter such as lavapipe), always (wherever it applies) or never (colour by colour). The
+    /// same result either way.
     #[arg(long, value_enum, default_value = "auto")]
     gpu_local: GpuLocalArg,
     /// With --backend gpu: where the particle contacts (self-collision) find their

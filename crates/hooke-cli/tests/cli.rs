@@ -686,7 +686,9 @@ fn a_rope_under_tension_gets_its_substeps_or_a_note() {
 fn a_tearing_run_writes_a_cache_whose_topology_changes() {
     let tmp = tempfile::tempdir().unwrap();
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenes/tear_sheet.toml");
-    let o = hooke(&["run", scene, "--frames", "70", "--out", "cpu"], tmp.path());
+    // 56 frames: the sheet first tears at frame 48 and has torn 41 constraints and split 10
+    // particles by frame 55 (lavapipe's run of the same frames is the test's longest part).
+    let o = hooke(&["run", scene, "--frames", "56", "--out", "cpu"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
     let csv = std::fs::read_to_string(tmp.path().join("cpu/diagnostics.csv")).unwrap();
     let broken = column(&csv, "broken_constraints");
@@ -700,7 +702,7 @@ fn a_tearing_run_writes_a_cache_whose_topology_changes() {
         assert_eq!(out.trim(), "True True 1024", "pxr: {out}");
     }
     blender_plays_what_pxr_reads(&usd, "/World/sheet", tmp.path());
-    let o = hooke(&["run", scene, "--frames", "70", "--backend", "gpu", "--out", "gpu"], tmp.path());
+    let o = hooke(&["run", scene, "--frames", "56", "--backend", "gpu", "--out", "gpu"], tmp.path());
     let t = text(&o);
     if o.status.success() {
         let (a, b) = (std::fs::read(&usd).unwrap(), std::fs::read(tmp.path().join("gpu/tear_sheet.usda")).unwrap());

@@ -238,6 +238,13 @@ impl GpuContext {
         llvmpipe.then_some(65_535)
     }
 
+    /// Whether the adapter is a software rasterizer running on the CPU (wgpu's
+    /// `DeviceType::Cpu`: Mesa's lavapipe, SwiftShader, WARP), where some choices that pay on a
+    /// GPU do not ([`LocalSweepMode::Auto`](crate::LocalSweepMode::Auto)).
+    pub fn is_cpu(&self) -> bool {
+        self.adapter.get_info().device_type == wgpu::DeviceType::Cpu
+    }
+
     /// Adapter name, backend and device type, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, Cpu)`.
     pub fn describe(&self) -> String {
         let i = self.adapter.get_info();

@@ -144,11 +144,12 @@ pub const LOCAL_SMALL_BODY: usize = 2304;
 pub const LOCAL_MANY_BODIES: usize = 32;
 
 /// Whether the local sweep pays for `model` (see
-/// [`LocalSweepMode::Auto`](crate::LocalSweepMode::Auto)): no body larger than
-/// [`LOCAL_SMALL_BODY`], or at least [`LOCAL_MANY_BODIES`] of them.
-pub(crate) fn pays(model: &Model) -> bool {
+/// [`LocalSweepMode::Auto`](crate::LocalSweepMode::Auto)): on a hardware GPU, no body larger
+/// than [`LOCAL_SMALL_BODY`], or at least [`LOCAL_MANY_BODIES`] of them; never on a software
+/// adapter (`cpu_adapter`), where a workgroup barrier costs more than a dispatch.
+pub(crate) fn pays(model: &Model, cpu_adapter: bool) -> bool {
     let large = model.bodies().iter().filter(|b| b.particles.len() > LOCAL_SMALL_BODY).count();
-    large == 0 || large >= LOCAL_MANY_BODIES
+    !cpu_adapter && (large == 0 || large >= LOCAL_MANY_BODIES)
 }
 
 /// The local sweep bound to a solver's buffers.
@@ -238,5 +239,29 @@ mod tests {
         assert!(fits(20, Some(65_535)));
         assert!(!fits(1000, Some(65_535)));
         assert!(fits(1000, None));
+    }
+
+    /// `Auto`'s choice: on a GPU, bodies of at most [`LOCAL_SMALL_BODY`] particles, or at
+    /// least [`LOCAL_MANY_BODIES`] larger ones (small bodies do not count toward the many); on
+    /// a software adapter never.
+    #[test]
+    fn the_local_sweep_pays_for_small_or_many_bodies_on_a_gpu_only() {
+        let grids = |sizes: &[usize]| {
+            let mut b = ModelBuilder::new();
+            for (k, &n) in sizes.iter().enumerate() {
+                b.add_cloth_grid(&ClothGrid::new(format!("cloth{k}"), n, n, 0.01)).unwrap();
+            }
+            b.finalize().unwrap()
+        };
+        let small = grids(&[48]);
+        let large = grids(&[49]);
+        let many = grids(&[49; LOCAL_MANY_BODIES]);
+        let fewer = grids(&[49; LOCAL_MANY_BODIES - 1]);
+        let mut mixed = vec![5; LOCAL_MANY_BODIES];
+        mixed[0] = 49;
+        let mixed = grids(&mixed);
+        let on_gpu: Vec<bool> = [&small, &large, &many, &fewer, &mixed].iter().map(|m| pays(m, false)).collect();
+        assert_eq!(on_gpu, [true, false, true, false, false]);
+        assert!([&small, &large, &many, &fewer, &mixed].iter().all(|m| !pays(m, true)));
     }
 }

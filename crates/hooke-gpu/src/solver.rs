@@ -77,12 +77,15 @@ pub struct GpuSettings {
 /// Measured on an H200 (`docs/BENCHMARKS.md`, GPU time per frame at 20 substeps): a 32² cloth
 /// alone 0.95 ms against 1.41 colour by colour, 48² 1.37 against 1.44, 64² slower (1.81
 /// against 1.48); 256 worlds of 64² 5.16 ms against 7.79, 32 of them 1.99 against 2.05, 16
-/// 1.90 against 1.71. Tuned on that device, applied on every one.
+/// 1.90 against 1.71. Tuned on that device, applied on every GPU; on a software adapter
+/// (wgpu's `DeviceType::Cpu`: Mesa's lavapipe, SwiftShader, WARP), whose workgroup barriers
+/// are emulated, it never pays and `Auto` sweeps colour by colour (lavapipe, 2 threads:
+/// `cloth_on_sphere`'s constraints 86 ms per frame against 229 in workgroup memory).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LocalSweepMode {
     /// Where it applies and every body has at most [`LOCAL_SMALL_BODY`](crate::LOCAL_SMALL_BODY)
     /// particles, or at least [`LOCAL_MANY_BODIES`](crate::LOCAL_MANY_BODIES) bodies have
-    /// more.
+    /// more; never on a software adapter ([`GpuContext::is_cpu`](crate::GpuContext::is_cpu)).
     #[default]
     Auto,
     /// Wherever it applies: XPBD or PBD with Gauss–Seidel, no rope joints, every body within
@@ -294,6 +297,7 @@ impl Bindings {
         model: &Model,
         settings: &GpuSettings,
         loop_budget: Option<u32>,
+        cpu_adapter: bool,
     ) -> Bindings {
         let layouts = &kernels.layouts;
         let has_uv = model.particle_uv().is_some() && !model.triangles().is_empty();
@@ -339,7 +343,7 @@ impl Bindings {
                 crate::local_sweep::table(model, |c| swept[c], settings.xpbd.iterations, fit)
             })
             .flatten()
-            .filter(|_| settings.local == LocalSweepMode::Always || crate::local_sweep::pays(model))
+            .filter(|_| settings.local == LocalSweepMode::Always || crate::local_sweep::pays(model, cpu_adapter))
             .map(|table| LocalSweep::new(kernels, device, b, table, tethers.as_ref().map(Tethers::records)));
         Bindings {
             local,
@@ -466,7 +470,7 @@ impl GpuXpbdSolver {
             settings.health_interval == 1,
             matches!(settings.solve, GpuSolve::Jacobi { .. }),
         )?;
-        let k = Bindings::new(&kernels, device, &b, &model, &settings, ctx.loop_budget());
+        let k = Bindings::new(&kernels, device, &b, &model, &settings, ctx.loop_budget(), ctx.is_cpu());
         write_colour_slots(ctx.queue(), &b, &model);
         let mut solver = GpuXpbdSolver {
             structural: buffers::structural_constraints(&model).len() as u32,
@@ -1325,7 +1329,8 @@ impl Solver for GpuXpbdSolver {
         let b = Buffers::new(device, &model, capacity, self.settings.health_interval == 1, jacobi)
             .map_err(|e| SolverError::InvalidSettings { setting: "model", message: e.to_string() })?;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let k = Bindings::new(&self.kernels, device, &b, &model, &self.settings, self.ctx.loop_budget());
+        let k =
+            Bindings::new(&self.kernels, device, &b, &model, &self.settings, self.ctx.loop_budget(), self.ctx.is_cpu());
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(SolverError::InvalidSettings { setting: "model", message: format!("wgpu validation: {e}") });
         }

@@ -54,7 +54,12 @@ enum Sweep {
     Local,
 }
 
-/// How far (m) the bottom end hangs below its rest position after 2 s.
+/// Frames of 1/60 s each drop runs: 1.5 s, after which the damped rope is within 0.2 % of its
+/// static drop (measured on lavapipe: 0.02458 m against 0.02453), well within the 2 % the
+/// tests allow.
+const FRAMES: usize = 90;
+
+/// How far (m) the bottom end hangs below its rest position after [`FRAMES`].
 fn drop(substeps: u32, iterations: u32, method: Method) -> f32 {
     drop_with(substeps, iterations, method, Sweep::Direct)
 }
@@ -73,7 +78,7 @@ fn drop_with(substeps: u32, iterations: u32, method: Method, sweep: Sweep) -> f3
     let settings = GpuSettings { xpbd: s, tiles, local: mode, ..GpuSettings::default() };
     let mut gpu = GpuXpbdSolver::new(ctx, model.clone(), settings).unwrap();
     assert_eq!((gpu.uses_tiles(), gpu.uses_local_sweep()), (tiles, local));
-    for _ in 0..120 {
+    for _ in 0..FRAMES {
         gpu.step(&control, 1.0 / 60.0).unwrap();
     }
     let mut x = Vec::new();
@@ -90,7 +95,7 @@ fn xpbd_drop_is_independent_of_iterations_and_substeps_on_the_gpu() {
     let _ = gpu_or_skip!();
     let analytic = DENSITY * 9.81 * LENGTH * LENGTH / (2.0 * EA);
     // The lumped-mass model's own static drop, Σₖ (g Σ_{j>k} mⱼ)·Lₖ/EA (the CPU test reaches it
-    // within 0.01 %); the rope here is still swinging a little after 2 s.
+    // within 0.01 %); the rope here is still swinging a little after 1.5 s.
     let (model, _) = rope();
     let m = model.particle_mass();
     let segment = LENGTH / (PARTICLES - 1) as f32;
