@@ -676,7 +676,7 @@ fn a_rope_under_tension_gets_its_substeps_or_a_note() {
 }
 
 /// A scene that tears (`scenes/tear_sheet.toml`: a ball pushed through a sheet held by two
-/// edges), 70 frames: it tears (broken constraints and split particles counted in
+/// edges), 56 frames: it tears (broken constraints and split particles counted in
 /// diagnostics.csv, the first at frame 48); the USD opens in pxr with time-sampled topology —
 /// the point count changes, and at every frame the face indices name existing points and the
 /// UVs are one per point; the GPU run's cache is byte for byte the CPU's (lavapipe); an OBJ

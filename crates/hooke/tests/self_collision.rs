@@ -124,8 +124,8 @@ fn cloth_on_ground(self_collision: bool) -> (Arc<Model>, hooke::Body) {
 #[test]
 fn a_folded_cloth_keeps_its_layers_apart() {
     for kind in [Kind::Xpbd, Kind::Implicit] {
-        let (on, speed_on, _) = cases::fold(true, &kind.make());
-        let (off, _, _) = cases::fold(false, &kind.make());
+        let (on, speed_on, _) = cases::fold(true, 150, &kind.make());
+        let (off, _, _) = cases::fold(false, 150, &kind.make());
         println!(
             "{kind:?} fold: closest approach {:.1} % of the thickness with self-collision, {:.1} % without; \
              largest speed at the end {speed_on:.2e} m/s",
@@ -166,7 +166,7 @@ fn two_resting_layers_stay_at_rest() {
 #[test]
 fn overlapping_layers_relax_without_a_jump() {
     for switch_at in [None, Some(30)] {
-        let (closest, fastest, _) = cases::overlapping_layers(switch_at, &Kind::Xpbd.make());
+        let (closest, fastest, _) = cases::overlapping_layers(switch_at, 120, &Kind::Xpbd.make());
         println!(
             "overlap relaxed (switched on at frame {switch_at:?}): closest {closest:.3} t, fastest {fastest:.3} m/s"
         );
@@ -251,8 +251,8 @@ fn contacts_keep_momentum() {
 /// least 90 % of the thickness instead of staying inside each other.
 #[test]
 fn coincident_cloths_separate() {
-    let (closest, _) = cases::coincident_cloths(&Kind::Xpbd.make());
-    println!("coincident cloths after 1 s: closest pair {closest:.3} of the thickness");
+    let (closest, _) = cases::coincident_cloths(90, &Kind::Xpbd.make());
+    println!("coincident cloths after 1.5 s: closest pair {closest:.3} of the thickness");
     assert!(closest >= 0.9, "still {closest} of the thickness apart");
 }
 
@@ -294,8 +294,8 @@ fn the_speed_clamp_caps_falling_cloth_at_a_fifth_of_the_thickness_per_substep() 
 /// other rope — while with self-collision off they fall through.
 #[test]
 fn ropes_rest_on_a_cloth_and_on_each_other() {
-    let (on, closest_on, _) = cases::ropes_on_cloth(true, &Kind::Xpbd.make());
-    let (off, _, _) = cases::ropes_on_cloth(false, &Kind::Xpbd.make());
+    let (on, closest_on, _) = cases::ropes_on_cloth(true, 120, &Kind::Xpbd.make());
+    let (off, _, _) = cases::ropes_on_cloth(false, 120, &Kind::Xpbd.make());
     println!(
         "ropes on a cloth: lowest rope particle {on:.4} m above the cloth's lowest point (closest pair {closest_on:.3} \
          of the contact distance); without self-collision {off:.3} m"

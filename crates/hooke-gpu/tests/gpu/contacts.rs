@@ -16,6 +16,12 @@ fn cpu(model: &Arc<Model>, s: XpbdSettings) -> Box<dyn Solver> {
     Box::new(XpbdSolver::new(model.clone(), s).unwrap())
 }
 
+/// Frames of the fold on the GPU (1.6 s; the CPU's test runs 2.5 s): lavapipe is slow.
+const FOLD: usize = 96;
+/// Frames of the overlapping layers, coincident cloths and ropes on a cloth on the GPU (1 s;
+/// the CPU's tests run 1.5–2 s).
+const SECOND: usize = 60;
+
 /// On a device that rounds like the CPU, the GPU's final positions must be the CPU's bits.
 fn same_bits(ctx: &Arc<GpuContext>, what: &str, gpu: &[Vec3], cpu: &[Vec3]) {
     let dx = max_diff(gpu, cpu);
@@ -54,8 +60,8 @@ fn no_collider_is_penetrated_on_the_gpu() {
 #[test]
 fn a_folded_cloth_keeps_its_layers_apart_on_the_gpu() {
     let ctx = gpu_or_skip!();
-    let (on, speed, x) = cases::fold(true, &gpu(&ctx));
-    let (off, _, _) = cases::fold(false, &gpu(&ctx));
+    let (on, speed, x) = cases::fold(true, FOLD, &gpu(&ctx));
+    let (off, _, _) = cases::fold(false, FOLD, &gpu(&ctx));
     eprintln!(
         "GPU fold: closest {:.1} % of the thickness with self-collision, {:.1} % without; speed {speed:.2e} m/s",
         100.0 * on,
@@ -63,7 +69,7 @@ fn a_folded_cloth_keeps_its_layers_apart_on_the_gpu() {
     );
     assert!(on >= 0.9, "layers {on} of the thickness apart");
     assert!(off < 0.5, "without self-collision the fold should interpenetrate ({off})");
-    same_bits(&ctx, "fold", &x, &cases::fold(true, &cpu).2);
+    same_bits(&ctx, "fold", &x, &cases::fold(true, FOLD, &cpu).2);
 }
 
 /// The contact correction on the GPU is continuous across the contact distance: 0 outside,
@@ -97,18 +103,18 @@ fn two_resting_layers_stay_at_rest_on_the_gpu() {
 fn overlapping_layers_relax_on_the_gpu() {
     let ctx = gpu_or_skip!();
     for switch_at in [None, Some(30)] {
-        let (closest, fastest, x) = cases::overlapping_layers(switch_at, &gpu(&ctx));
+        let (closest, fastest, x) = cases::overlapping_layers(switch_at, SECOND, &gpu(&ctx));
         eprintln!(
             "GPU overlap relaxed (switched on at {switch_at:?}): closest {closest:.3} t, fastest {fastest:.3} m/s"
         );
         assert!(closest >= 0.9, "layers still at {closest} of the thickness");
         assert!(fastest <= 1.5 * hooke::collision::DEPENETRATION_SPEED, "a particle reached {fastest} m/s");
-        same_bits(&ctx, "overlapping layers", &x, &cases::overlapping_layers(switch_at, &cpu).2);
+        same_bits(&ctx, "overlapping layers", &x, &cases::overlapping_layers(switch_at, SECOND, &cpu).2);
     }
-    let (closest, x) = cases::coincident_cloths(&gpu(&ctx));
+    let (closest, x) = cases::coincident_cloths(SECOND, &gpu(&ctx));
     eprintln!("GPU coincident cloths: closest {closest:.3} t");
     assert!(closest >= 0.9, "coincident cloths still at {closest} of the thickness");
-    same_bits(&ctx, "coincident cloths", &x, &cases::coincident_cloths(&cpu).1);
+    same_bits(&ctx, "coincident cloths", &x, &cases::coincident_cloths(SECOND, &cpu).1);
 }
 
 /// Ropes dropped crosswise onto a cloth rest on it and on each other on the GPU (cloth–rope and
@@ -116,12 +122,12 @@ fn overlapping_layers_relax_on_the_gpu() {
 #[test]
 fn ropes_rest_on_a_cloth_on_the_gpu() {
     let ctx = gpu_or_skip!();
-    let (on, closest, x) = cases::ropes_on_cloth(true, &gpu(&ctx));
-    let (off, _, _) = cases::ropes_on_cloth(false, &gpu(&ctx));
+    let (on, closest, x) = cases::ropes_on_cloth(true, SECOND, &gpu(&ctx));
+    let (off, _, _) = cases::ropes_on_cloth(false, SECOND, &gpu(&ctx));
     eprintln!("GPU ropes on a cloth: {on:.4} m above the cloth's lowest point, closest {closest:.3}; off {off:.3} m");
     assert!(on > 0.0 && closest >= 0.9, "the ropes sank into the cloth or each other: {on} m, {closest}");
     assert!(off < -0.5, "without self-collision the ropes should fall through ({off} m)");
-    same_bits(&ctx, "ropes on a cloth", &x, &cases::ropes_on_cloth(true, &cpu).2);
+    same_bits(&ctx, "ropes on a cloth", &x, &cases::ropes_on_cloth(true, SECOND, &cpu).2);
 }
 
 /// A box accelerating sideways carries a patch below μₛ·g and lets it slip above, the patch

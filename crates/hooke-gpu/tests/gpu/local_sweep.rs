@@ -52,6 +52,68 @@ fn local_sweeps_give_the_colour_sweeps_bit_for_bit() {
     }
 }
 
+/// A material change (`notify_model_changed`) and a rebuild on a torn model (`rebuild`: one
+/// constraint broken by `hooke::tearing::tear`) keep the local sweep, and its positions stay
+/// the colour sweep's bit for bit through both (the default leaves it out on lavapipe, so
+/// this is where its parameter upload and rebuilt table are checked there).
+#[test]
+fn local_sweeps_survive_a_material_change_and_a_rebuild() {
+    let ctx = gpu_or_skip!();
+    let (model, control) = scene(false);
+    let xpbd = XpbdSettings {
+        substeps: 8,
+        iterations: 3,
+        rope_solver: hooke::RopeSolver::GaussSeidel,
+        ..XpbdSettings::default()
+    };
+    let hooke::BodyMaterial::Cloth(m) = model.bodies()[1].material else { unreachable!("body 1 is a cloth") };
+    let stiffer = Arc::new(
+        model.with_cloth_material(1, ClothMaterial { stretch_stiffness: 4.0 * m.stretch_stiffness, ..m }).unwrap(),
+    );
+    let run = |local: LocalSweepMode| {
+        let mut s =
+            GpuXpbdSolver::new(ctx.clone(), model.clone(), GpuSettings { xpbd, local, ..Default::default() }).unwrap();
+        let frames = |s: &mut GpuXpbdSolver| {
+            for _ in 0..10 {
+                s.step(&control, 1.0 / 60.0).unwrap();
+            }
+        };
+        frames(&mut s);
+        s.notify_model_changed(stiffer.clone()).unwrap();
+        frames(&mut s);
+        let mut state = State::from_model(&model);
+        s.read_state(&mut state);
+        // A structural constraint inside the 12² cloth (body 1), away from its edges.
+        let set = stiffer.distance();
+        let inner = |p: u32| {
+            let k = p - stiffer.bodies()[1].particles.start;
+            (3..9).contains(&(k / 12)) && (3..9).contains(&(k % 12))
+        };
+        let k = (0..set.len())
+            .find(|&k| {
+                let c = set.constraints()[k];
+                set.body_of(k) == Some(1)
+                    && set.families()[k] == ConstraintFamily::Structural
+                    && inner(c.i)
+                    && inner(c.j)
+            })
+            .unwrap() as u32;
+        let torn = hooke::tearing::tear(&stiffer, &state.particle_position, &[k]).unwrap().expect("a constraint broke");
+        assert!(torn.broken >= 1);
+        s.rebuild(Arc::new(torn.model.clone()), &torn.state(&state)).unwrap();
+        frames(&mut s);
+        assert_eq!(s.uses_local_sweep(), local == LocalSweepMode::Always);
+        state_of(&mut s).particle_position
+    };
+    let (colours, local) = (run(LocalSweepMode::Never), run(LocalSweepMode::Always));
+    let differ = colours
+        .iter()
+        .zip(&local)
+        .filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits))
+        .count();
+    assert_eq!(differ, 0, "{differ} of {} particles differ after the change and the rebuild", local.len());
+}
+
 #[test]
 fn the_solver_sweeps_colour_by_colour_where_the_local_sweep_does_not_apply_or_pay() {
     let ctx = gpu_or_skip!();
@@ -86,7 +148,8 @@ fn the_solver_sweeps_colour_by_colour_where_the_local_sweep_does_not_apply_or_pa
     };
     assert!(!applies(&grid(100, 1), always));
     // A body that fits (50² = 2 500 particles; lavapipe's 32 KiB hold 2 730) but is larger than
-    // the automatic choice's 2 304: swept locally only when asked, or among many bodies.
+    // the automatic choice's 2 304: swept locally only when asked, or among many bodies on a
+    // GPU.
     assert!(applies(&grid(50, 1), always));
     assert!(!applies(&grid(50, 1), GpuSettings { local: LocalSweepMode::Auto, ..always }));
     let many = grid(50, hooke_gpu::LOCAL_MANY_BODIES);

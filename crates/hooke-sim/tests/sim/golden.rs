@@ -28,6 +28,9 @@
 //! frames (45, 30, 45; the two falling cloths reach their colliders by frame 20) since e41bb8f,
 //! where the longer runs' hashes, still checked on the CPU, were unchanged: the CPU list gained
 //! the three shorter runs, and their Jacobi hashes were recorded on lavapipe at that commit.
+//! Since `LocalSweepMode::Auto` leaves the workgroup-memory sweep out on a software adapter
+//! (86691e2), the lavapipe test also runs the flag with that sweep forced on, against the
+//! Gauss–Seidel hash.
 
 use crate::common;
 use hooke::{Solver, State};
@@ -193,6 +196,19 @@ fn golden_trajectories_on_lavapipe_are_unchanged() {
                 wrong.push(format!("{solve:?} {file} {method:?}: {h:#018x}, expected {expected:#018x}"));
             }
         }
+    }
+    // The sweep in workgroup memory, which the default leaves out on a software adapter, gives
+    // the same bits on the flag (hinges, tethers, wind, a pole).
+    let (file, method, frames, gauss_seidel, _) = GPU[2];
+    let scene = load(file, method);
+    let hooke_io::scene::SolverChoice::Position(xpbd) = scene.solver else { unreachable!() };
+    let local = hooke_gpu::GpuSettings { xpbd, local: hooke_gpu::LocalSweepMode::Always, ..Default::default() };
+    let mut solver = hooke_gpu::GpuXpbdSolver::new(ctx.clone(), scene.model.clone(), local).unwrap();
+    assert!(solver.uses_local_sweep(), "{file}: the local sweep did not apply");
+    let h = run(&mut solver, &scene, frames);
+    println!("gpu local sweep {file} {method:?} {frames}: {h:#018x}");
+    if h != gauss_seidel {
+        wrong.push(format!("local sweep {file} {method:?}: {h:#018x}, expected {gauss_seidel:#018x}"));
     }
     assert!(wrong.is_empty(), "changed trajectories:\n{}", wrong.join("\n"));
 }

@@ -37,10 +37,11 @@ pub const FOLD_THICKNESS: f32 = 0.03;
 
 /// A 10 × 20 cloth of spacing 2 cm and thickness 3 cm lying on a ground plane with friction,
 /// folded in half: its first row is carried over the fold line (z = 0) on a half circle in
-/// 1 s and laid one thickness above the last row, released at 1.2 s, and left to settle until
-/// 1.6 s. Returns the closest approach of two particles that are not neighbours at rest (as
+/// 1 s and laid one thickness above the last row, released at 1.2 s, and left to settle for
+/// the rest of `frames` frames of 1/60 s (the CPU tests run 150, to 2.5 s; the GPU tests 96, to
+/// 1.6 s). Returns the closest approach of two particles that are not neighbours at rest (as
 /// a fraction of the thickness), the largest speed at the end (m/s) and the positions.
-pub fn fold(self_collision: bool, make: Make) -> (f32, f32, Vec<Vec3>) {
+pub fn fold(self_collision: bool, frames: usize, make: Make) -> (f32, f32, Vec<Vec3>) {
     let mut g = ClothGrid::new("cloth", 20, 10, 0.02);
     g.center = Vec3::new(0.0, 0.5 * FOLD_THICKNESS, 0.0);
     g.material.thickness = FOLD_THICKNESS;
@@ -57,7 +58,7 @@ pub fn fold(self_collision: bool, make: Make) -> (f32, f32, Vec<Vec3>) {
     let rest: Vec<Vec3> = row0.iter().map(|&p| model.particle_position()[p as usize]).collect();
     let (radius, y0) = (-rest[0].z, rest[0].y);
     let fps = 60.0;
-    for frame in 1..=96 {
+    for frame in 1..=frames {
         let t = frame as f32 / fps;
         if t <= 1.0 {
             let phi = std::f32::consts::PI * t;
@@ -110,9 +111,10 @@ pub fn resting_layers(make: Make) -> (f32, f32, Vec<Vec3>) {
 
 /// Two 12 × 12 cloths built overlapping (0.3 of their 2 cm thickness apart, no gravity), with
 /// self-collision on from the start (`switch_at` None) or switched on at frame `switch_at` by
-/// a material change, for 1 s. Returns the closest approach at the end (fraction of the
+/// a material change, for `frames` frames of 1/60 s (the CPU tests run 120, the GPU tests 60).
+/// Returns the closest approach at the end (fraction of the
 /// thickness), the largest speed at any frame (m/s) and the positions.
-pub fn overlapping_layers(switch_at: Option<usize>, make: Make) -> (f32, f32, Vec<Vec3>) {
+pub fn overlapping_layers(switch_at: Option<usize>, frames: usize, make: Make) -> (f32, f32, Vec<Vec3>) {
     let thickness = 0.02;
     let build = |on: bool| {
         let mut b = ModelBuilder::new();
@@ -129,7 +131,7 @@ pub fn overlapping_layers(switch_at: Option<usize>, make: Make) -> (f32, f32, Ve
     let model = build(switch_at.is_none());
     let mut s = make(&model, XpbdSettings::default());
     let mut fastest = 0.0f32;
-    for frame in 0..60 {
+    for frame in 0..frames {
         if Some(frame) == switch_at {
             let mut m = (*model).clone();
             for body in 0..2 {
@@ -149,9 +151,10 @@ pub fn overlapping_layers(switch_at: Option<usize>, make: Make) -> (f32, f32, Ve
 }
 
 /// Two identical 10 × 10 cloths 4 cm thick built at the same place (every particle on its
-/// twin) above a ground plane, for 1 s. Returns the closest approach at the end (fraction of
+/// twin) above a ground plane, for `frames` frames of 1/60 s (the CPU test runs 90, the GPU
+/// test 60). Returns the closest approach at the end (fraction of
 /// the thickness) and the positions.
-pub fn coincident_cloths(make: Make) -> (f32, Vec<Vec3>) {
+pub fn coincident_cloths(frames: usize, make: Make) -> (f32, Vec<Vec3>) {
     let mut b = ModelBuilder::new();
     for k in 0..2 {
         let mut g = ClothGrid::new(format!("c{k}"), 10, 10, 0.03);
@@ -163,7 +166,7 @@ pub fn coincident_cloths(make: Make) -> (f32, Vec<Vec3>) {
     b.add_collider(Collider::new("ground", Shape::Plane { point: Vec3::ZERO, normal: Vec3::Y })).unwrap();
     let model = Arc::new(b.finalize().unwrap());
     let mut s = make(&model, XpbdSettings::default());
-    for _ in 0..60 {
+    for _ in 0..frames {
         s.step(&Control::new(), 1.0 / 60.0).unwrap();
     }
     let st = state(s.as_mut(), &model);
@@ -171,11 +174,12 @@ pub fn coincident_cloths(make: Make) -> (f32, Vec<Vec3>) {
 }
 
 /// Two light ropes (radius 1 cm, 20 g/m) dropped crosswise onto a 15 × 15 cloth held at its
-/// corners (spacing 2 cm, thickness 3 cm, K = 2e4 N/m), all with self-collision `on`, for 1 s.
+/// corners (spacing 2 cm, thickness 3 cm, K = 2e4 N/m), all with self-collision `on`, for `frames` frames of 1/60 s (the CPU test runs 120,
+/// the GPU test 60).
 /// Returns how far the ropes' lowest particle lies above the cloth's lowest point (m), the
 /// closest approach of any two particles (fraction of their contact distance) and the
 /// positions.
-pub fn ropes_on_cloth(on: bool, make: Make) -> (f32, f32, Vec<Vec3>) {
+pub fn ropes_on_cloth(on: bool, frames: usize, make: Make) -> (f32, f32, Vec<Vec3>) {
     let mut b = ModelBuilder::new();
     let mut g = ClothGrid::new("cloth", 15, 15, 0.02);
     g.center = Vec3::new(0.0, 0.5, 0.0);
@@ -203,7 +207,7 @@ pub fn ropes_on_cloth(on: bool, make: Make) -> (f32, f32, Vec<Vec3>) {
         control.pin(body.grid_index(r, c).unwrap());
     }
     let mut s = make(&model, XpbdSettings::default());
-    for _ in 0..60 {
+    for _ in 0..frames {
         s.step(&control, 1.0 / 60.0).unwrap();
     }
     let st = state(s.as_mut(), &model);
