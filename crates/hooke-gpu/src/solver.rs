@@ -161,7 +161,7 @@ impl GpuSettings {
                 });
             }
         }
-        if self.xpbd.cloth_solver == hooke::ClothSolver::Global {
+        if self.xpbd.cloth_solver.is_global() {
             return Err(SolverError::InvalidSettings {
                 setting: "cloth_solver",
                 message: "the global cloth solve runs on the CPU only (use \"gauss-seidel\" on the GPU)".into(),

@@ -109,8 +109,8 @@ fn cloths_are_solved_independently() {
 #[test]
 fn the_global_solve_refuses_what_it_cannot_solve() {
     let (model, _) = stiff_sheet();
-    let refused = |model: &Arc<hooke::Model>, method| {
-        let s = XpbdSettings { method, ..settings(ClothSolver::Global, 1) };
+    let refused_by = |model: &Arc<hooke::Model>, method, solver| {
+        let s = XpbdSettings { method, ..settings(solver, 1) };
         match hooke::XpbdSolver::new(model.clone(), s) {
             Err(hooke::SolverError::InvalidSettings { setting, message }) => {
                 assert_eq!(setting, "cloth_solver");
@@ -120,6 +120,7 @@ fn the_global_solve_refuses_what_it_cannot_solve() {
             Ok(_) => None,
         }
     };
+    let refused = |model: &Arc<hooke::Model>, method| refused_by(model, method, ClothSolver::Global);
     assert!(refused(&model, hooke::Method::Xpbd).is_none());
     let pbd = refused(&model, hooke::Method::Pbd { stiffness: 1.0 }).expect("PBD refused");
     assert!(pbd.contains("XPBD"), "{pbd}");
@@ -127,4 +128,12 @@ fn the_global_solve_refuses_what_it_cannot_solve() {
     let (rigid_model, _) = common::hanging_cloth(5, 0.5, rigid);
     let m = refused(&rigid_model, hooke::Method::Xpbd).expect("rigid refused");
     assert!(m.contains("rigid") && m.contains("\"cloth\""), "{m}");
+    // With the hinges in the system, a rigid one (infinite bending modulus) is refused; without
+    // them, it is swept by Gauss–Seidel.
+    let rigid_hinges = ClothMaterial { bending_modulus: f32::INFINITY, ..ClothMaterial::default() };
+    let (stiff_model, _) = common::hanging_cloth(5, 0.5, rigid_hinges);
+    assert!(stiff_model.dihedral().constraints().iter().all(|h| h.compliance == 0.0));
+    assert!(refused(&stiff_model, hooke::Method::Xpbd).is_none());
+    let m = refused_by(&stiff_model, hooke::Method::Xpbd, ClothSolver::GlobalWithHinges).expect("rigid hinge refused");
+    assert!(m.contains("rigid hinge") && m.contains("bending_modulus"), "{m}");
 }

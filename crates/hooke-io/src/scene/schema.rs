@@ -135,9 +135,10 @@ pub struct SolverSection {
     pub cg_max_iterations: Option<i64>,
     /// How ropes are solved: `"direct"` (default; XPBD and PBD) or `"gauss-seidel"`.
     pub rope_solver: Option<String>,
-    /// How the distance constraints of cloths are solved: `"gauss-seidel"` (default) or
-    /// `"global"` (every constraint of a cloth together by conjugate gradients; XPBD on the
-    /// CPU, finite stiffness, one world).
+    /// How the constraints of cloths are solved: `"gauss-seidel"` (default), `"global"` (every
+    /// distance constraint of a cloth together, by conjugate gradients or a sparse
+    /// factorisation) or `"global-hinges"` (its hinges too); XPBD on the CPU, finite
+    /// stiffness, one world.
     pub cloth_solver: Option<String>,
     /// Tethers (long-range attachments) from particles to pins (default true; XPBD and PBD).
     pub tethers: Option<bool>,

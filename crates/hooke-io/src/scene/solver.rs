@@ -265,9 +265,10 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     let cloth_solver = match s.cloth_solver.as_deref() {
         None | Some("gauss-seidel") => ClothSolver::GaussSeidel,
         Some("global") => ClothSolver::Global,
+        Some("global-hinges") => ClothSolver::GlobalWithHinges,
         Some(other) => {
             return Err(format!(
-                "solver.cloth_solver: unknown cloth solver {other:?} (expected gauss-seidel or global)"
+                "solver.cloth_solver: unknown cloth solver {other:?} (expected gauss-seidel, global or global-hinges)"
             ));
         }
     };
@@ -321,7 +322,7 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     if s.cloth_solver.is_some() && matches!(solver, SolverChoice::Force(_)) {
         return Err("solver.cloth_solver: only applies to method = \"xpbd\"".into());
     }
-    if cloth_solver == ClothSolver::Global
+    if cloth_solver.is_global()
         && matches!(solver, SolverChoice::Position(XpbdSettings { method: Method::Pbd { .. }, .. }))
     {
         return Err(

@@ -222,7 +222,7 @@ pub(super) fn evaluate<T: ParticleConstraint<N>, const N: usize>(
     c: &T,
     particles: &[Particle],
     lambda: f32,
-) -> Option<(f32, [Vec3; 3], f32, f32)> {
+) -> Option<(f32, [Vec3; 4], f32, f32)> {
     let q: [Particle; N] = c.particles().map(|i| particles[i as usize]);
     let x0: [Vec3; N] = std::array::from_fn(|k| (q[k].x - q[0].x).truncate());
     let x: [Vec3; N] = std::array::from_fn(|k| ((q[k].x - q[0].x) + (q[k].d - q[0].d)).truncate());
@@ -239,7 +239,7 @@ pub(super) fn evaluate<T: ParticleConstraint<N>, const N: usize>(
         }
         None => now,
     };
-    let mut g = [Vec3::ZERO; 3];
+    let mut g = [Vec3::ZERO; 4];
     g[..N].copy_from_slice(&gradient);
     let side = if lambda != 0.0 { -lambda } else { value };
     Some((value, g, c.compliance(side), c.damping()))
@@ -278,7 +278,7 @@ fn solve_chain(
             s.rhs[r] = 0.0;
             continue;
         };
-        s.grad[r] = grad;
+        s.grad[r] = [grad[0], grad[1], grad[2]];
         if pbd {
             s.diag[r] = 0.0;
             s.rhs[r] = -(sweep.pbd_stiffness * value);
