@@ -155,9 +155,8 @@ fn xpbd_cantilevered_strip_droops_less_with_stiffer_bending() {
 
 /// The tip droop (m) of a strip 0.4 m long and 5 cm wide, clamped over its first 0.1 m, cut
 /// into `n` segments along its free length, of bending modulus `modulus` (N·m), default
-/// cotton otherwise, after 4 s of implicit Euler (10 substeps of 1/60 s, air damping 4/s:
-/// settled to 10⁻⁷ of its first swing).
-fn implicit_cantilever_droop(n: usize, modulus: f32) -> f32 {
+/// cotton otherwise, after `frames` frames of 1/60 s of the solver `make` builds.
+fn cantilever_droop(n: usize, modulus: f32, frames: usize, make: impl FnOnce(Arc<Model>) -> Box<dyn Solver>) -> f32 {
     let spacing = 0.4 / n as f32;
     let mut g = ClothGrid::new("strip", n + n / 4 + 1, n / 8 + 1, spacing);
     g.center = Vec3::new(0.0, 1.0, 0.0);
@@ -172,16 +171,28 @@ fn implicit_cantilever_droop(n: usize, modulus: f32) -> f32 {
             control.pin(body.grid_index(r, c).unwrap());
         }
     }
-    let s =
-        ForceSettings { integrator: Integrator::ImplicitEuler, substeps: 10, air_damping: 4.0, ..Default::default() };
-    let mut solver = ForceSolver::new(model.clone(), s).unwrap();
-    for _ in 0..240 {
+    let mut solver = make(model.clone());
+    for _ in 0..frames {
         solver.step(&control, 1.0 / 60.0).unwrap();
     }
     let mut st = State::from_model(&model);
     solver.read_state(&mut st);
     let tip = body.grid_index(n + n / 4, g.columns / 2).unwrap() as usize;
     model.particle_position()[tip].y - st.particle_position[tip].y
+}
+
+/// [`cantilever_droop`] after 4 s of implicit Euler (10 substeps of 1/60 s, air damping 4/s:
+/// settled to 10⁻⁷ of its first swing).
+fn implicit_cantilever_droop(n: usize, modulus: f32) -> f32 {
+    cantilever_droop(n, modulus, 240, |model| {
+        let s = ForceSettings {
+            integrator: Integrator::ImplicitEuler,
+            substeps: 10,
+            air_damping: 4.0,
+            ..Default::default()
+        };
+        Box::new(ForceSolver::new(model, s).unwrap())
+    })
 }
 
 /// The bending model does not depend on the resolution: a stiff strip (B = 0.5 N·m) clamped
@@ -205,40 +216,20 @@ fn implicit_cantilevered_strip_droops_the_same_at_every_resolution() {
     assert!((ratio - 2.0).abs() < 0.1, "twice the modulus should halve the droop: ratio {ratio}");
 }
 
-/// The tip droop (m) of the strip of [`implicit_cantilever_droop`] (`n` segments, bending
-/// modulus `modulus` in N·m) under XPBD with the global cloth solve, whose systems hold the
-/// hinges with the distance constraints, at 20 substeps × 2 iterations, after 2 s (air damping
-/// 4/s: the droop then within 1 % of its value at 4 s at 64 segments).
+/// [`cantilever_droop`] under XPBD with the global cloth solve, whose systems hold the hinges
+/// with the distance constraints (`global-hinges`), at 20 substeps × 2 iterations, after 2 s
+/// (air damping 4/s: the droop then within 1 % of its value at 4 s at 64 segments).
 fn global_xpbd_cantilever_droop(n: usize, modulus: f32) -> f32 {
-    let spacing = 0.4 / n as f32;
-    let mut g = ClothGrid::new("strip", n + n / 4 + 1, n / 8 + 1, spacing);
-    g.center = Vec3::new(0.0, 1.0, 0.0);
-    g.material.bending_modulus = modulus;
-    let mut b = ModelBuilder::new();
-    let id = b.add_cloth_grid(&g).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let body = model.bodies()[id.0].clone();
-    let mut control = Control::new();
-    for r in 0..=n / 4 {
-        for c in 0..g.columns {
-            control.pin(body.grid_index(r, c).unwrap());
-        }
-    }
-    let s = XpbdSettings {
-        substeps: 20,
-        iterations: 2,
-        air_damping: 4.0,
-        cloth_solver: ClothSolver::GlobalWithHinges,
-        ..XpbdSettings::default()
-    };
-    let mut solver = XpbdSolver::new(model.clone(), s).unwrap();
-    for _ in 0..120 {
-        solver.step(&control, 1.0 / 60.0).unwrap();
-    }
-    let mut st = State::from_model(&model);
-    solver.read_state(&mut st);
-    let tip = body.grid_index(n + n / 4, g.columns / 2).unwrap() as usize;
-    model.particle_position()[tip].y - st.particle_position[tip].y
+    cantilever_droop(n, modulus, 120, |model| {
+        let s = XpbdSettings {
+            substeps: 20,
+            iterations: 2,
+            air_damping: 4.0,
+            cloth_solver: ClothSolver::GlobalWithHinges,
+            ..XpbdSettings::default()
+        };
+        Box::new(XpbdSolver::new(model, s).unwrap())
+    })
 }
 
 /// XPBD finds the cantilever's equilibrium at every resolution when the hinges are solved
