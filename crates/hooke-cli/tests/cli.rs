@@ -129,6 +129,10 @@ fn bad_input_fails_cleanly() {
         (format!("[solver]\nmethod = \"verlet\"\ncloth_solver = \"global\"\n{grid}"), "solver.cloth_solver: only applies"),
         (format!("[solver]\nmethod = \"pbd\"\ncloth_solver = \"global\"\n{grid}"), "needs method = \"xpbd\""),
         (format!("[materials.m]\nstretch_stiffness = inf\n[solver]\ncloth_solver = \"global\"\n{grid}material = \"m\"\n"), "rigid structural constraint"),
+        (
+            format!("[materials.m]\nbending_modulus = inf\n[solver]\ncloth_solver = \"global-hinges\"\n{grid}material = \"m\"\n"),
+            "rigid hinge",
+        ),
         (format!("[solver]\nmethod = \"verlet\"\nmax_substeps = 40\n{grid}"), "solver.max_substeps"),
         ("[[rope]]\npoints = [[0.0, 0.0, 0.0], [1e30, 0.0, 0.0]]\nparticles = 5\n".into(), "points: [0, 0, 0] to"),
         (format!("[solver]\nsubsteps = 9223372036854775807\n{grid}"), "solver.substeps: must be between 1 and 100000"),
