@@ -1408,10 +1408,12 @@ mod tests {
     fn the_global_cloth_solve_is_refused() {
         let mut s = GpuSettings::default();
         assert!(s.validate().is_ok());
-        s.xpbd.cloth_solver = hooke::ClothSolver::Global;
-        match s.validate() {
-            Err(SolverError::InvalidSettings { setting, .. }) => assert_eq!(setting, "cloth_solver"),
-            other => panic!("expected the setting refused, got {other:?}"),
+        for solver in [hooke::ClothSolver::Global, hooke::ClothSolver::GlobalWithHinges] {
+            s.xpbd.cloth_solver = solver;
+            match s.validate() {
+                Err(SolverError::InvalidSettings { setting, .. }) => assert_eq!(setting, "cloth_solver"),
+                other => panic!("expected {solver:?} refused, got {other:?}"),
+            }
         }
     }
 }

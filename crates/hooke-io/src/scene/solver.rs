@@ -325,10 +325,10 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
     if cloth_solver.is_global()
         && matches!(solver, SolverChoice::Position(XpbdSettings { method: Method::Pbd { .. }, .. }))
     {
-        return Err(
-            "solver.cloth_solver: \"global\" needs method = \"xpbd\" (PBD's rigid constraints make its system singular)"
-                .into(),
-        );
+        return Err(format!(
+            "solver.cloth_solver: {:?} needs method = \"xpbd\" (PBD's rigid constraints make its system singular)",
+            cloth_solver.name()
+        ));
     }
     if s.max_substeps.is_some() && !matches!(solver, SolverChoice::Position(XpbdSettings { method: Method::Xpbd, .. }))
     {
