@@ -137,3 +137,41 @@ fn the_global_solve_refuses_what_it_cannot_solve() {
     let m = refused_by(&stiff_model, hooke::Method::Xpbd, ClothSolver::GlobalWithHinges).expect("rigid hinge refused");
     assert!(m.contains("rigid hinge") && m.contains("bending_modulus"), "{m}");
 }
+
+/// A state written into a solver is continued as a new solver continues it. After conjugate
+/// gradients stall (here on a stiff cantilevered strip with its hinges in the system), the
+/// next steps go straight to the factorisation; a solver that had been running keeps no such
+/// count across `write_state`, nor across a frame taken again, so where the fresh solver's
+/// conjugate gradients converge both take them and the trajectories are the same bit for bit.
+#[test]
+fn a_written_state_continues_as_a_new_solver_would() {
+    let n = 32;
+    let mut g = hooke::ClothGrid::new("strip", n + n / 4 + 1, n / 8 + 1, 0.4 / n as f32);
+    g.material.bending_modulus = 0.5;
+    let mut b = ModelBuilder::new();
+    let id = b.add_cloth_grid(&g).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let mut control = hooke::Control::new();
+    for r in 0..=n / 4 {
+        for c in 0..g.columns {
+            control.pin(model.bodies()[id.0].grid_index(r, c).unwrap());
+        }
+    }
+    let s = XpbdSettings { iterations: 2, ..settings(ClothSolver::GlobalWithHinges, 2) };
+    let start = hooke::State::from_model(&model);
+    let positions = |solver: &mut hooke::XpbdSolver| {
+        let mut x = Vec::new();
+        for _ in 0..20 {
+            solver.step(&control, 1.0 / 60.0).unwrap();
+        }
+        solver.read_positions(&mut x);
+        x
+    };
+    let mut fresh = hooke::XpbdSolver::new(model.clone(), s).unwrap();
+    let expected = positions(&mut fresh);
+    let mut used = common::run(&model, &control, s, 40, 60.0);
+    used.write_state(&start).unwrap();
+    let got = positions(&mut used);
+    let differ = got.iter().zip(&expected).filter(|(a, b)| a != b).count();
+    assert!(differ == 0, "{differ} of {} particles differ from a new solver's", got.len());
+}

@@ -517,6 +517,21 @@ impl ClothSystems {
         self.systems.iter().map(|s| s.hinges.len()).sum()
     }
 
+    /// Each system's count of steps left to go straight to the factorisation (the only state
+    /// a solve carries to the next besides λ), to put back with [`Self::set_spells`] when a
+    /// frame is taken again.
+    pub(crate) fn spells(&self) -> Vec<u32> {
+        self.systems.iter().map(|s| s.direct_spell).collect()
+    }
+
+    /// Puts back counts from [`Self::spells`]; an empty slice sets every count to 0, as a new
+    /// solver has them (after a state is written in).
+    pub(crate) fn set_spells(&mut self, spells: &[u32]) {
+        for (k, s) in self.systems.iter_mut().enumerate() {
+            s.direct_spell = spells.get(k).copied().unwrap_or(0);
+        }
+    }
+
     /// The largest T(wᵢ + wⱼ)/L (1/s²) of a cloth's constraint in tension, T = −λ/h² (N), at
     /// the end of any solve since the last call (0 if none); resets it. For the tension limit
     /// ([`super::stability`]): one linearised solve per iteration leaves the geometric

@@ -930,6 +930,7 @@ impl Solver for XpbdSolver {
         // What a retry restores besides the state: the particle contacts' counts of the last
         // substep (which the next one reads) and the stage times (the attempt kept is measured).
         let keep = adaptive.then(|| (self.self_collision.counts().to_vec(), self.stage_times));
+        let spells = self.cloths.spells();
         let mut retries = 0;
         let mut report = loop {
             self.ropes.take_peak();
@@ -950,6 +951,7 @@ impl Solver for XpbdSolver {
                     self.state.clone_from(&snap.state);
                     self.collider_pose.clone_from(&snap.collider_pose);
                     self.self_collision.restore_counts(counts);
+                    self.cloths.set_spells(&spells);
                     self.stage_times = *times;
                     plan = plan_of(self, substeps)?;
                     continue;
@@ -970,8 +972,10 @@ impl Solver for XpbdSolver {
         };
         // Replay the frame sequentially with checks to find where it started.
         self.state.clone_from(&snap.state);
+        self.cloths.set_spells(&spells);
         let traced = self.frame(&plan, true);
         self.state.clone_from(&snap.state);
+        self.cloths.set_spells(&spells);
         self.collider_pose.clone_from(&snap.collider_pose);
         self.snapshot = Some(snap);
         Err(match traced {
@@ -993,6 +997,8 @@ impl Solver for XpbdSolver {
         self.state.write(state);
         self.residual_inv_h2 = None;
         self.tension_peak = None;
+        // A written state continues as a new solver would from it.
+        self.cloths.set_spells(&[]);
         Ok(())
     }
 
