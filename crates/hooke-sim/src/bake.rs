@@ -303,6 +303,8 @@ impl<'s> Bake<'s> {
         let mut pinned = Vec::new();
         let mut residuals = ConstraintResiduals::default();
         let mut bodies = Vec::new();
+        // A tearing frame's bodies as solved, before the tear.
+        let mut solved = Vec::new();
         pinned_particles(&model, &scene.control_at(0.0), &mut pinned);
         BodyConvergence::measure(&model, &state.particle_position, &pinned, None, &mut bodies);
         monitor.record(0, 0.0, &bodies);
@@ -339,9 +341,17 @@ impl<'s> Bake<'s> {
                 most_substeps = most_substeps.max(report.substeps);
             }
             solver.read_state(&mut state);
+            // A frame that tears is measured before it tears, on the model it was solved on:
+            // the solver of the torn model has no multipliers before its next substep.
+            let solved_on = tearing.active() && solver.constraint_residuals(&mut residuals);
+            if solved_on {
+                pinned_particles(&model, &control, &mut pinned);
+                BodyConvergence::measure(&model, &state.particle_position, &pinned, Some(&residuals), &mut solved);
+            }
             // Tearing: what broke in this frame breaks now; the frame is written torn.
             let tear = tearing.after_frame(solver, &mut state).map_err(|source| BakeError::Tear { frame, source })?;
-            if tear.is_some() {
+            let rebuilt = tear.is_some();
+            if rebuilt {
                 model = solver.model().clone();
                 writer.set_model(&model).map_err(|e| {
                     CacheError::Invalid(format!("frame {frame}: the cache cannot follow the tear: {e}"))
@@ -356,12 +366,28 @@ impl<'s> Bake<'s> {
             let t = solver.time();
             let poses = scene.collider_poses_at(t);
             let d = Diagnostics::measure(&model, &state.particle_position, &state.particle_velocity, t, &poses);
-            pinned_particles(&model, &control, &mut pinned);
-            let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
-            if measured.is_none() && tear.broken + tear.split > 0 {
-                monitor.torn_frame_unmeasured();
+            if solved_on && !rebuilt {
+                // Nothing tore: the measurement before is this frame's (one read-back of the
+                // multipliers on the GPU, not two).
+                bodies.clone_from(&solved);
+            } else {
+                pinned_particles(&model, &control, &mut pinned);
+                let measured = solver.constraint_residuals(&mut residuals).then_some(&residuals);
+                BodyConvergence::measure(&model, &state.particle_position, &pinned, measured, &mut bodies);
+                if measured.is_some() || tear.broken + tear.split == 0 {
+                    // Measured after the tear, or nothing to say.
+                } else if solved_on {
+                    // The residuals of the frame's solve (its strains are the torn cloth's).
+                    for (b, s) in bodies.iter_mut().zip(&solved) {
+                        b.residual_stiff = s.residual_stiff;
+                        b.residual_compliant = s.residual_compliant;
+                        b.residual_at_pins = s.residual_at_pins;
+                        b.residual_rms = s.residual_rms;
+                    }
+                } else {
+                    monitor.torn_frame_unmeasured();
+                }
             }
-            BodyConvergence::measure(&model, &state.particle_position, &pinned, measured, &mut bodies);
             monitor.record(frame, t, &bodies);
             if self.settings.strict
                 && let Some(k) = monitor.over_tolerance(&bodies)
@@ -713,7 +739,8 @@ impl ConvergenceMonitor {
                 line += &format!("; residual not measured ({} has no constraint multipliers)", self.solver);
             } else {
                 let (frame, t) = self.worst_at[k];
-                // The last frame is not measured when it tore.
+                // The last frame is not measured when it tore before its solve could be
+                // measured (a solver without multipliers before the tear: none under XPBD).
                 let end = if last.residual().is_nan() { "not measured".to_string() } else { percent(last.residual()) };
                 line += &format!(
                     "; residual stretch strain up to {} (frame {frame}, t = {t:.3} s), {end} at the end \
