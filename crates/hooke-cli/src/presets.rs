@@ -79,18 +79,11 @@ pub fn tear(n: usize) -> Result<Scene> {
     if !(2..=8192).contains(&n) {
         bail!("tear:{n}: N must be 2 to 8192 particles a side");
     }
-    let text = include_str!("../../../scenes/tear_sheet.toml");
-    let fixed: String = text
-        .lines()
-        .filter(|l| l.split('=').next().map(str::trim) != Some("max_iterations"))
-        .map(|l| match l.split('=').next().map(str::trim) {
-            Some("substeps") => "substeps = 20".to_string(),
-            Some("iterations") => "iterations = 8".to_string(),
-            _ => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    resized(&fixed, ("tear", n), (32, "0.025", 0.775), "tear_sheet")
+    let mut scene =
+        resized(include_str!("../../../scenes/tear_sheet.toml"), ("tear", n), (32, "0.025", 0.775), "tear_sheet")?;
+    scene.solver.set_substeps(20);
+    scene.solver.set_iterations(8);
+    Ok(scene)
 }
 
 /// `grid:N`: an N×N cloth of 1 m × 1 m, default material, lying in the x–z plane at y = 1 m and

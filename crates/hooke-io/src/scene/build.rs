@@ -121,12 +121,7 @@ pub(super) fn build(
     }
     // The global cloth solve needs compliant cloth constraints and one world.
     if let SolverChoice::Position(x) = solver
-        && x.cloth_solver.is_global()
-        && let Some(why) = hooke::solver::xpbd::global_cloth::refusal(
-            &model,
-            x.method,
-            x.cloth_solver == hooke::ClothSolver::GlobalWithHinges,
-        )
+        && let Some(why) = hooke::solver::xpbd::global_cloth::refusal(&model, x.method, x.cloth_solver)
     {
         return Err(format!("solver.cloth_solver: {why}"));
     }

@@ -359,11 +359,17 @@ impl Direct {
     }
 }
 
-/// Why the global solve (of the distance constraints, and of the hinges with `hinges`) cannot
-/// run `model` under `method`, if it cannot: PBD, a cloth with a rigid distance constraint or
-/// (with `hinges`) a rigid hinge (zero compliance), or several worlds. See the safeguards in
-/// the [module documentation](self).
-pub fn refusal(model: &Model, method: super::Method, hinges: bool) -> Option<String> {
+/// Why the global solve that `solver` asks for (of the distance constraints, and of the hinges
+/// under [`ClothSolver::GlobalWithHinges`](super::ClothSolver::GlobalWithHinges)) cannot run
+/// `model` under `method`, if it cannot: PBD, a cloth with a rigid distance constraint or
+/// (with the hinges) a rigid hinge (zero compliance), or several worlds; `None` for
+/// Gauss–Seidel, which asks for none. See the safeguards in the
+/// [module documentation](self).
+pub fn refusal(model: &Model, method: super::Method, solver: super::ClothSolver) -> Option<String> {
+    if !solver.is_global() {
+        return None;
+    }
+    let hinges = solver == super::ClothSolver::GlobalWithHinges;
     if method != super::Method::Xpbd {
         return Some("the global cloth solve needs XPBD's compliance (method = xpbd); PBD's rigid constraints make its system singular".into());
     }
@@ -408,10 +414,9 @@ pub struct ClothSystems {
 
 impl ClothSystems {
     /// One system per cloth body of `model` with at least one distance constraint (or hinge,
-    /// with `hinges`): its distance constraints in the colours not swept by Gauss–Seidel
-    /// (`swept`, one per colour of the distance set) and, with `hinges`, all its hinges.
-    pub fn new(model: &Model, swept: &[bool], hinges: bool) -> ClothSystems {
-        let with_hinges = hinges;
+    /// with `with_hinges`): its distance constraints in the colours not swept by Gauss–Seidel
+    /// (`swept`, one per colour of the distance set) and, with `with_hinges`, all its hinges.
+    pub fn new(model: &Model, swept: &[bool], with_hinges: bool) -> ClothSystems {
         let set = model.distance();
         let dihedral = model.dihedral();
         let mut global = vec![false; set.len()];

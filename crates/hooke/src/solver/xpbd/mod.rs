@@ -355,10 +355,7 @@ impl XpbdSolver {
                 ),
             });
         }
-        if settings.cloth_solver.is_global()
-            && let Some(message) =
-                global_cloth::refusal(&model, settings.method, settings.cloth_solver == ClothSolver::GlobalWithHinges)
-        {
+        if let Some(message) = global_cloth::refusal(&model, settings.method, settings.cloth_solver) {
             return Err(SolverError::InvalidSettings { setting: "cloth_solver", message });
         }
         let n = model.particle_count();
@@ -1004,13 +1001,7 @@ impl Solver for XpbdSolver {
 
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         super::check_same_topology(&self.model, &model)?;
-        if self.settings.cloth_solver.is_global()
-            && let Some(message) = global_cloth::refusal(
-                &model,
-                self.settings.method,
-                self.settings.cloth_solver == ClothSolver::GlobalWithHinges,
-            )
-        {
+        if let Some(message) = global_cloth::refusal(&model, self.settings.method, self.settings.cloth_solver) {
             return Err(SolverError::InvalidSettings { setting: "cloth_solver", message });
         }
         self.residual_inv_h2 = None;
