@@ -191,6 +191,20 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let gpu = args.backend == crate::Backend::Gpu;
     let solve = args.gpu_solve.solve(args.backend)?;
     let tiles = args.gpu_solve.tiles(args.backend)?;
+    if gpu
+        && !args.tearing
+        && let hooke_io::scene::SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }) =
+            scene.solver
+    {
+        // Frames queued back to back, with no read-back: the GPU cannot take one again with
+        // more iterations (`hooke_gpu::iterates_to_tolerance`), so the fixed minimum, said.
+        let n = scene.solver.iterations();
+        scene.solver.set_iterations(n);
+        eprintln!(
+            "note: iterations = \"auto\": hooke bench queues the GPU's frames without reading them back, so it \
+             times a fixed {n} per substep (with --tearing, or in hooke run, the GPU iterates to the tolerance)"
+        );
+    }
     let dt = 1.0 / scene.fps;
     let mut state = hooke::State::from_model(&model);
     let mut times = Vec::with_capacity(args.frames);

@@ -114,14 +114,6 @@ pub fn render(args: RenderArgs) -> Result<()> {
     scene.solver.set_parallel(threads > 1);
     let settings =
         RenderSettings { width: args.width, height: args.height, samples: args.samples, ..Default::default() };
-    let auto = matches!(scene.solver, SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }));
-    if auto && cache.is_none() && matches!(args.backend, crate::Backend::Gpu) {
-        eprintln!(
-            "note: iterations = \"auto\" is for the CPU; the GPU runs a fixed {} per substep, so its picture \
-             differs from --backend cpu",
-            crate::count(scene.solver.iterations() as usize, "iteration", "iterations")
-        );
-    }
     let ctx = GpuContext::new().context("the renderer needs a GPU adapter (lavapipe will do)")?;
     let model = scene.model.clone();
     let mut renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;

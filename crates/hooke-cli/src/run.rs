@@ -264,8 +264,18 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }) = scene.solver
         && substeps > 0
     {
+        let (frames, attempts) = baked.iteration_retries;
+        let again = if frames > 0 {
+            format!(
+                "; {} taken again with more iterations ({} in all: the GPU decides per frame)",
+                crate::count(frames, "frame", "frames"),
+                crate::count(attempts as usize, "attempt", "attempts")
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "iterations per substep: {:.2} on average, at most {most} ({} in all)",
+            "iterations per substep: {:.2} on average, at most {most} ({} in all){again}",
             iterations as f64 / substeps as f64,
             iterations
         );

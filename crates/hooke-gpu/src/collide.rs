@@ -28,10 +28,28 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
 pub(crate) struct Collide(Bound);
 
 impl Collide {
+    /// The colliders stage: its contacts of the last substep are counted in the health record.
     pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Collide {
+        Collide::counting_into(kernels, device, b, &b.health)
+    }
+
+    /// The projection between the iterations of a substep when they iterate to a tolerance
+    /// (`XpbdSettings::auto_iterations`): the same kernel, counting its contacts into a record
+    /// of its own that nothing reads, so that the health record counts the colliders stage's
+    /// contacts only.
+    pub fn between_iterations(kernels: &Kernels, device: &wgpu::Device, b: &Buffers) -> Collide {
+        let scratch = crate::buffers::zeroed(
+            device,
+            "hooke contacts between iterations",
+            size_of::<crate::buffers::HealthRecord>() as u64,
+        );
+        Collide::counting_into(kernels, device, b, &scratch)
+    }
+
+    fn counting_into(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, health: &wgpu::Buffer) -> Collide {
         Collide(kernels.get(&SPEC).bind(
             device,
-            &[&b.position, &b.displacement, &b.radius, &b.colliders, &b.placements, &b.health, &b.sdf, &b.worlds],
+            &[&b.position, &b.displacement, &b.radius, &b.colliders, &b.placements, health, &b.sdf, &b.worlds],
         ))
     }
 

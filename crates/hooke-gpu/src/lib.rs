@@ -142,4 +142,6 @@ pub use contact_lists::{AUTO_MEMBERS, LIST_CAPACITY};
 pub use context::{GpuContext, GpuError};
 pub use local_sweep::{LOCAL_MANY_BODIES, LOCAL_SMALL_BODY};
 pub use self_collision::ALL_PAIRS_MEMBERS;
-pub use solver::{ContactSearch, GpuSettings, GpuSolve, GpuXpbdSolver, LocalSweepMode, applies_tension_limit};
+pub use solver::{
+    ContactSearch, GpuSettings, GpuSolve, GpuXpbdSolver, LocalSweepMode, applies_tension_limit, iterates_to_tolerance,
+};

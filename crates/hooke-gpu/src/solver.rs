@@ -245,6 +245,46 @@ pub fn applies_tension_limit(model: &Model, settings: &GpuSettings) -> bool {
         && hooke::collision::self_collision::members(model).0.is_empty()
 }
 
+/// Whether a GPU solver with `settings` iterates to the tolerance of
+/// [`XpbdSettings::auto_iterations`]: XPBD with colour Gauss–Seidel (the Jacobi solve's
+/// weights are made for a fixed count) and the health record read after every frame
+/// ([`GpuSettings::health_interval`] = 1, whose snapshot lets a frame be taken again).
+///
+/// The GPU decides per frame, not per substep as the CPU does (deciding after each iteration
+/// would cost a read-back per iteration): every substep of a frame runs the same count, the
+/// frame's residual — the convergence monitor's, |C + α̃λ + γ∇C·Δx|/L₀ of the structural
+/// constraints after its last substep ([`Solver::constraint_residuals`]) — is read back, and
+/// a frame above the tolerance is taken again from its start with twice the count, up to
+/// `max_iterations`. The next frame starts from the count the last one kept, an eighth lower
+/// (at least one) where that frame came within half the tolerance (on an H200 this cost
+/// 64.5 s over five example scenes, against 68.1 s lowering by a quarter after two such
+/// frames in a row and 109 s after eight, which also left the flag at 3.9 % once the cap was
+/// reached; `docs/BENCHMARKS.md`). Between the
+/// iterations of a substep the colliders are projected, as on the CPU (there after every
+/// iteration, until one touches nothing); at one iteration a substep is bit for bit the
+/// fixed count's. Not with the local sweep ([`GpuSettings::local`]), whose table holds a
+/// fixed count: iterating to a tolerance sweeps colour by colour. Otherwise the GPU runs the
+/// fixed count [`XpbdSettings::iterations`] and the monitor reports the residual it leaves.
+pub fn iterates_to_tolerance(settings: &GpuSettings) -> bool {
+    settings.xpbd.auto_iterations.is_some()
+        && settings.xpbd.method == Method::Xpbd
+        && settings.solve == GpuSolve::GaussSeidel
+        && settings.health_interval == 1
+}
+
+/// The largest residual stretch strain of `model`'s structural distance constraints in
+/// `residuals` (the quantity XPBD's iterations to a tolerance measure on the CPU); 0 when none
+/// is finite.
+fn max_structural(model: &Model, residuals: &ConstraintResiduals) -> f32 {
+    let families = model.distance().families();
+    residuals
+        .strain
+        .iter()
+        .zip(families)
+        .filter(|(r, f)| **f == hooke::ConstraintFamily::Structural && r.is_finite())
+        .fold(0.0, |m, (r, _)| m.max(*r))
+}
+
 /// Whether the direct rope solver takes the model's ropes under `settings`.
 fn direct_ropes(model: &Model, settings: &XpbdSettings) -> bool {
     settings.rope_solver == hooke::RopeSolver::Direct
@@ -279,6 +319,9 @@ struct Bindings {
     /// The particle contacts, for a model with self-collision.
     self_collision: Option<SelfCollision>,
     collide: Collide,
+    /// The colliders projected between the iterations of a substep, when they iterate to a
+    /// tolerance ([`iterates_to_tolerance`]) and the model has colliders.
+    collide_between: Option<Collide>,
     /// The cloth triangles' virtual particles, for a model whose cloths have triangle contact.
     triangle_contact: Option<TriangleContact>,
     finish: Finish,
@@ -336,7 +379,8 @@ impl Bindings {
                 tiles,
             )
         };
-        let local = (settings.local != LocalSweepMode::Never && jacobi.is_none() && ropes.is_none())
+        let auto = iterates_to_tolerance(settings);
+        let local = (settings.local != LocalSweepMode::Never && jacobi.is_none() && ropes.is_none() && !auto)
             .then(|| {
                 let limits = device.limits();
                 let fit = (crate::local_sweep::capacity(&limits), crate::kernel::tile_threads(&limits), loop_budget);
@@ -385,6 +429,8 @@ impl Bindings {
             tethers,
             self_collision: SelfCollision::new(kernels, device, b, model, settings.contact_search),
             collide: Collide::new(kernels, device, b),
+            collide_between: (auto && !model.colliders().is_empty())
+                .then(|| Collide::between_iterations(kernels, device, b)),
             triangle_contact: TriangleContact::new(kernels, device, b, model),
             finish: Finish::new(kernels, device, b),
             normals: Normals::new(kernels, device, b),
@@ -443,6 +489,12 @@ pub struct GpuXpbdSolver {
     /// The last frame's largest T(wᵢ + wⱼ)/L (1/s²) of a rope segment, which sizes the next
     /// frame's substeps; `None` before the first frame and after a new state or model.
     tension_peak: Option<f32>,
+    /// Constraint iterations per substep of the next frame: [`XpbdSettings::iterations`], or
+    /// the count a solver iterating to a tolerance has come to ([`iterates_to_tolerance`]).
+    iterations: u32,
+    /// The residuals of the current state, once read back (the step iterating to a tolerance
+    /// reads them; [`Solver::constraint_residuals`] then costs no second read-back).
+    residuals: Option<ConstraintResiduals>,
 }
 
 impl GpuXpbdSolver {
@@ -490,6 +542,8 @@ impl GpuXpbdSolver {
             tension_limit,
             capacity,
             tension_peak: None,
+            iterations: settings.xpbd.iterations,
+            residuals: None,
             b,
             k,
             kernels,
@@ -744,29 +798,35 @@ impl GpuXpbdSolver {
     /// or a blow-up reported by an earlier read and not yet cleared by
     /// [`Solver::write_state`]. Nothing is recorded on error.
     ///
-    /// The frame runs the settings' substeps: the tension limit, which needs the frame's
-    /// tension read back, applies to [`Solver::step`] only.
+    /// The frame runs the settings' substeps, and the iterations per substep the last
+    /// [`Solver::step`] kept ([`iterates_to_tolerance`]; the settings' count otherwise): the
+    /// tension limit and iterating to a tolerance, which need the frame's tension or
+    /// residual read back, apply to [`Solver::step`] only.
     pub fn encode_frame(
         &mut self,
         encoder: &mut wgpu::CommandEncoder,
         control: &Control,
         frame_dt: f32,
     ) -> Result<(), SolverError> {
-        self.encode_frame_with(encoder, control, frame_dt, self.settings.xpbd.substeps).map(|_| ())
+        let (substeps, iterations) = (self.settings.xpbd.substeps, self.iterations);
+        self.encode_frame_with(encoder, control, frame_dt, substeps, iterations).map(|_| ())
     }
 
     /// [`GpuXpbdSolver::encode_frame`] with `substeps` substeps (at most the buffers'
-    /// capacity, [`substep_capacity`]); returns the frame's substep length h (s).
+    /// capacity, [`substep_capacity`]) of `iterations` iterations; returns the frame's
+    /// substep length h (s).
     fn encode_frame_with(
         &mut self,
         encoder: &mut wgpu::CommandEncoder,
         control: &Control,
         frame_dt: f32,
         substeps: u32,
+        iterations: u32,
     ) -> Result<f32, SolverError> {
         if let Some(e) = &self.pending {
             return Err(e.clone());
         }
+        self.residuals = None;
         let s = self.settings.xpbd;
         let plan =
             SubstepPlan::new(&self.model, control, self.time, frame_dt, substeps, s.air_damping, &self.collider_pose)?;
@@ -819,7 +879,7 @@ impl GpuXpbdSolver {
             // The frame's largest rope tension starts from 0.
             encoder.clear_buffer(&self.b.tension, 0, None);
         }
-        self.record_frame(encoder, pins.len() as u32, substeps, armed.as_deref_mut());
+        self.record_frame(encoder, pins.len() as u32, substeps, iterations, armed.as_deref_mut());
         if let Some(t) = armed {
             t.resolve(encoder, substeps);
         }
@@ -894,9 +954,10 @@ impl GpuXpbdSolver {
         enc: &mut wgpu::CommandEncoder,
         pins: u32,
         substeps: u32,
+        iterations: u32,
         mut stages: Option<&mut StageTimer>,
     ) {
-        let s = XpbdSettings { substeps, ..self.settings.xpbd };
+        let s = XpbdSettings { substeps, iterations, ..self.settings.xpbd };
         let model = &*self.model;
         let n = model.particle_count() as u32;
         let triangles = model.triangles().len() as u32;
@@ -956,6 +1017,16 @@ impl GpuXpbdSolver {
                 if let Some(tethers) = &k.tethers {
                     tethers.record(&mut pass, slot(sub), alternate);
                 }
+                // Iterating to a tolerance, the colliders between the iterations (the
+                // colliders stage follows the last), as the CPU projects them.
+                if let Some(collide) = &k.collide_between
+                    && it + 1 < s.iterations
+                {
+                    collide.record(&mut pass, slot(sub), n);
+                    if let Some(t) = &k.triangle_contact {
+                        t.record(&mut pass, slot(sub), n);
+                    }
+                }
             }
             if let Some(jacobi) = &k.jacobi {
                 jacobi.finish(&mut pass, slot(sub), n, s.iterations);
@@ -1014,6 +1085,74 @@ impl GpuXpbdSolver {
             }
         }
         self.ctx.queue().submit([enc.finish()]);
+    }
+
+    /// The residuals of the current state ([`Solver::constraint_residuals`]), read back on
+    /// the first call after a frame and kept until the state changes.
+    fn read_residuals(&mut self) -> Option<&ConstraintResiduals> {
+        if self.residuals.is_none() {
+            let mut out = ConstraintResiduals::default();
+            if !self.measure_residuals(&mut out) {
+                return None;
+            }
+            self.residuals = Some(out);
+        }
+        self.residuals.as_ref()
+    }
+
+    /// Reads positions, velocities and the last substep's λ back and computes the residuals
+    /// into `out`; `false` when there is nothing to measure (see [`Solver::constraint_residuals`]).
+    fn measure_residuals(&mut self, out: &mut ConstraintResiduals) -> bool {
+        let Some(inv_h2) = self.residual_inv_h2 else { return false };
+        if self.settings.xpbd.method != Method::Xpbd || self.pending.is_some() {
+            return false;
+        }
+        let n = self.model.particle_count() as u64;
+        let m = self.model.distance().len() as u64;
+        let lambda = match &self.k.jacobi {
+            Some(j) => j.final_lambda(&self.b, self.settings.xpbd.iterations),
+            None => &self.b.lambda,
+        };
+        let size = (2 * n * VEC4 + 4 * m).max(16);
+        if self.residual_staging.as_ref().is_none_or(|s| s.size() < size) {
+            self.residual_staging = Some(self.ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("hooke residual staging"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let staging = self.residual_staging.as_ref().expect("made above");
+        self.read_backs.set(self.read_backs.get() + 1);
+        let bytes = readback::read_back(
+            &self.ctx,
+            staging,
+            &[(&self.b.position, n * VEC4), (&self.b.velocity, n * VEC4), (lambda, 4 * m)],
+        );
+        let (x, rest) = bytes.split_at((n * VEC4) as usize);
+        let (v, l) = rest.split_at((n * VEC4) as usize);
+        let word = |c: &[u8]| f32::from_le_bytes(c.try_into().expect("4 bytes"));
+        let x: Vec<[f32; 4]> =
+            x.chunks_exact(16).map(|c| std::array::from_fn(|k| word(&c[4 * k..4 * k + 4]))).collect();
+        let v: Vec<Vec3> = readback::vec3s(v).collect();
+        let lambda: Vec<f32> = l.chunks_exact(4).map(word).collect();
+        let (position, inv_mass) = (|k: usize| Vec3::new(x[k][0], x[k][1], x[k][2]), |k: usize| x[k][3]);
+        hooke::diagnostics::distance_residuals(&self.model, position, inv_mass, &v, &lambda, inv_h2, out);
+        true
+    }
+
+    /// Prepares the frame that started at `time` with the colliders at `poses` to be taken
+    /// again: its snapshot restored, the clock and colliders put back.
+    fn take_again(&mut self, time: f64, poses: &[Pose]) {
+        self.restore_snapshot();
+        self.time = time;
+        self.collider_pose.clear();
+        self.collider_pose.extend_from_slice(poses);
+        self.residual_inv_h2 = None;
+        self.residuals = None;
+        if let Some(t) = &mut self.stage_timer {
+            t.rearm();
+        }
     }
 
     /// Restores the start-of-frame snapshot and clears the health record.
@@ -1153,7 +1292,10 @@ impl Solver for GpuXpbdSolver {
 
     /// Encodes a frame ([`GpuXpbdSolver::encode_frame`]) into an encoder of its own, submits it,
     /// and reads the health record back when [`GpuSettings::health_interval`] frames have been
-    /// stepped since the last read.
+    /// stepped since the last read. Iterating to a tolerance ([`iterates_to_tolerance`]), it
+    /// also reads the frame's residuals back and takes the frame again from its start with
+    /// more iterations while they exceed the tolerance (the report's counts are those of the
+    /// attempt kept).
     fn step(&mut self, control: &Control, frame_dt: f32) -> Result<StepReport, SolverError> {
         let (time, poses) = (self.time, self.collider_pose.clone());
         let s = self.settings.xpbd;
@@ -1165,13 +1307,22 @@ impl Solver for GpuXpbdSolver {
             _ => s.substeps,
         };
         self.tension_peak = None;
-        let mut retries = 0;
+        let (mut retries, mut iteration_retries) = (0, 0);
+        let auto = s.auto_iterations.filter(|_| iterates_to_tolerance(&self.settings));
+        let mut iterations = self.iterations;
         loop {
             let mut enc =
                 self.ctx.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke step") });
-            let h = self.encode_frame_with(&mut enc, control, frame_dt, substeps)?;
+            let h = self.encode_frame_with(&mut enc, control, frame_dt, substeps, iterations)?;
             self.ctx.queue().submit([enc.finish()]);
-            let mut report = StepReport { substeps, iterations: s.iterations, retries, ..StepReport::default() };
+            let mut report = StepReport {
+                substeps,
+                iterations,
+                total_iterations: substeps * iterations,
+                retries,
+                iteration_retries,
+                ..StepReport::default()
+            };
             self.unchecked += 1;
             let interval = self.settings.health_interval;
             if interval == 0 || self.unchecked < interval {
@@ -1207,13 +1358,7 @@ impl Solver for GpuXpbdSolver {
                 if h * rate2.sqrt() > stability::RETRY_MARGIN && need > substeps {
                     substeps = need;
                     retries += 1;
-                    self.restore_snapshot();
-                    self.time = time;
-                    self.collider_pose.clone_from(&poses);
-                    self.residual_inv_h2 = None;
-                    if let Some(t) = &mut self.stage_timer {
-                        t.rearm();
-                    }
+                    self.take_again(time, &poses);
                     continue;
                 }
             }
@@ -1226,6 +1371,7 @@ impl Solver for GpuXpbdSolver {
                     *t = time;
                 }
                 self.residual_inv_h2 = None;
+                self.residuals = None;
                 self.tension_peak = None;
                 if self.b.snapshot.is_some() {
                     self.pending = None;
@@ -1239,6 +1385,24 @@ impl Solver for GpuXpbdSolver {
             }
             report.contacts = health.contacts;
             report.particle_contacts = health.particle_contacts;
+            if let Some(a) = auto {
+                let model = self.model.clone();
+                let residual = self.read_residuals().map_or(0.0, |r| max_structural(&model, r));
+                if residual > a.tolerance && iterations < a.max_iterations {
+                    // Taken again with twice the count, from the start of the frame.
+                    iterations = (2 * iterations).min(a.max_iterations);
+                    iteration_retries += 1;
+                    self.take_again(time, &poses);
+                    continue;
+                }
+                // The next frame starts from this count, an eighth lower after a frame within
+                // half the tolerance.
+                self.iterations = if residual <= 0.5 * a.tolerance {
+                    (iterations - (iterations / 8).max(1)).max(s.iterations)
+                } else {
+                    iterations
+                };
+            }
             return Ok(report);
         }
     }
@@ -1277,7 +1441,11 @@ impl Solver for GpuXpbdSolver {
         queue.submit([enc.finish()]);
         self.pending = None;
         self.residual_inv_h2 = None;
+        self.residuals = None;
         self.tension_peak = None;
+        // Iterating to a tolerance, a written state starts from the settings' count, as a
+        // new solver does.
+        self.iterations = self.settings.xpbd.iterations;
         self.time = state.time;
         self.submit_normals();
         Ok(())
@@ -1291,6 +1459,7 @@ impl Solver for GpuXpbdSolver {
         check_same_topology(&self.model, &model)?;
         crate::self_collision::check_bodies(&model)?;
         self.residual_inv_h2 = None;
+        self.residuals = None;
         self.b.update_parameters(self.ctx.queue(), &model);
         if let Some(ropes) = &self.k.ropes {
             ropes.update_parameters(self.ctx.queue(), &model);
@@ -1350,7 +1519,12 @@ impl Solver for GpuXpbdSolver {
         self.residual_staging = None;
         (self.tension_limit, self.capacity, self.tension_peak) = (tension_limit, capacity, None);
         self.model = model;
-        self.write_state(state)
+        // The iterations a tolerance asked for go on (a tear changes the cloth, not how
+        // hard it is to converge).
+        let iterations = self.iterations;
+        self.write_state(state)?;
+        self.iterations = iterations;
+        Ok(())
     }
 
     /// Reads positions (with the inverse masses the last substep used), velocities and the
@@ -1360,41 +1534,9 @@ impl Solver for GpuXpbdSolver {
     /// for PBD, or while a blow-up is pending.
     fn constraint_residuals(&mut self, out: &mut ConstraintResiduals) -> bool {
         out.clear();
-        let Some(inv_h2) = self.residual_inv_h2 else { return false };
-        if self.settings.xpbd.method != Method::Xpbd || self.pending.is_some() {
-            return false;
-        }
-        let n = self.model.particle_count() as u64;
-        let m = self.model.distance().len() as u64;
-        let lambda = match &self.k.jacobi {
-            Some(j) => j.final_lambda(&self.b, self.settings.xpbd.iterations),
-            None => &self.b.lambda,
-        };
-        let size = (2 * n * VEC4 + 4 * m).max(16);
-        if self.residual_staging.as_ref().is_none_or(|s| s.size() < size) {
-            self.residual_staging = Some(self.ctx.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("hooke residual staging"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }));
-        }
-        let staging = self.residual_staging.as_ref().expect("made above");
-        self.read_backs.set(self.read_backs.get() + 1);
-        let bytes = readback::read_back(
-            &self.ctx,
-            staging,
-            &[(&self.b.position, n * VEC4), (&self.b.velocity, n * VEC4), (lambda, 4 * m)],
-        );
-        let (x, rest) = bytes.split_at((n * VEC4) as usize);
-        let (v, l) = rest.split_at((n * VEC4) as usize);
-        let word = |c: &[u8]| f32::from_le_bytes(c.try_into().expect("4 bytes"));
-        let x: Vec<[f32; 4]> =
-            x.chunks_exact(16).map(|c| std::array::from_fn(|k| word(&c[4 * k..4 * k + 4]))).collect();
-        let v: Vec<Vec3> = readback::vec3s(v).collect();
-        let lambda: Vec<f32> = l.chunks_exact(4).map(word).collect();
-        let (position, inv_mass) = (|k: usize| Vec3::new(x[k][0], x[k][1], x[k][2]), |k: usize| x[k][3]);
-        hooke::diagnostics::distance_residuals(&self.model, position, inv_mass, &v, &lambda, inv_h2, out);
+        let Some(r) = self.read_residuals() else { return false };
+        out.strain.extend_from_slice(&r.strain);
+        out.compliance_dominated.extend_from_slice(&r.compliance_dominated);
         true
     }
 }

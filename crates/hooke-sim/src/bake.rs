@@ -125,6 +125,10 @@ pub struct Baked {
     pub torn: TornTotals,
     /// Iterations over all substeps, substeps, and the most iterations in one substep.
     pub iterations: (u64, u64, u32),
+    /// Frames taken again from their start with more iterations per substep, and the attempts
+    /// taken again in all (the GPU iterating to a tolerance decides per frame,
+    /// `hooke_gpu::iterates_to_tolerance`; 0 on the CPU).
+    pub iteration_retries: (usize, u64),
     /// Frames whose substeps the tension limit raised above the scene's, the most substeps of
     /// one frame, and the frames it took again from their start
     /// (`hooke::solver::xpbd::stability`).
@@ -179,15 +183,17 @@ impl<'s> Bake<'s> {
             )));
         }
         let MadeSolver { solver, device } = make_solver(scene, &settings.options)?;
-        let auto = matches!(scene.solver, SolverChoice::Position(hooke::XpbdSettings { auto_iterations: Some(_), .. }));
         let mut note = None;
-        if auto && settings.options.backend == crate::Backend::Gpu {
-            // The GPU does not read back a residual per iteration: it runs the fixed minimum.
+        if let SolverChoice::Position(x @ hooke::XpbdSettings { auto_iterations: Some(_), .. }) = scene.solver
+            && settings.options.backend == crate::Backend::Gpu
+            && !hooke_gpu::iterates_to_tolerance(&crate::factory::gpu_settings(x, &settings.options))
+        {
+            // The Jacobi solve, or a health record not read every frame: the fixed minimum.
             scene.solver.set_iterations(scene.solver.iterations());
             let n = scene.solver.iterations();
             note = Some(format!(
-                "iterations = \"auto\" is for the CPU; the GPU runs a fixed {n} iteration{} per substep and the \
-                 residual is reported below",
+                "iterations = \"auto\" needs the GPU's Gauss–Seidel solve with its health read every frame; this \
+                 run has {n} iteration{} per substep and the residual is reported below",
                 if n == 1 { "" } else { "s" }
             ));
         }
@@ -240,7 +246,8 @@ impl<'s> Bake<'s> {
         Ok(Bake { scene, settings, solver, device, note })
     }
 
-    /// The scene being baked (with "auto" iterations fixed for the GPU, see [`Bake::note`]).
+    /// The scene being baked (with "auto" iterations fixed where the GPU cannot iterate to a
+    /// tolerance, see [`Bake::note`]).
     pub fn scene(&self) -> &Scene {
         self.scene
     }
@@ -255,7 +262,8 @@ impl<'s> Bake<'s> {
         &self.device
     }
 
-    /// A note on how the settings were adapted to the backend (auto iterations on the GPU), and
+    /// A note on how the settings were adapted to the backend (auto iterations on the GPU
+    /// where it cannot iterate to a tolerance), and
     /// on the ropes whose weight asks for more substeps than the GPU or a model of several
     /// worlds runs (the tension limit raises them only on the CPU, for a scene run alone).
     pub fn note(&self) -> Option<&str> {
@@ -319,6 +327,7 @@ impl<'s> Bake<'s> {
         let mut contact_list_overflows = 0u64;
         let (mut iterations, mut substeps, mut most) = (0u64, 0u64, 0u32);
         let (mut raised, mut most_substeps, mut retried) = (0usize, 0u32, 0usize);
+        let mut iteration_retries = (0usize, 0u64);
         for frame in 1..=scene.frames {
             if stop.load(Ordering::SeqCst) {
                 failure = Some(Failure { frame, error: None, interrupted: true });
@@ -336,6 +345,8 @@ impl<'s> Bake<'s> {
             substeps += report.substeps as u64;
             most = most.max(report.iterations);
             retried += (report.retries > 0) as usize;
+            iteration_retries.0 += (report.iteration_retries > 0) as usize;
+            iteration_retries.1 += u64::from(report.iteration_retries);
             if report.substeps > scene.solver.substeps() {
                 raised += 1;
                 most_substeps = most_substeps.max(report.substeps);
@@ -431,6 +442,7 @@ impl<'s> Bake<'s> {
             monitor,
             torn,
             iterations: (iterations, substeps, most),
+            iteration_retries,
             raised_substeps: (raised, most_substeps, retried),
             contact_list_overflows,
             files,

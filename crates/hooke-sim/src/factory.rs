@@ -133,7 +133,13 @@ pub fn make_gpu_solver(scene: &Scene, options: &SolverOptions) -> Result<GpuXpbd
         None if options.timestamps => GpuContext::with_timestamps()?,
         None => GpuContext::new()?,
     };
-    let settings = GpuSettings {
+    Ok(GpuXpbdSolver::new(ctx, scene.model.clone(), gpu_settings(xpbd, options))?)
+}
+
+/// The GPU solver's settings for a scene's `xpbd` settings and `options`, as
+/// [`make_gpu_solver`] makes them.
+pub fn gpu_settings(xpbd: hooke::XpbdSettings, options: &SolverOptions) -> GpuSettings {
+    GpuSettings {
         xpbd,
         health_interval: options.health_interval,
         normals: true,
@@ -141,6 +147,5 @@ pub fn make_gpu_solver(scene: &Scene, options: &SolverOptions) -> Result<GpuXpbd
         tiles: options.tiles,
         local: options.local,
         contact_search: options.contact_search,
-    };
-    Ok(GpuXpbdSolver::new(ctx, scene.model.clone(), settings)?)
+    }
 }

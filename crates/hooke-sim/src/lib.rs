@@ -25,5 +25,7 @@ pub mod tearing;
 pub mod worlds;
 
 pub use bake::{Bake, BakeError, BakeSettings, Baked, ConvergenceMonitor, Failure, TornTotals};
-pub use factory::{Backend, FactoryError, MadeSolver, SolverOptions, make_cpu_solver, make_gpu_solver, make_solver};
+pub use factory::{
+    Backend, FactoryError, MadeSolver, SolverOptions, gpu_settings, make_cpu_solver, make_gpu_solver, make_solver,
+};
 pub use tearing::{TearCounts, TearError, Tearing};

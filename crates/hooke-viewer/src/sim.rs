@@ -482,7 +482,8 @@ fn make_runner(scene: &Scene, backend: Backend, ctx: &Arc<GpuContext>) -> Result
         Backend::Cpu => Runner::Cpu(hooke_sim::make_cpu_solver(scene)?),
         Backend::Gpu => {
             let mut scene = scene.clone();
-            // The GPU runs a fixed count: "auto" becomes its minimum.
+            // No read-back per frame here (below), so no iterating to a tolerance
+            // (`hooke_gpu::iterates_to_tolerance`): "auto" becomes its minimum.
             let n = scene.solver.iterations();
             scene.solver.set_iterations(n);
             let mut options = hooke_sim::SolverOptions::new(hooke_sim::Backend::Gpu);

@@ -73,24 +73,6 @@ fn invalid_inputs_are_rejected() {
     assert!(matches!(gpu.write_state(&st), Err(SolverError::StateMismatch(_))));
 }
 
-/// Iterating to a tolerance is for the CPU (deciding after each iteration would cost a
-/// read-back per iteration): the GPU runs the fixed count `iterations`, bit for bit the run
-/// without `auto_iterations`.
-#[test]
-fn auto_iterations_run_the_fixed_count_on_the_gpu() {
-    let ctx = gpu_or_skip!();
-    let (model, control) = contact_free_scene();
-    let auto = Some(hooke::AutoIterations { tolerance: 1e-6, max_iterations: 20 });
-    let mut with =
-        GpuXpbdSolver::new(ctx.clone(), model.clone(), XpbdSettings { auto_iterations: auto, ..settings() }).unwrap();
-    let mut without = GpuXpbdSolver::new(ctx.clone(), model.clone(), settings()).unwrap();
-    for _ in 0..10 {
-        with.step(&control, 1.0 / 60.0).unwrap();
-        without.step(&control, 1.0 / 60.0).unwrap();
-    }
-    assert_eq!(state_of(&mut with), state_of(&mut without));
-}
-
 /// write_state then read_state round-trips exactly.
 #[test]
 fn state_round_trips() {

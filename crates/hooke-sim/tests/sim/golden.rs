@@ -95,8 +95,9 @@ keyframes = [{ time = 0.0, translation = [0.0, 0.0, 0.0] }, { time = 0.5, transl
 fn load(file: &str, method: Option<&str>) -> Scene {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenes").join(file);
     let mut text = if file == "explicit" { EXPLICIT.to_string() } else { std::fs::read_to_string(&path).unwrap() };
-    // The example scenes iterate to a tolerance on the CPU; their goldens are of the fixed
-    // count the GPU runs (so that lavapipe can match the CPU), but for the "auto" entries.
+    // The example scenes iterate to a tolerance; their goldens are of a fixed count (the
+    // GPU decides per frame what the CPU decides per substep, so only a fixed count lets
+    // lavapipe match the CPU), but for the "auto" entries.
     if method != Some("auto") {
         text = text.replace("iterations = \"auto\"", "iterations = 1");
     }

@@ -20,7 +20,8 @@ fn flag() -> Scene {
     scene.gust = None;
     let scene::SolverChoice::Position(xpbd) = &mut scene.solver else { unreachable!("the flag is an XPBD scene") };
     xpbd.tethers = false;
-    // A fixed budget (the scene iterates to a tolerance on the CPU, a fixed count on the GPU).
+    // A fixed budget (the scene iterates to a tolerance, per substep on the CPU and per frame
+    // on the GPU).
     (xpbd.substeps, xpbd.iterations, xpbd.auto_iterations) = (20, 2, None);
     scene
 }

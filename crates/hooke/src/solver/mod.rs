@@ -99,6 +99,10 @@ pub struct StepReport {
     /// ([`crate::solver::xpbd::stability`]; XPBD on the CPU); the other counts are those of the
     /// attempt kept.
     pub retries: u32,
+    /// Times the frame was taken again from its start with more iterations per substep: the
+    /// GPU iterating to a tolerance decides per frame (hooke-gpu's `iterates_to_tolerance`);
+    /// 0 on the CPU, which decides per substep.
+    pub iteration_retries: u32,
 }
 
 /// Static description of a configured solver, for reports and benchmarks.
