@@ -29,7 +29,8 @@ pub struct BenchArgs {
     #[arg(long)]
     iterations: Option<u32>,
     /// Iterate each substep to half the residual tolerance, at most this many iterations
-    /// (XPBD on the CPU; overrides the scene's iterations).
+    /// (XPBD; on the GPU with --tearing only, as frames are otherwise queued without a
+    /// read-back; overrides the scene's iterations).
     #[arg(long)]
     auto_iterations: Option<u32>,
     /// Tethers on or off (XPBD/PBD; overrides the scene).
@@ -202,7 +203,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         scene.solver.set_iterations(n);
         eprintln!(
             "note: iterations = \"auto\": hooke bench queues the GPU's frames without reading them back, so it \
-             times a fixed {n} per substep (with --tearing, or in hooke run, the GPU iterates to the tolerance)"
+             times a fixed {n} per substep (with --tearing, or in hooke run, the GPU's Gauss–Seidel solve iterates to \
+             the tolerance)"
         );
     }
     let dt = 1.0 / scene.fps;

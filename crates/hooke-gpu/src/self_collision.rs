@@ -42,6 +42,11 @@ pub(crate) struct SelfCollision {
     /// Every pair tested (`gather_all`): the hash's table holds the members and its
     /// constants, but is never built.
     all_pairs: bool,
+    /// Each particle's tag: its body, and in the high bits its contact count of the last
+    /// substep (which the next substep's pushes are shared out by).
+    tag: wgpu::Buffer,
+    /// The tags at the start of the frame ([`SelfCollision::save`]).
+    saved_tag: wgpu::Buffer,
 }
 
 impl SelfCollision {
@@ -139,7 +144,21 @@ impl SelfCollision {
             device,
             &[&b.position, &b.displacement, &rest, &tag, &hash.info, &hash.table, &correction, &b.health],
         );
-        Some(SelfCollision { hash, bound, all_pairs })
+        let saved_tag = buffers::zeroed(device, "hooke contact tag at the frame's start", tag.size());
+        Some(SelfCollision { hash, bound, all_pairs, tag, saved_tag })
+    }
+
+    /// Records a copy of the tags (the contact counts of the last substep), with the frame's
+    /// snapshot of positions and velocities, so that a frame taken again
+    /// ([`SelfCollision::restore`]) shares its first substep's pushes out as the first attempt
+    /// did.
+    pub fn save(&self, encoder: &mut wgpu::CommandEncoder) {
+        encoder.copy_buffer_to_buffer(&self.tag, 0, &self.saved_tag, 0, self.tag.size());
+    }
+
+    /// Records the tags' copy back ([`SelfCollision::save`]).
+    pub fn restore(&self, encoder: &mut wgpu::CommandEncoder) {
+        encoder.copy_buffer_to_buffer(&self.saved_tag, 0, &self.tag, 0, self.tag.size());
     }
 
     /// Where these contacts find their candidates: [`ContactSearch::AllPairs`],

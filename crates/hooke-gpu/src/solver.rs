@@ -63,7 +63,8 @@ pub struct GpuSettings {
     /// (4 096 particles in 48 KiB of it) and the model has no rope joints or direct-solved
     /// ropes. The same result bit for bit, with one dispatch per substep instead of one per
     /// colour and iteration. [`LocalSweepMode::Auto`] by default;
-    /// [`GpuXpbdSolver::uses_local_sweep`] says whether it was used.
+    /// [`GpuXpbdSolver::uses_local_sweep`] says whether it was used. Never while iterating to
+    /// a tolerance ([`iterates_to_tolerance`]), whose count changes from frame to frame.
     pub local: LocalSweepMode,
     /// Where the particle contacts (self-collision) find their candidates
     /// ([`ContactSearch`]); the contacts, and the bits, are the same either way.
@@ -88,7 +89,8 @@ pub enum LocalSweepMode {
     /// more; never on a software adapter ([`GpuContext::is_cpu`](crate::GpuContext::is_cpu)).
     #[default]
     Auto,
-    /// Wherever it applies: XPBD or PBD with Gauss–Seidel, no rope joints, every body within
+    /// Wherever it applies: XPBD or PBD with Gauss–Seidel and a fixed iteration count (not
+    /// [`iterates_to_tolerance`]), no rope joints, every body within
     /// the workgroup memory, and, on a device with a loop budget
     /// ([`GpuContext::loop_budget`](crate::GpuContext::loop_budget)), every thread's share of
     /// a substep within it.
@@ -869,6 +871,9 @@ impl GpuXpbdSolver {
         {
             encoder.copy_buffer_to_buffer(&self.b.position, 0, x, 0, n * VEC4);
             encoder.copy_buffer_to_buffer(&self.b.velocity, 0, v, 0, n * VEC4);
+            if let Some(contacts) = &self.k.self_collision {
+                contacts.save(encoder);
+            }
         }
         // The contact counters (third and fifth words of the health record) count this frame only.
         encoder.clear_buffer(&self.b.health, 8, Some(4));
@@ -1090,6 +1095,9 @@ impl GpuXpbdSolver {
     /// The residuals of the current state ([`Solver::constraint_residuals`]), read back on
     /// the first call after a frame and kept until the state changes.
     fn read_residuals(&mut self) -> Option<&ConstraintResiduals> {
+        if self.pending.is_some() {
+            return None;
+        }
         if self.residuals.is_none() {
             let mut out = ConstraintResiduals::default();
             if !self.measure_residuals(&mut out) {
@@ -1164,6 +1172,9 @@ impl GpuXpbdSolver {
         if size > 0 {
             enc.copy_buffer_to_buffer(x, 0, &self.b.position, 0, size);
             enc.copy_buffer_to_buffer(v, 0, &self.b.velocity, 0, size);
+            if let Some(contacts) = &self.k.self_collision {
+                contacts.restore(&mut enc);
+            }
         }
         enc.clear_buffer(&self.b.displacement, 0, None);
         enc.clear_buffer(&self.b.health, 0, None);
@@ -1193,9 +1204,20 @@ pub(crate) fn upload(device: &wgpu::Device, enc: &mut wgpu::CommandEncoder, dst:
 }
 
 /// Refuses what would make one world's result depend on another's in a model of several: the
-/// Jacobi solve's relaxation ω and spectral radius ρ estimated from the whole model's spectrum.
+/// Jacobi solve's relaxation ω and spectral radius ρ estimated from the whole model's spectrum,
+/// and iterations to a tolerance (the residual is the whole model's; the CPU refuses it too).
 fn check_worlds(model: &Model, settings: &GpuSettings) -> Result<(), SolverError> {
     let worlds = model.worlds().len();
+    if worlds > 1 && settings.xpbd.auto_iterations.is_some() {
+        // As on the CPU: a residual over every world would let one world's iterations depend
+        // on another.
+        return Err(SolverError::InvalidSettings {
+            setting: "iterations",
+            message: format!(
+                "\"auto\" measures the residual over the whole model; a model of {worlds} worlds needs a fixed count"
+            ),
+        });
+    }
     if worlds > 1
         && let GpuSolve::Jacobi { relaxation, spectral_radius } = settings.solve
         && (relaxation.is_none() || spectral_radius.is_none())
@@ -1308,6 +1330,7 @@ impl Solver for GpuXpbdSolver {
         };
         self.tension_peak = None;
         let (mut retries, mut iteration_retries) = (0, 0);
+        let tally_start = self.list_tally;
         let auto = s.auto_iterations.filter(|_| iterates_to_tolerance(&self.settings));
         let mut iterations = self.iterations;
         loop {
@@ -1343,8 +1366,10 @@ impl Solver for GpuXpbdSolver {
             let mut at = record;
             if tallies.is_some() {
                 let tally: [u32; 2] = bytemuck::pod_read_unaligned(&bytes[at..at + 8]);
-                report.contact_list_builds = tally[0].wrapping_sub(self.list_tally[0]);
-                report.contact_list_overflows = tally[1].wrapping_sub(self.list_tally[1]);
+                // Every attempt's builds and overflows (those of a frame taken again too), as
+                // the device's totals count them.
+                report.contact_list_builds = tally[0].wrapping_sub(tally_start[0]);
+                report.contact_list_overflows = tally[1].wrapping_sub(tally_start[1]);
                 self.list_tally = tally;
                 at += 8;
             }

@@ -34,8 +34,8 @@ macro_rules! gpu_or_skip {
     };
 }
 
-/// The default scene with a fixed iteration count (the GPU runs no "auto"), so that the CPU
-/// and the GPU compute the same positions.
+/// The default scene with a fixed iteration count (the GPU decides "auto" per frame, the CPU
+/// per substep), so that the CPU and the GPU compute the same positions.
 fn default_scene() -> hooke_io::scene::Scene {
     let s = hooke_io::scene::DEFAULT_SCENE;
     let mut scene = hooke_io::scene::parse(s, "<built-in default scene>", "cloth_on_sphere", None, 1 << 30).unwrap();

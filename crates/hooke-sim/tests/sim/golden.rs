@@ -12,7 +12,7 @@
 //! the aerodynamic force is limited per step to f/(1 + h w c) (issue #9 item 9: light cloth is
 //! no longer carried past the wind), which changed the scenes with air — cloth_on_sphere, flag
 //! and the explicit cloth — and only those (with the factor left out, every old hash came back);
-//! the example scenes iterate to a tolerance on the CPU (`iterations = "auto"`, one entry
+//! the example scenes iterate to a tolerance (`iterations = "auto"`, one entry
 //! below) and flag and curtain_box take 40 substeps; cloth triangles collide with colliders
 //! through virtual particles, on by default (issue #10 item 4), which changed the entries where
 //! a cloth touches a collider — curtain_box and the explicit scene under implicit Euler (the explicit

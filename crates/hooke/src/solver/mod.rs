@@ -72,7 +72,8 @@ pub struct StepReport {
     /// Particles in contact with a collider in the last substep: directly, or (on the CPU)
     /// through their triangles' virtual particles ([`crate::collision::triangle_contact`]);
     /// the GPU counts direct contacts only. With iterations to a tolerance, which project the
-    /// colliders after every iteration too, the most in any one projection of that substep.
+    /// colliders between the iterations too, on the CPU the most in any one projection of that
+    /// substep, on the GPU those of its colliders stage.
     pub contacts: u32,
     /// Particles in contact with another particle (self-collision) in the last substep.
     pub particle_contacts: u32,
@@ -96,8 +97,9 @@ pub struct StepReport {
     /// for solvers without a linear solve.
     pub linear_residual: f64,
     /// Times the frame was taken again from its start with more substeps by the tension limit
-    /// ([`crate::solver::xpbd::stability`]; XPBD on the CPU); the other counts are those of the
-    /// attempt kept.
+    /// ([`crate::solver::xpbd::stability`]; XPBD on the CPU and the GPU); the other counts are
+    /// those of the attempt kept, except, on the GPU, the neighbour lists' builds and
+    /// overflows, which count every attempt's (as [`Solver::contact_list_totals`] does).
     pub retries: u32,
     /// Times the frame was taken again from its start with more iterations per substep: the
     /// GPU iterating to a tolerance decides per frame (hooke-gpu's `iterates_to_tolerance`);

@@ -155,9 +155,11 @@ pub struct XpbdSettings {
     /// Long-range attachments from every free particle of a pinned body to its two nearest
     /// pins ([`crate::tethers`]), rebuilt when the pins change. On by default.
     pub tethers: bool,
-    /// Iterate each substep until the residual reaches a tolerance (XPBD on the CPU; the GPU
-    /// solver runs the fixed count [`XpbdSettings::iterations`] and the run reports the
-    /// residual it leaves); `None` (the default): exactly [`XpbdSettings::iterations`].
+    /// Iterate each substep until the residual reaches a tolerance (XPBD; the GPU solver
+    /// decides per frame, taking a frame above it again with more iterations — hooke-gpu's
+    /// `iterates_to_tolerance` says where; elsewhere it runs the fixed count
+    /// [`XpbdSettings::iterations`] and the run reports the residual it leaves); `None` (the
+    /// default): exactly [`XpbdSettings::iterations`].
     pub auto_iterations: Option<AutoIterations>,
     /// Test only the colliders near each particle ([`ColliderBroadPhase`](crate::collision::ColliderBroadPhase));
     /// off tests every collider against every particle, with the same result (for
