@@ -72,8 +72,8 @@ fn resized(text: &str, (preset, n): (&str, usize), grid: (usize, &str, f64), nam
 
 /// `tear:N`: `scenes/tear_sheet.toml` (a ball pushed through a sheet held by two edges, which
 /// tears) with the sheet made N×N particles over the same 0.775 m, at a fixed 20 substeps × 8
-/// iterations (the example iterates to a tolerance, which the GPU does not: the benchmark
-/// compares both backends at one budget); `hooke bench --tearing` tears it (without the flag
+/// iterations (the example iterates to a tolerance, the CPU deciding per substep and the GPU
+/// per frame: the benchmark compares both backends at one budget); `hooke bench --tearing` tears it (without the flag
 /// its tear strain is ignored).
 pub fn tear(n: usize) -> Result<Scene> {
     if !(2..=8192).contains(&n) {
