@@ -39,6 +39,10 @@ pub const ALL_PAIRS_MEMBERS: usize = 4096;
 pub(crate) struct SelfCollision {
     hash: SpatialHash,
     bound: Bound,
+    /// The same kernels counting their contacts into a record of their own that nothing
+    /// reads: the passes between the iterations of a substep when they iterate to a
+    /// tolerance, so that the health record counts the contacts stage's only.
+    bound_between: Bound,
     /// Every pair tested (`gather_all`): the hash's table holds the members and its
     /// constants, but is never built.
     all_pairs: bool,
@@ -144,8 +148,16 @@ impl SelfCollision {
             device,
             &[&b.position, &b.displacement, &rest, &tag, &hash.info, &hash.table, &correction, &b.health],
         );
+        let scratch = buffers::zeroed(
+            device,
+            "hooke particle contacts between iterations",
+            size_of::<buffers::HealthRecord>() as u64,
+        );
+        let bound_between = kernels
+            .get(&SPEC)
+            .bind(device, &[&b.position, &b.displacement, &rest, &tag, &hash.info, &hash.table, &correction, &scratch]);
         let saved_tag = buffers::zeroed(device, "hooke contact tag at the frame's start", tag.size());
-        Some(SelfCollision { hash, bound, all_pairs, tag, saved_tag })
+        Some(SelfCollision { hash, bound, bound_between, all_pairs, tag, saved_tag })
     }
 
     /// Records a copy of the tags (the contact counts of the last substep), with the frame's
@@ -183,14 +195,24 @@ impl SelfCollision {
     /// Records the contacts of one substep: the hash's build (with lists: their check, and the
     /// build when they are stale) and the gather, or the all-pairs gather; then the apply.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32)) {
+        self.record_with(&self.bound, pass, params);
+    }
+
+    /// [`SelfCollision::record`] between the iterations of a substep (iterating to a
+    /// tolerance): the same passes, their contacts not counted in the health record.
+    pub fn record_between(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32)) {
+        self.record_with(&self.bound_between, pass, params);
+    }
+
+    fn record_with(&self, bound: &Bound, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32)) {
         let m = self.hash.constants.member_count;
         if self.all_pairs {
-            self.bound.run_groups(pass, 2, params, m.div_ceil(ALL_PAIRS_GROUP / SLICES));
+            bound.run_groups(pass, 2, params, m.div_ceil(ALL_PAIRS_GROUP / SLICES));
         } else {
             self.hash.record(pass, params);
-            self.bound.run(pass, 0, params, m);
+            bound.run(pass, 0, params, m);
         }
-        self.bound.run(pass, 1, params, m);
+        bound.run(pass, 1, params, m);
     }
 }
 

@@ -262,9 +262,9 @@ pub fn applies_tension_limit(model: &Model, settings: &GpuSettings) -> bool {
 /// 64.5 s over five example scenes, against 68.1 s lowering by a quarter after two such
 /// frames in a row and 109 s after eight, which also left the flag at 3.9 % once the cap was
 /// reached; `docs/BENCHMARKS.md`). Between the
-/// iterations of a substep the colliders are projected, as on the CPU (there after every
-/// iteration, until one touches nothing); at one iteration a substep is bit for bit the
-/// fixed count's. Not with the local sweep ([`GpuSettings::local`]), whose table holds a
+/// iterations of a substep the particle contacts (self-collision) are resolved and the
+/// colliders projected, as on the CPU (there after every iteration, each until a pass
+/// touches nothing); at one iteration a substep is bit for bit the fixed count's. Not with the local sweep ([`GpuSettings::local`]), whose table holds a
 /// fixed count: iterating to a tolerance sweeps colour by colour. Otherwise the GPU runs the
 /// fixed count [`XpbdSettings::iterations`] and the monitor reports the residual it leaves.
 pub fn iterates_to_tolerance(settings: &GpuSettings) -> bool {
@@ -963,6 +963,7 @@ impl GpuXpbdSolver {
         mut stages: Option<&mut StageTimer>,
     ) {
         let s = XpbdSettings { substeps, iterations, ..self.settings.xpbd };
+        let auto = iterates_to_tolerance(&self.settings);
         let model = &*self.model;
         let n = model.particle_count() as u32;
         let triangles = model.triangles().len() as u32;
@@ -1022,8 +1023,13 @@ impl GpuXpbdSolver {
                 if let Some(tethers) = &k.tethers {
                     tethers.record(&mut pass, slot(sub), alternate);
                 }
-                // Iterating to a tolerance, the colliders between the iterations (the
-                // colliders stage follows the last), as the CPU projects them.
+                // Iterating to a tolerance, the particle contacts and the colliders between the
+                // iterations (their stages follow the last), as the CPU resolves them.
+                if let Some(contacts) = k.self_collision.as_ref().filter(|_| auto)
+                    && it + 1 < s.iterations
+                {
+                    contacts.record_between(&mut pass, slot(sub));
+                }
                 if let Some(collide) = &k.collide_between
                     && it + 1 < s.iterations
                 {

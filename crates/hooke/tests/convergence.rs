@@ -284,3 +284,17 @@ fn iterations_to_a_tolerance_see_the_colliders() {
     assert!(worst < 0.012, "the residual reached {worst} in the landing");
     assert!(deepest < 1e-4, "a particle went {deepest} m into the box");
 }
+
+/// Iterating to a tolerance resolves the particle contacts (self-collision) between the
+/// iterations too, as it projects the colliders: a cloth dropped onto a net held by its
+/// corners keeps its monitored residual within 1.5 % in every frame of its landings (0.94 %
+/// measured). With the contacts stage alone after the last iteration, the pushes between the
+/// layers stretch what the iterations converged: 2.7 %.
+#[test]
+fn iterations_to_a_tolerance_see_the_particle_contacts() {
+    let make: common::contact_cases::Make =
+        &|model, settings| Box::new(XpbdSolver::new(model.clone(), settings).unwrap());
+    let worst = common::contact_cases::drop_onto_net(32, 50, make);
+    eprintln!("cloth onto a net, iterations to 1 %: the dropped cloth's residual up to {worst:.4}");
+    assert!(worst < 0.015, "the dropped cloth's residual reached {worst}");
+}

@@ -282,3 +282,19 @@ fn a_frame_taken_again_starts_from_its_contact_counts() {
         Ok(_) => panic!("iterations to a tolerance over two worlds were accepted"),
     }
 }
+
+/// Iterating to a tolerance on the GPU resolves the particle contacts between the iterations
+/// too, as the CPU does (`iterations_to_a_tolerance_see_the_particle_contacts`): a cloth
+/// dropped onto a net held by its corners keeps its monitored residual within 1 % in every
+/// frame of its landings (0.29 % measured, at most 12 iterations per substep, which keeps the
+/// test short on lavapipe). With the contacts stage alone after the last iteration the pushes
+/// between the layers stretch what the iterations converged: 1.7 %.
+#[test]
+fn iterations_to_a_tolerance_see_the_particle_contacts_on_the_gpu() {
+    let ctx = gpu_or_skip!();
+    let make: scenes::contact_cases::Make =
+        &|model, settings| Box::new(GpuXpbdSolver::new(ctx.clone(), model.clone(), settings).unwrap());
+    let worst = scenes::contact_cases::drop_onto_net(32, 12, make);
+    eprintln!("GPU cloth onto a net, iterations to 1 %: the dropped cloth's residual up to {worst:.4}");
+    assert!(worst <= 0.01, "the dropped cloth's residual reached {worst}");
+}

@@ -171,10 +171,10 @@ pub struct XpbdSettings {
 /// on) the solver measures the largest residual stretch strain |C + α̃λ + γ∇C·Δx|/L₀ of the
 /// structural distance constraints — the quantity the convergence monitor reports
 /// ([`crate::diagnostics`]) — and stops once it is at most `tolerance`, or after
-/// `max_iterations`. The colliders are projected after every iteration as well (and once
-/// more in the colliders stage), so the residual measured is that of the cloth as the
-/// colliders leave it and the next iteration sees them (until a projection touches
-/// nothing, for the rest of the substep); friction is taken in each projection from that
+/// `max_iterations`. The particle contacts (self-collision) are resolved and the colliders
+/// projected after every iteration as well (and once more in their stages), so the residual
+/// measured is that of the cloth as the contacts and colliders leave it and the next
+/// iteration sees them (each until a pass touches nothing, for the rest of the substep); friction is taken in each projection from that
 /// projection's push (so tangential drift that later iterations add is held only by the
 /// friction of their smaller pushes). With colliders, one iteration to a loose
 /// tolerance is therefore not bit for bit the fixed count of one.
@@ -469,6 +469,10 @@ impl XpbdSolver {
             let mut substep_contacts = 0;
             // Whether to project the colliders after the next iteration (to a tolerance).
             let mut project_colliders = !model.colliders().is_empty();
+            // Iterating to a tolerance, the particle contacts (self-collision) are resolved
+            // between the iterations too, until a pass finds none.
+            let mut resolve_contacts = true;
+            let mut substep_particle_contacts = 0;
             loop {
                 self.project_distance(sweep, parallel, if trace { Some(t0) } else { None })?;
                 if !self.cloths.is_empty() {
@@ -500,6 +504,21 @@ impl XpbdSolver {
                         // A projection that touches nothing ends them for the substep (the
                         // colliders stage still runs): a cloth clear of every collider pays
                         // one projection per substep, not one per iteration.
+                        if resolve_contacts && self.self_collision.is_active() {
+                            watch.lap(&mut times, Some(Stage::Constraints));
+                            let touching = stages::contacts::solve(
+                                &model,
+                                &mut self.self_collision,
+                                &mut self.state,
+                                plan.h,
+                                Velocity::FromDisplacement,
+                                parallel,
+                            );
+                            substep_particle_contacts = substep_particle_contacts.max(touching);
+                            resolve_contacts = touching > 0;
+                            check(self, Stage::Contacts)?;
+                            watch.lap(&mut times, Some(Stage::Contacts));
+                        }
                         if project_colliders {
                             watch.lap(&mut times, Some(Stage::Constraints));
                             let placements = plan.placements(sub as u32);
@@ -534,8 +553,14 @@ impl XpbdSolver {
             watch.lap(&mut times, Some(Stage::Constraints));
             // 4. Contacts.
             let velocity = Velocity::FromDisplacement;
-            particle_contacts =
-                stages::contacts::solve(&model, &mut self.self_collision, &mut self.state, plan.h, velocity, parallel);
+            particle_contacts = substep_particle_contacts.max(stages::contacts::solve(
+                &model,
+                &mut self.self_collision,
+                &mut self.state,
+                plan.h,
+                velocity,
+                parallel,
+            ));
             check(self, Stage::Contacts)?;
             watch.lap(&mut times, Some(Stage::Contacts));
             // 5. Colliders.
