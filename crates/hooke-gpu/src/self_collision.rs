@@ -1,6 +1,7 @@
 //! Particle contacts (self-collision) on the GPU (`self_collision.wgsl`): hooke's
 //! [`hooke::collision::self_collision`], one Jacobi pass per substep between the constraint
-//! sets and the colliders. The [spatial hash](crate::spatial_hash) is rebuilt from the current
+//! sets and the colliders (iterating to a tolerance, one between the iterations too,
+//! [`SelfCollision::record_between`]). The [spatial hash](crate::spatial_hash) is rebuilt from the current
 //! positions (with [neighbour lists](crate::contact_lists), only when they are stale), then one
 //! thread per member sums its own correction over the candidates of its list or the hash's
 //! cells (no

@@ -185,16 +185,7 @@ fn only_xpbd_after_a_frame_reports_a_residual() {
 /// bit for bit the fixed-count run.
 #[test]
 fn auto_iterations_reach_the_tolerance() {
-    let mut b = ModelBuilder::new();
-    let mut g = hooke::ClothGrid::new("sheet", 20, 20, 1.0 / 19.0);
-    g.rotation = glam::Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
-    g.center = Vec3::new(0.0, 1.0, 0.0);
-    g.material = ClothMaterial { areal_density: 0.15, stretch_stiffness: 1e4, ..ClothMaterial::default() };
-    let id = b.add_cloth_grid(&g).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let mut control = Control::new();
-    control.pin(model.bodies()[id.0].grid_index(0, 0).unwrap());
-    control.pin(model.bodies()[id.0].grid_index(0, 19).unwrap());
+    let (model, control) = common::stiff_sheet_by_two_corners();
     // (largest monitored residual over the frames, most iterations in a substep, mean, positions)
     let run = |auto: Option<hooke::AutoIterations>| {
         let settings = XpbdSettings { tethers: false, auto_iterations: auto, ..XpbdSettings::default() };
@@ -237,25 +228,8 @@ fn auto_iterations_reach_the_tolerance() {
 /// box stretched the cloth the iterations had converged: 4.7 % in the landing frame.
 #[test]
 fn iterations_to_a_tolerance_see_the_colliders() {
-    use hooke::collision::{Collider, Shape};
-    let mut b = ModelBuilder::new();
-    let mut g = hooke::ClothGrid::new("velvet", 20, 20, 0.05);
-    g.center = Vec3::new(0.15, 1.2, 0.0);
-    g.material = ClothMaterial {
-        areal_density: 0.35,
-        stretch_stiffness: 4000.0,
-        compression_stiffness: 40.0,
-        shear_stiffness: 400.0,
-        bending_modulus: 5e-5,
-        thickness: 0.02,
-        ..ClothMaterial::default()
-    };
-    b.add_cloth_grid(&g).unwrap();
-    let rotation = glam::Quat::from_rotation_z(20f32.to_radians());
-    let (center, half_extents) = (Vec3::new(0.0, 0.5, 0.0), Vec3::new(0.4, 0.5, 0.4));
-    let shape = Shape::Box { center, half_extents, rotation };
-    b.add_collider(Collider::new("box", shape).with_friction(0.2, 0.15)).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
+    let scene = common::VelvetOnTiltedBox::new();
+    let model = scene.model.clone();
     let auto = hooke::AutoIterations { tolerance: 0.01, max_iterations: 50 };
     let settings = XpbdSettings { auto_iterations: Some(auto), ..XpbdSettings::default() };
     let mut solver = XpbdSolver::new(model.clone(), settings).unwrap();
@@ -270,14 +244,7 @@ fn iterations_to_a_tolerance_see_the_colliders() {
         pinned_particles(&model, &control, &mut pinned);
         BodyConvergence::measure(&model, &x, &pinned, Some(&r), &mut bodies);
         worst = worst.max(bodies[0].residual());
-        // Depth inside the box of each particle's collision sphere (radius thickness/2).
-        for p in &x {
-            let local = rotation.inverse() * (*p - center);
-            let outside = (local.abs() - half_extents).max(Vec3::ZERO).length();
-            let inside = (local.abs() - half_extents).max_element().min(0.0);
-            let distance = outside + inside;
-            deepest = deepest.max(0.01 - distance);
-        }
+        deepest = deepest.max(scene.deepest(&x));
     }
     eprintln!("velvet onto a tilted box, iterations to 1 %: residual up to {worst:.4}, deepest {deepest:.2e} m");
     assert!(landed, "the cloth never reached the box: the test would prove nothing");

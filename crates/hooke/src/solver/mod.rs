@@ -75,7 +75,10 @@ pub struct StepReport {
     /// colliders between the iterations too, on the CPU the most in any one projection of that
     /// substep, on the GPU those of its colliders stage.
     pub contacts: u32,
-    /// Particles in contact with another particle (self-collision) in the last substep.
+    /// Particles in contact with another particle (self-collision) in the last substep. With
+    /// iterations to a tolerance, which resolve the particle contacts between the iterations
+    /// too, on the CPU the most in any one pass of that substep, on the GPU those of its
+    /// contacts stage.
     pub particle_contacts: u32,
     /// Substeps of the frame that rebuilt the particle contacts' neighbour lists (through the
     /// spatial hash; the others reused them, with the same result — see

@@ -1,6 +1,7 @@
 //! The contacts stage: contacts between particles — a cloth against itself, against other
 //! cloths and ropes — found through a spatial hash and solved between the constraint sets and
-//! the colliders, as one Jacobi pass per substep (see [`crate::collision::self_collision`]).
+//! the colliders, as one Jacobi pass per substep (see [`crate::collision::self_collision`]);
+//! iterating to a tolerance ([`crate::AutoIterations`]), one after each iteration too.
 
 use super::colliders::Velocity;
 use crate::Model;

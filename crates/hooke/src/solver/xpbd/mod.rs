@@ -174,10 +174,14 @@ pub struct XpbdSettings {
 /// `max_iterations`. The particle contacts (self-collision) are resolved and the colliders
 /// projected after every iteration as well (and once more in their stages), so the residual
 /// measured is that of the cloth as the contacts and colliders leave it and the next
-/// iteration sees them (each until a pass touches nothing, for the rest of the substep); friction is taken in each projection from that
-/// projection's push (so tangential drift that later iterations add is held only by the
-/// friction of their smaller pushes). With colliders, one iteration to a loose
-/// tolerance is therefore not bit for bit the fixed count of one.
+/// iteration sees them (each until a pass touches nothing, for the rest of the substep);
+/// friction is taken in each pass from that pass's push (so tangential drift that later
+/// iterations add is held only by the friction of their smaller pushes). With colliders or particle contacts, one iteration to a
+/// loose tolerance is therefore not bit for bit the fixed count of one. Each pass of the
+/// particle contacts updates the per-particle contact counts by which the next pass shares its
+/// pushes out (see [`crate::collision::self_collision`]), and the neighbour lists count their
+/// age in passes: between the iterations they are those of the last pass, not of the last
+/// substep (a pass that finds no contact leaves counts of 0 for the stage's pass).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AutoIterations {
     /// Target residual stretch strain (dimensionless, 0.01 = 1 %), > 0.
