@@ -1025,17 +1025,15 @@ impl GpuXpbdSolver {
                 }
                 // Iterating to a tolerance, the particle contacts and the colliders between the
                 // iterations (their stages follow the last), as the CPU resolves them.
-                if let Some(contacts) = k.self_collision.as_ref().filter(|_| auto)
-                    && it + 1 < s.iterations
-                {
-                    contacts.record_between(&mut pass, slot(sub));
-                }
-                if let Some(collide) = &k.collide_between
-                    && it + 1 < s.iterations
-                {
-                    collide.record(&mut pass, slot(sub), n);
-                    if let Some(t) = &k.triangle_contact {
-                        t.record(&mut pass, slot(sub), n);
+                if auto && it + 1 < s.iterations {
+                    if let Some(contacts) = &k.self_collision {
+                        contacts.record_between(&mut pass, slot(sub));
+                    }
+                    if let Some(collide) = &k.collide_between {
+                        collide.record(&mut pass, slot(sub), n);
+                        if let Some(t) = &k.triangle_contact {
+                            t.record(&mut pass, slot(sub), n);
+                        }
                     }
                 }
             }

@@ -176,10 +176,10 @@ pub struct XpbdSettings {
 /// measured is that of the cloth as the contacts and colliders leave it and the next
 /// iteration sees them (each until a pass touches nothing, for the rest of the substep);
 /// friction is taken in each pass from that pass's push (so tangential drift that later
-/// iterations add is held only by the friction of their smaller pushes). With colliders or particle contacts, one iteration to a
-/// loose tolerance is therefore not bit for bit the fixed count of one. Each pass of the
-/// particle contacts updates the per-particle contact counts by which the next pass shares its
-/// pushes out (see [`crate::collision::self_collision`]), and the neighbour lists count their
+/// iterations add is held only by the friction of their smaller pushes). With colliders or
+/// particle contacts, one iteration to a loose tolerance is therefore not bit for bit the
+/// fixed count of one. Each pass of the particle contacts updates the per-particle contact
+/// counts by which the next pass shares its pushes out (see [`crate::collision::self_collision`]), and the neighbour lists count their
 /// age in passes: between the iterations they are those of the last pass, not of the last
 /// substep (a pass that finds no contact leaves counts of 0 for the stage's pass).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -496,18 +496,10 @@ impl XpbdSolver {
                 let more = match s.auto_iterations {
                     None => done < s.iterations,
                     Some(a) => {
-                        // Iterating to a tolerance, the colliders are projected after every
-                        // iteration too, so that the next one sees them and the residual
-                        // measured is that of the cloth as the colliders leave it: projected
-                        // only after the last iteration, they stretch the cloth that the
-                        // iterations had converged (issue #9: `curtain_box` 7.0 % residual,
-                        // `cloth_on_bunny` 22 %). Friction is taken in each projection, from
-                        // that projection's push: the first, at the substep's full depth, holds
-                        // as before; drift that later iterations add is held only by the
-                        // friction of their smaller pushes.
-                        // A projection that touches nothing ends them for the substep (the
-                        // colliders stage still runs): a cloth clear of every collider pays
-                        // one projection per substep, not one per iteration.
+                        // The particle contacts first, in the stages' order (a pass that
+                        // finds none ends them for the substep; the contacts stage still runs):
+                        // their pushes after the last iteration alone stretched what the
+                        // iterations had converged, as the colliders' did (below).
                         if resolve_contacts && self.self_collision.is_active() {
                             watch.lap(&mut times, Some(Stage::Constraints));
                             let touching = stages::contacts::solve(
@@ -523,6 +515,18 @@ impl XpbdSolver {
                             check(self, Stage::Contacts)?;
                             watch.lap(&mut times, Some(Stage::Contacts));
                         }
+                        // Iterating to a tolerance, the colliders are projected after every
+                        // iteration too, so that the next one sees them and the residual
+                        // measured is that of the cloth as the colliders leave it: projected
+                        // only after the last iteration, they stretch the cloth that the
+                        // iterations had converged (issue #9: `curtain_box` 7.0 % residual,
+                        // `cloth_on_bunny` 22 %). Friction is taken in each projection, from
+                        // that projection's push: the first, at the substep's full depth, holds
+                        // as before; drift that later iterations add is held only by the
+                        // friction of their smaller pushes.
+                        // A projection that touches nothing ends them for the substep (the
+                        // colliders stage still runs): a cloth clear of every collider pays
+                        // one projection per substep, not one per iteration.
                         if project_colliders {
                             watch.lap(&mut times, Some(Stage::Constraints));
                             let placements = plan.placements(sub as u32);
