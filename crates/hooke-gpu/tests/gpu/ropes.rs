@@ -80,6 +80,63 @@ fn gpu_direct_rope_solver_runs_inside_the_jacobi_solve() {
     }
 }
 
+/// A horizontal cable 1 m long of `n` particles (0.1 kg/m), clamped by its first two particles,
+/// of bending stiffness `ei` (N·m²), after 5 s (300 frames, air damping 2/s) on both
+/// backends: the tip's droop (m) on the CPU and on the GPU, and the largest difference of a
+/// particle's position between them (m).
+fn cantilevered_cable(ctx: &Arc<GpuContext>, n: usize, ei: f32, rope_solver: hooke::RopeSolver) -> (f32, f32, f32) {
+    let mut b = ModelBuilder::new();
+    let mut rope = Rope::straight("cable", Vec3::new(0.0, 1.0, 0.0), Vec3::new(1.0, 1.0, 0.0), n);
+    rope.material.bending_modulus = ei;
+    let id = b.add_rope(&rope).unwrap();
+    let particles = b.body(id).particles.clone();
+    let model = Arc::new(b.finalize().unwrap());
+    let mut control = Control::new();
+    control.pin(particles.start);
+    control.pin(particles.start + 1);
+    let s = XpbdSettings { air_damping: 2.0, rope_solver, tethers: false, ..settings() };
+    let (mut cpu, mut gpu) = run_both(ctx, &model, &control, s, 300);
+    let (c, g) = (state_of(&mut cpu), state_of(&mut gpu));
+    let tip = particles.end as usize - 1;
+    (
+        1.0 - c.particle_position[tip].y,
+        1.0 - g.particle_position[tip].y,
+        max_diff(&c.particle_position, &g.particle_position),
+    )
+}
+
+/// Issue #9's rope angle bending on the GPU, where the direct solver holds the joints in its
+/// banded system with the segments: a horizontal cantilevered cable of high bending stiffness
+/// (EI = 1000 N·m²) droops less than 1 % of its length, and at a moderate one (EI = 2 N·m²) as
+/// the beam formula wL⁴/(8EI) within 3 % (L the free length plus half a segment, as in the
+/// CPU's test `xpbd_cantilevered_cable_holds_its_shape`), at 21 and 51 particles — the CPU's
+/// droops, bit for bit on lavapipe. With the joints swept by Gauss–Seidel instead (the rope
+/// solver `gauss-seidel`) the stiff cable droops far more than 1 %.
+#[test]
+fn gpu_cantilevered_cable_holds_its_shape() {
+    let ctx = gpu_or_skip!();
+    let exact = rounding(&ctx).exact();
+    for n in [21, 51] {
+        let (stiff_cpu, stiff, dx_stiff) = cantilevered_cable(&ctx, n, 1e3, hooke::RopeSolver::Direct);
+        let (moderate_cpu, moderate, dx_moderate) = cantilevered_cable(&ctx, n, 2.0, hooke::RopeSolver::Direct);
+        let segment = 1.0 / (n - 1) as f32;
+        let l = 1.0 - segment + 0.5 * segment;
+        let beam = 0.1 * 9.81 * l.powi(4) / (8.0 * 2.0);
+        eprintln!(
+            "GPU cantilever n = {n}: EI = 1000 droop {stiff:.5} m (CPU {stiff_cpu:.5}); EI = 2 droop {moderate:.5} m (CPU {moderate_cpu:.5}), beam formula {beam:.5} m; |Δx| {dx_stiff:.2e}, {dx_moderate:.2e} m"
+        );
+        assert!(stiff < 0.01, "n = {n}: droop {stiff} m at EI = 1000");
+        assert!((moderate - beam).abs() < 0.03 * beam, "n = {n}: droop {moderate} m, beam {beam} m");
+        if exact {
+            assert_eq!((dx_stiff, dx_moderate), (0.0, 0.0), "n = {n}: the GPU left the CPU's trajectory");
+        }
+        assert!(dx_stiff < 1e-3 && dx_moderate < 1e-3, "n = {n}: |Δx| {dx_stiff}, {dx_moderate} m");
+    }
+    let (_, swept, _) = cantilevered_cable(&ctx, 21, 1e3, hooke::RopeSolver::GaussSeidel);
+    eprintln!("GPU, Gauss–Seidel joints, n = 21, EI = 1000: droop {swept:.4} m");
+    assert!(swept > 0.05, "the swept joints were expected to droop ({swept} m)");
+}
+
 /// A fine, stiff cable (2 m of 401 particles: 5 mm segments of 1 g, EA = 10⁶ N) hanging from its
 /// pin and set swinging at 4 rad/s, released: in tension from its first frame.
 fn swinging_cable() -> (Arc<Model>, Control, State) {
