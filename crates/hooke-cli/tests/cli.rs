@@ -112,6 +112,40 @@ fn the_tearing_examples_converge() {
     }
 }
 
+/// `scenes/cloth_pile.toml` (a cloth dropped edge-first onto the floor, folding onto itself
+/// with self-collision) converges as it ships — iterations to a tolerance at 30 substeps, the
+/// floor and the particle contacts resolved between the iterations: with `--strict` a frame
+/// whose residual passes the 2 % tolerance would fail the run. Over its first second (the
+/// landing and the fold, frames 25–30 the hardest) the residual stays within 2 %, the strain
+/// within 2 % away from the pins, and no layer sinks more than 10 % of the 3 cm thickness into
+/// another (measured: 1.12 %, 1.75 %, 1.0 mm). At its former fixed 20 × 2 it reached 12.5 %,
+/// 12.7 % and 23 mm (78 % of the thickness).
+#[test]
+fn the_pile_converges_and_keeps_its_layers_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenes/cloth_pile.toml");
+    let o = hooke(&["run", scene, "--strict", "--frames", "60", "--format", "pc2", "--out", "pile"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let csv = std::fs::read_to_string(tmp.path().join("pile/diagnostics.csv")).unwrap();
+    let most = |name: &str| column(&csv, name).into_iter().fold(0.0f64, f64::max);
+    let (residual, strain, sunk, contacts) = (
+        column_opt(&csv, "max_residual_strain").into_iter().flatten().fold(0.0, f64::max),
+        most("cloth:strain"),
+        most("self_penetration_m"),
+        most("particle_contacts"),
+    );
+    println!(
+        "cloth_pile, 60 frames: residual {:.2} %, strain {:.2} %, deepest layer overlap {:.2} mm, up to {contacts} particles in contact",
+        100.0 * residual,
+        100.0 * strain,
+        1e3 * sunk
+    );
+    assert!(contacts > 100.0, "the cloth must fold onto itself");
+    assert!(residual <= 0.02 && strain <= 0.02, "residual {residual}, strain {strain}");
+    assert!(sunk < 0.1 * 0.03, "a layer sank {sunk} m into another");
+}
+
 #[test]
 fn validate_accepts_the_examples() {
     let scenes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenes");
@@ -943,7 +977,18 @@ fn gpu_list_overflows_are_reported() {
 #[test]
 fn gpu_contact_lists_bake_the_cache_of_the_cells() {
     let tmp = tempfile::tempdir().unwrap();
-    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenes/cloth_pile.toml");
+    // The scene at a fixed 20 × 2 (it ships iterating to a tolerance at 30 substeps, which on
+    // lavapipe takes minutes a frame through the impact): the contacts found are what is
+    // compared here, not the convergence (`the_pile_converges_and_keeps_its_layers_apart`).
+    let shipped =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenes/cloth_pile.toml")).unwrap();
+    let fixed = shipped.replace("substeps = 30", "substeps = 20").replace("iterations = \"auto\"", "iterations = 2");
+    assert!(
+        fixed.contains("substeps = 20") && fixed.contains("iterations = 2"),
+        "the scene's budget changed: {shipped}"
+    );
+    std::fs::write(tmp.path().join("cloth_pile.toml"), fixed).unwrap();
+    let scene = "cloth_pile.toml";
     let run = |search: &str| {
         let out = format!("gpu_{search}");
         let o = hooke(
