@@ -284,17 +284,20 @@ pub fn run(args: RunArgs) -> Result<()> {
     if raised > 0 {
         println!(
             "substeps: the tension limit raised {} from {} to at most {most_substeps} (aiming at h·√(T(wᵢ + wⱼ)/L) ≤ 1 \
-             for every rope segment and every constraint of a cloth under the global solve; [solver] max_substeps caps it); {} taken again with more",
+             for every rope segment and every constraint of a cloth under the global solve, and at turns of at most \
+             sin φ = {} a substep for the latter; [solver] max_substeps caps it); {} taken again with more",
             crate::count(raised, "frame", "frames"),
             scene.solver.substeps(),
+            hooke::solver::xpbd::stability::TURN_MARGIN,
             crate::count(retried, "frame", "frames")
         );
         if let SolverChoice::Position(x) = scene.solver
             && most_substeps >= x.max_substeps
         {
             eprintln!(
-                "warning: the tension limit reached [solver] max_substeps = {}: a rope's tension asked for more, and \
-                 it may have zigzagged (raise max_substeps)",
+                "warning: the tension limit reached [solver] max_substeps = {}: a rope's or cloth's tension, or a \
+                 cloth's turning, asked for more, and it may have zigzagged or left its constraints off their length \
+                 (raise max_substeps)",
                 x.max_substeps
             );
         }

@@ -2,7 +2,8 @@
 //!
 //! One frame of Δt_frame is split into `substeps` substeps of h = Δt_frame/substeps (Macklin et
 //! al. 2019, "Small steps in physics simulation"), planned once per frame
-//! ([`SubstepPlan`]) — more where the tension of a rope asks for them ([`stability`]). Each
+//! ([`SubstepPlan`]) — more where the tension of a rope, or the tension or turning of a
+//! globally solved cloth, asks for them ([`stability`]). Each
 //! substep runs the [stages](super::stages) in order:
 //!
 //! 1. **Aerodynamics**: drag and lift per triangle, f_ext per particle (if the air is active),
@@ -97,7 +98,7 @@ pub enum ClothSolver {
     /// Every distance constraint of a cloth together, on XPBD's linearised system
     /// ([`global_cloth`]; conjugate gradients, or a sparse Cholesky factorisation where they
     /// would cost more): a sheet held stretched converges in a few iterations per substep; the
-    /// hinges are swept by Gauss–Seidel after it. CPU only.
+    /// hinges are swept by Gauss–Seidel before it in each iteration. CPU only.
     Global,
     /// As [`ClothSolver::Global`], with the hinges (angle bending) in the same system: a stiff
     /// cantilever then reaches its equilibrium at any resolution. Where hinges turn fast (a
@@ -131,7 +132,8 @@ pub struct XpbdSettings {
     pub substeps: u32,
     /// The most substeps the tension limit may split a frame into ([`stability`]: XPBD raises
     /// a frame's count above [`XpbdSettings::substeps`] when the tension of a rope under the
-    /// direct solver would make it unstable), ≤ 100 000. At or below `substeps`: every frame
+    /// direct solver or of a cloth under the global solve would make it unstable, and where a
+    /// globally solved cloth's pairs turn by more than sin φ = 0.1 a substep), ≤ 100 000. At or below `substeps`: every frame
     /// has exactly `substeps`. The GPU solver applies it where it reads the health record of
     /// every frame and has no self-collision (`hooke_gpu::applies_tension_limit`), and keeps
     /// per-substep buffers for this many substeps there.
@@ -337,8 +339,9 @@ pub struct XpbdSolver {
     residual_inv_h2: Option<f32>,
     /// The stage times collected while measuring ([`Solver::measure_stages`]).
     stage_times: Option<StageTimes>,
-    /// The largest T(wᵢ + wⱼ)/L (1/s²) of the last frame, for the next frame's substeps
-    /// ([`stability`]); `None` before the first frame and after a new state or model.
+    /// The largest T(wᵢ + wⱼ)/L (1/s²) of the last frame, or turn limit's rate of a globally
+    /// solved cloth, for the next frame's substeps ([`stability`]); `None` before the first
+    /// frame and after a new state or model.
     tension_peak: Option<f32>,
 }
 
@@ -480,11 +483,18 @@ impl XpbdSolver {
             loop {
                 self.project_distance(sweep, parallel, if trace { Some(t0) } else { None })?;
                 if !self.cloths.is_empty() {
+                    // Under the global solve the hinges it leaves out are swept before it, so
+                    // that the distance constraints end the iteration as it solved them: swept
+                    // after it, a torn flap's hinge (sharply folded, of particles of a few
+                    // micrograms) pulled a constraint of `tear_pull` 2.5 % off its length at
+                    // the end of a substep whose solve had left every one within 0.04 %.
+                    self.project_bending(sweep, parallel);
                     let pbd = matches!(s.method, Method::Pbd { .. });
                     let (ps, l, lh) = (&mut self.state.particles, &mut self.lambda, &mut self.lambda_dihedral);
                     self.cloths.solve(&model, ps, l, lh, sweep, pbd, parallel);
+                } else {
+                    self.project_bending(sweep, parallel);
                 }
-                self.project_bending(sweep, parallel);
                 if !self.ropes.is_empty() {
                     let pbd = matches!(s.method, Method::Pbd { .. });
                     let (ps, l, lj) = (&mut self.state.particles, &mut self.lambda, &mut self.lambda_rope_bending);
@@ -928,8 +938,9 @@ impl Solver for XpbdSolver {
 
     fn step(&mut self, control: &Control, frame_dt: f32) -> Result<StepReport, SolverError> {
         let s = self.settings;
-        // The tension limit (see `stability`) of the ropes under the direct solver: their
-        // multipliers give the tension. A model of several worlds keeps its count, so that no
+        // The tension limit (see `stability`) of the ropes under the direct solver and the
+        // cloths under the global solve (their multipliers give the tension), and the turn
+        // limit of the latter. A model of several worlds keeps its count, so that no
         // world's steps depend on another's.
         let adaptive = s.max_substeps > s.substeps
             && s.method == Method::Xpbd
@@ -969,7 +980,8 @@ impl Solver for XpbdSolver {
             self.cloths.take_peak();
             let report = self.frame(&plan, false)?;
             if let Some((counts, times)) = &keep {
-                // The frame's tension: the largest of any rope segment in any of its substeps.
+                // The frame's tension (and cloths' turning): the largest of any rope segment or
+                // globally solved constraint in any of its substeps.
                 let rate2 = self.ropes.take_peak().max(self.cloths.take_peak());
                 self.tension_peak = Some(rate2);
                 // A frame whose tension came above the retry bound (the first frame, which had
