@@ -25,6 +25,7 @@ mod common;
 mod scenes;
 
 mod aerodynamics;
+mod bending;
 mod contacts;
 mod convergence;
 mod device;

@@ -1,0 +1,159 @@
+//! Angle bending on the GPU (issue #9 item 3; `dihedral.wgsl`, `hinge.wgsl`,
+//! `rope_bending.wgsl`): the CPU's bending tests (`hooke/tests/bending.rs`) on the GPU solver,
+//! each also the CPU's trajectory (bit for bit on lavapipe).
+
+use crate::*;
+use glam::DVec3;
+use hooke::{ClothMesh, State};
+
+/// A cylindrical patch of radius 0.3 m over 120°, 0.4 m long, `n × n` vertices, triangulated
+/// with alternating diagonals, flexural rigidity `modulus` (N·m): the CPU test's sheet.
+fn curved_sheet(n: usize, modulus: f32) -> ClothMesh {
+    let (radius, span, length) = (0.3f32, 2.0 * std::f32::consts::FRAC_PI_3, 0.4f32);
+    let mut positions = Vec::new();
+    for i in 0..n {
+        for j in 0..n {
+            let phi = span * (j as f32 / (n - 1) as f32 - 0.5);
+            let z = length * (i as f32 / (n - 1) as f32 - 0.5);
+            positions.push(Vec3::new(radius * phi.sin(), 1.0 - radius * phi.cos(), z));
+        }
+    }
+    let id = |i: usize, j: usize| (i * n + j) as u32;
+    let mut triangles = Vec::new();
+    for i in 0..n - 1 {
+        for j in 0..n - 1 {
+            let (a, b, c, d) = (id(i, j), id(i, j + 1), id(i + 1, j), id(i + 1, j + 1));
+            if (i + j) % 2 == 0 {
+                triangles.extend([[a, c, b], [b, c, d]]);
+            } else {
+                triangles.extend([[a, c, d], [a, d, b]]);
+            }
+        }
+    }
+    let mut mesh = ClothMesh::new("sheet", positions, triangles);
+    mesh.material.bending_modulus = modulus;
+    mesh
+}
+
+fn centre_of_mass(model: &Model, x: &[Vec3]) -> DVec3 {
+    let m = model.particle_mass();
+    x.iter().zip(m).map(|(p, &w)| p.as_dvec3() * w as f64).sum::<DVec3>() / model.total_mass()
+}
+
+/// Without gravity, a curved sheet with angle bending stays where it is built to 10⁻⁶ m over
+/// 2 s on the GPU: its hinges' rest angles are the rest mesh's (about 8.6° each), so nothing
+/// is violated; the CPU's trajectory on lavapipe.
+#[test]
+fn gpu_curved_rest_shape_stays_put_without_gravity() {
+    let ctx = gpu_or_skip!();
+    let mut b = ModelBuilder::new();
+    b.set_gravity(Vec3::ZERO).unwrap();
+    b.add_cloth_mesh(&curved_sheet(9, 1e-3)).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    assert!(model.dihedral().constraints().iter().any(|c| c.rest_angle.abs() > 0.1), "the sheet is curved");
+    let (mut cpu, mut gpu) = run_both(&ctx, &model, &Control::new(), settings(), 120);
+    let (c, g) = (state_of(&mut cpu), state_of(&mut gpu));
+    let moved = g.particle_position.iter().zip(model.particle_position()).map(|(a, b)| (*a - *b).length());
+    let moved = moved.fold(0.0f32, f32::max);
+    let dx = max_diff(&c.particle_position, &g.particle_position);
+    eprintln!("GPU curved sheet at rest: largest displacement {moved:.2e} m over 2 s; |Δx| against the CPU {dx:.2e} m");
+    assert!(moved < 1e-6, "the curved rest shape moved by {moved} m");
+    if rounding(&ctx).exact() {
+        assert_eq!(dx, 0.0);
+    }
+}
+
+/// A curved sheet and a bent rope, deformed from rest (so every hinge and joint corrects),
+/// falling freely on the GPU: the centre of mass falls as ½gt²(1 + 1/(substeps · frames)) (XPBD's
+/// position update) within 10⁻⁴ m and drifts sideways by less than 10⁻⁶ m in 1 s; the CPU's
+/// trajectory on lavapipe.
+#[test]
+fn gpu_free_fall_of_a_deformed_sheet_and_rope_keeps_the_centre_of_mass() {
+    let ctx = gpu_or_skip!();
+    let mut rope =
+        Rope::polyline("rope", vec![Vec3::new(1.0, 1.0, 0.0), Vec3::new(1.3, 1.2, 0.1), Vec3::new(1.5, 0.9, -0.2)], 20);
+    rope.material.bending_modulus = 1e-2;
+    let mut b = ModelBuilder::new();
+    b.set_gravity(Vec3::new(0.0, -9.81, 0.0)).unwrap();
+    b.add_cloth_mesh(&curved_sheet(9, 1e-3)).unwrap();
+    b.add_rope(&rope).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    assert!(!model.dihedral().is_empty() && !model.rope_bending().is_empty());
+    let mut st = State::from_model(&model);
+    // Flatten the sheet and kink the rope: large angle violations everywhere.
+    for (k, x) in st.particle_position.iter_mut().enumerate() {
+        let wobble = 0.02 * ((k * 7919) % 13) as f32 / 13.0;
+        *x += Vec3::new(wobble, -wobble, 0.5 * wobble);
+    }
+    let start = centre_of_mass(&model, &st.particle_position);
+    let s = XpbdSettings { air_damping: 0.0, ..settings() };
+    let mut cpu = XpbdSolver::new(model.clone(), s).unwrap();
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
+    cpu.write_state(&st).unwrap();
+    gpu.write_state(&st).unwrap();
+    let frames = 60;
+    for _ in 0..frames {
+        cpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+        gpu.step(&Control::new(), 1.0 / 60.0).unwrap();
+    }
+    let (c, g) = (state_of(&mut cpu), state_of(&mut gpu));
+    let end = centre_of_mass(&model, &g.particle_position);
+    let fall = start.y - end.y;
+    let sideways = ((end.x - start.x).powi(2) + (end.z - start.z).powi(2)).sqrt();
+    let expected = 0.5 * 9.81 * (1.0 + 1.0 / (s.substeps as f64 * frames as f64));
+    let dx = max_diff(&c.particle_position, &g.particle_position);
+    eprintln!(
+        "GPU free fall: drop {fall:.6} m (expected {expected:.6}), sideways drift {sideways:.2e} m; |Δx| against the CPU {dx:.2e} m"
+    );
+    assert!((fall - expected).abs() < 1e-4, "drop {fall} m, expected {expected} m");
+    assert!(sideways < 1e-6, "the centre of mass drifted sideways by {sideways} m");
+    if rounding(&ctx).exact() {
+        assert_eq!(dx, 0.0);
+    }
+}
+
+/// A strip 0.4 m long of 16 segments, 3 particles wide, clamped over its first four rows, of
+/// bending model `bending` and modulus `modulus` (N·m), default cotton otherwise: its tip's
+/// droop (m) after 1.5 s on the GPU at 20 substeps × 5 iterations (air damping 4/s; the CPU's
+/// test runs 3 s at 40 × 10, four times the work, too slow on lavapipe).
+fn gpu_strip_droop(ctx: &Arc<GpuContext>, bending: hooke::Bending, modulus: f32) -> f32 {
+    let n = 16;
+    let mut g = ClothGrid::new("strip", n + 5, 3, 0.4 / n as f32);
+    g.center = Vec3::new(0.0, 1.0, 0.0);
+    g.bending = bending;
+    g.material.bending_modulus = modulus;
+    let mut b = ModelBuilder::new();
+    let id = b.add_cloth_grid(&g).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let body = model.bodies()[id.0].clone();
+    let mut control = Control::new();
+    for r in 0..5 {
+        for c in 0..3 {
+            control.pin(body.grid_index(r, c).unwrap());
+        }
+    }
+    let s = XpbdSettings { substeps: 20, iterations: 5, air_damping: 4.0, ..settings() };
+    let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
+    for _ in 0..90 {
+        gpu.step(&control, 1.0 / 60.0).unwrap();
+    }
+    1.0 - state_of(&mut gpu).particle_position[body.grid_index(n + 4, 1).unwrap() as usize].y
+}
+
+/// The CPU's `xpbd_cantilevered_strip_droops_less_with_stiffer_bending` on the GPU: the
+/// clamped strip's tip droops less with a stiffer bending modulus (0.02 and 0.2 N·m), and
+/// without bending it hangs down.
+#[test]
+fn gpu_cantilevered_strip_droops_less_with_stiffer_bending() {
+    let ctx = gpu_or_skip!();
+    let t = Instant::now();
+    let none = gpu_strip_droop(&ctx, hooke::Bending::None, 1e-5);
+    let soft = gpu_strip_droop(&ctx, hooke::Bending::Angle, 0.02);
+    let stiff = gpu_strip_droop(&ctx, hooke::Bending::Angle, 0.2);
+    eprintln!(
+        "GPU cantilever tip droop: no bending {none:.4} m, B = 0.02 N·m {soft:.4} m, B = 0.2 N·m {stiff:.4} m ({:.1?})",
+        t.elapsed()
+    );
+    assert!(none > 0.3, "without bending the strip hangs down ({none} m)");
+    assert!(soft < 0.7 * none && stiff < 0.5 * soft, "{none} {soft} {stiff}");
+}
