@@ -7,41 +7,15 @@
 //!   the centre of mass falls as ½gt² with no sideways drift.
 //! * Bending stiffness holds shape: a clamped strip droops less with a larger bending modulus.
 
-use glam::{DVec3, Vec3};
+mod common;
+
+use common::{centre_of_mass, curved_sheet};
+use glam::Vec3;
 use hooke::{
-    Bending, ClothGrid, ClothMesh, ClothSolver, Control, ForceSettings, ForceSolver, Integrator, Model, ModelBuilder,
-    Rope, Solver, State, XpbdSettings, XpbdSolver,
+    Bending, ClothMesh, ClothSolver, Control, ForceSettings, ForceSolver, Integrator, Model, ModelBuilder, Rope,
+    Solver, State, XpbdSettings, XpbdSolver,
 };
 use std::sync::Arc;
-
-/// A cylindrical patch of radius 0.3 m over 120°, 0.4 m long, `n × n` vertices, triangulated
-/// with alternating diagonals, flexural rigidity `modulus` (N·m).
-fn curved_sheet(n: usize, modulus: f32) -> ClothMesh {
-    let (radius, span, length) = (0.3f32, 2.0 * std::f32::consts::FRAC_PI_3, 0.4f32);
-    let mut positions = Vec::new();
-    for i in 0..n {
-        for j in 0..n {
-            let phi = span * (j as f32 / (n - 1) as f32 - 0.5);
-            let z = length * (i as f32 / (n - 1) as f32 - 0.5);
-            positions.push(Vec3::new(radius * phi.sin(), 1.0 - radius * phi.cos(), z));
-        }
-    }
-    let id = |i: usize, j: usize| (i * n + j) as u32;
-    let mut triangles = Vec::new();
-    for i in 0..n - 1 {
-        for j in 0..n - 1 {
-            let (a, b, c, d) = (id(i, j), id(i, j + 1), id(i + 1, j), id(i + 1, j + 1));
-            if (i + j) % 2 == 0 {
-                triangles.extend([[a, c, b], [b, c, d]]);
-            } else {
-                triangles.extend([[a, c, d], [a, d, b]]);
-            }
-        }
-    }
-    let mut mesh = ClothMesh::new("sheet", positions, triangles);
-    mesh.material.bending_modulus = modulus;
-    mesh
-}
 
 fn model_of(mesh: Option<&ClothMesh>, rope: Option<&Rope>, gravity: Vec3) -> Arc<Model> {
     let mut b = ModelBuilder::new();
@@ -53,11 +27,6 @@ fn model_of(mesh: Option<&ClothMesh>, rope: Option<&Rope>, gravity: Vec3) -> Arc
         b.add_rope(r).unwrap();
     }
     Arc::new(b.finalize().unwrap())
-}
-
-fn centre_of_mass(model: &Model, x: &[Vec3]) -> DVec3 {
-    let m = model.particle_mass();
-    x.iter().zip(m).map(|(p, &w)| p.as_dvec3() * w as f64).sum::<DVec3>() / model.total_mass()
 }
 
 /// Without gravity, a curved sheet with angle bending stays where it is built to 10⁻⁶ m over
@@ -123,21 +92,7 @@ fn xpbd_free_fall_of_a_deformed_sheet_and_rope_keeps_the_centre_of_mass() {
 #[test]
 fn xpbd_cantilevered_strip_droops_less_with_stiffer_bending() {
     let droop = |bending: Bending, modulus: f32| {
-        let n = 16;
-        let mut g = ClothGrid::new("strip", n + 5, 3, 0.4 / n as f32);
-        g.center = Vec3::new(0.0, 1.0, 0.0);
-        g.bending = bending;
-        g.material.bending_modulus = modulus;
-        let mut b = ModelBuilder::new();
-        let id = b.add_cloth_grid(&g).unwrap();
-        let model = Arc::new(b.finalize().unwrap());
-        let body = model.bodies()[id.0].clone();
-        let mut control = Control::new();
-        for r in 0..5 {
-            for c in 0..3 {
-                control.pin(body.grid_index(r, c).unwrap());
-            }
-        }
+        let (model, control, tip) = common::clamped_strip(16, bending, modulus);
         let s = XpbdSettings { substeps: 40, iterations: 10, air_damping: 4.0, ..XpbdSettings::default() };
         let mut solver = XpbdSolver::new(model.clone(), s).unwrap();
         for _ in 0..180 {
@@ -145,7 +100,7 @@ fn xpbd_cantilevered_strip_droops_less_with_stiffer_bending() {
         }
         let mut st = State::from_model(&model);
         solver.read_state(&mut st);
-        1.0 - st.particle_position[body.grid_index(n + 4, 1).unwrap() as usize].y
+        1.0 - st.particle_position[tip].y
     };
     let (none, soft, stiff) = (droop(Bending::None, 1e-5), droop(Bending::Angle, 0.02), droop(Bending::Angle, 0.2));
     println!("cantilever tip droop: no bending {none:.4} m, B = 0.02 N·m {soft:.4} m, B = 0.2 N·m {stiff:.4} m");
@@ -157,27 +112,13 @@ fn xpbd_cantilevered_strip_droops_less_with_stiffer_bending() {
 /// into `n` segments along its free length, of bending modulus `modulus` (N·m), default
 /// cotton otherwise, after `frames` frames of 1/60 s of the solver `make` builds.
 fn cantilever_droop(n: usize, modulus: f32, frames: usize, make: impl FnOnce(Arc<Model>) -> Box<dyn Solver>) -> f32 {
-    let spacing = 0.4 / n as f32;
-    let mut g = ClothGrid::new("strip", n + n / 4 + 1, n / 8 + 1, spacing);
-    g.center = Vec3::new(0.0, 1.0, 0.0);
-    g.material.bending_modulus = modulus;
-    let mut b = ModelBuilder::new();
-    let id = b.add_cloth_grid(&g).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let body = model.bodies()[id.0].clone();
-    let mut control = Control::new();
-    for r in 0..=n / 4 {
-        for c in 0..g.columns {
-            control.pin(body.grid_index(r, c).unwrap());
-        }
-    }
+    let (model, control, tip) = common::clamped_strip(n, Bending::Angle, modulus);
     let mut solver = make(model.clone());
     for _ in 0..frames {
         solver.step(&control, 1.0 / 60.0).unwrap();
     }
     let mut st = State::from_model(&model);
     solver.read_state(&mut st);
-    let tip = body.grid_index(n + n / 4, g.columns / 2).unwrap() as usize;
     model.particle_position()[tip].y - st.particle_position[tip].y
 }
 

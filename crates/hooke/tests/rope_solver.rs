@@ -3,6 +3,8 @@
 //! hangs like a coarse one. Default settings (20 substeps × 1 iteration) unless stated; tethers
 //! off, so that the rope solver alone is measured.
 
+mod common;
+
 use glam::Vec3;
 use hooke::{Control, Model, ModelBuilder, Rope, RopeSolver, Solver, State, XpbdSettings, XpbdSolver};
 use std::sync::Arc;
@@ -158,9 +160,7 @@ fn xpbd_cantilevered_cable_holds_its_shape() {
     for n in [21, 51] {
         let stiff = cantilever_droop(n, 1e3, RopeSolver::Direct);
         let moderate = cantilever_droop(n, 2.0, RopeSolver::Direct);
-        let segment = 1.0 / (n - 1) as f32;
-        let l = 1.0 - segment + 0.5 * segment;
-        let beam = 0.1 * 9.81 * l.powi(4) / (8.0 * 2.0);
+        let beam = common::cantilevered_cable_beam_droop(n, 2.0);
         println!(
             "cantilever n = {n}: EI = 1000 droop {stiff:.5} m; EI = 2 droop {moderate:.5} m, beam formula {beam:.5} m"
         );

@@ -2,43 +2,9 @@
 //! `rope_bending.wgsl`): the CPU's bending tests (`hooke/tests/bending.rs`) on the GPU solver,
 //! each also the CPU's trajectory (bit for bit on lavapipe).
 
+use crate::scenes::{centre_of_mass, curved_sheet};
 use crate::*;
-use glam::DVec3;
-use hooke::{ClothMesh, State};
-
-/// A cylindrical patch of radius 0.3 m over 120°, 0.4 m long, `n × n` vertices, triangulated
-/// with alternating diagonals, flexural rigidity `modulus` (N·m): the CPU test's sheet.
-fn curved_sheet(n: usize, modulus: f32) -> ClothMesh {
-    let (radius, span, length) = (0.3f32, 2.0 * std::f32::consts::FRAC_PI_3, 0.4f32);
-    let mut positions = Vec::new();
-    for i in 0..n {
-        for j in 0..n {
-            let phi = span * (j as f32 / (n - 1) as f32 - 0.5);
-            let z = length * (i as f32 / (n - 1) as f32 - 0.5);
-            positions.push(Vec3::new(radius * phi.sin(), 1.0 - radius * phi.cos(), z));
-        }
-    }
-    let id = |i: usize, j: usize| (i * n + j) as u32;
-    let mut triangles = Vec::new();
-    for i in 0..n - 1 {
-        for j in 0..n - 1 {
-            let (a, b, c, d) = (id(i, j), id(i, j + 1), id(i + 1, j), id(i + 1, j + 1));
-            if (i + j) % 2 == 0 {
-                triangles.extend([[a, c, b], [b, c, d]]);
-            } else {
-                triangles.extend([[a, c, d], [a, d, b]]);
-            }
-        }
-    }
-    let mut mesh = ClothMesh::new("sheet", positions, triangles);
-    mesh.material.bending_modulus = modulus;
-    mesh
-}
-
-fn centre_of_mass(model: &Model, x: &[Vec3]) -> DVec3 {
-    let m = model.particle_mass();
-    x.iter().zip(m).map(|(p, &w)| p.as_dvec3() * w as f64).sum::<DVec3>() / model.total_mass()
-}
+use hooke::State;
 
 /// Without gravity, a curved sheet with angle bending stays where it is built to 10⁻⁶ m over
 /// 2 s on the GPU: its hinges' rest angles are the rest mesh's (about 8.6° each), so nothing
@@ -112,32 +78,17 @@ fn gpu_free_fall_of_a_deformed_sheet_and_rope_keeps_the_centre_of_mass() {
     }
 }
 
-/// A strip 0.4 m long of 16 segments, 3 particles wide, clamped over its first four rows, of
-/// bending model `bending` and modulus `modulus` (N·m), default cotton otherwise: its tip's
-/// droop (m) after 1.5 s on the GPU at 20 substeps × 5 iterations (air damping 4/s; the CPU's
+/// The tip droop (m) of the clamped strip of `scenes::clamped_strip` (0.4 m free, 16
+/// segments) after 1.5 s on the GPU at 20 substeps × 5 iterations (air damping 4/s; the CPU's
 /// test runs 3 s at 40 × 10, four times the work, too slow on lavapipe).
 fn gpu_strip_droop(ctx: &Arc<GpuContext>, bending: hooke::Bending, modulus: f32) -> f32 {
-    let n = 16;
-    let mut g = ClothGrid::new("strip", n + 5, 3, 0.4 / n as f32);
-    g.center = Vec3::new(0.0, 1.0, 0.0);
-    g.bending = bending;
-    g.material.bending_modulus = modulus;
-    let mut b = ModelBuilder::new();
-    let id = b.add_cloth_grid(&g).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let body = model.bodies()[id.0].clone();
-    let mut control = Control::new();
-    for r in 0..5 {
-        for c in 0..3 {
-            control.pin(body.grid_index(r, c).unwrap());
-        }
-    }
+    let (model, control, tip) = crate::scenes::clamped_strip(16, bending, modulus);
     let s = XpbdSettings { substeps: 20, iterations: 5, air_damping: 4.0, ..settings() };
     let mut gpu = GpuXpbdSolver::new(ctx.clone(), model.clone(), s).unwrap();
     for _ in 0..90 {
         gpu.step(&control, 1.0 / 60.0).unwrap();
     }
-    1.0 - state_of(&mut gpu).particle_position[body.grid_index(n + 4, 1).unwrap() as usize].y
+    1.0 - state_of(&mut gpu).particle_position[tip].y
 }
 
 /// The CPU's `xpbd_cantilevered_strip_droops_less_with_stiffer_bending` on the GPU: the

@@ -119,9 +119,7 @@ fn gpu_cantilevered_cable_holds_its_shape() {
     for n in [21, 51] {
         let (stiff_cpu, stiff, dx_stiff) = cantilevered_cable(&ctx, n, 1e3, hooke::RopeSolver::Direct);
         let (moderate_cpu, moderate, dx_moderate) = cantilevered_cable(&ctx, n, 2.0, hooke::RopeSolver::Direct);
-        let segment = 1.0 / (n - 1) as f32;
-        let l = 1.0 - segment + 0.5 * segment;
-        let beam = 0.1 * 9.81 * l.powi(4) / (8.0 * 2.0);
+        let beam = crate::scenes::cantilevered_cable_beam_droop(n, 2.0);
         eprintln!(
             "GPU cantilever n = {n}: EI = 1000 droop {stiff:.5} m (CPU {stiff_cpu:.5}); EI = 2 droop {moderate:.5} m (CPU {moderate_cpu:.5}), beam formula {beam:.5} m; |Δx| {dx_stiff:.2e}, {dx_moderate:.2e} m"
         );

@@ -3,8 +3,10 @@
 
 pub mod contact_cases;
 
-use glam::{Quat, Vec3};
-use hooke::{ClothGrid, ClothMaterial, Control, ModelBuilder, Solver, XpbdSettings, XpbdSolver};
+use glam::{DVec3, Quat, Vec3};
+use hooke::{
+    Bending, ClothGrid, ClothMaterial, ClothMesh, Control, Model, ModelBuilder, Solver, XpbdSettings, XpbdSolver,
+};
 use std::sync::Arc;
 
 /// A square cloth of side `size` (m) with `n × n` particles hanging in the x–y plane, row 0 on
@@ -285,4 +287,72 @@ pub fn worlds_alone_and_packed(specs: &[WorldSpec]) -> (Vec<(hooke::Model, Contr
         }
     }
     (alone, b.finalize().unwrap(), control)
+}
+
+/// A cylindrical patch of radius 0.3 m over 120°, 0.4 m long, `n × n` vertices, triangulated
+/// with alternating diagonals, flexural rigidity `modulus` (N·m).
+pub fn curved_sheet(n: usize, modulus: f32) -> ClothMesh {
+    let (radius, span, length) = (0.3f32, 2.0 * std::f32::consts::FRAC_PI_3, 0.4f32);
+    let mut positions = Vec::new();
+    for i in 0..n {
+        for j in 0..n {
+            let phi = span * (j as f32 / (n - 1) as f32 - 0.5);
+            let z = length * (i as f32 / (n - 1) as f32 - 0.5);
+            positions.push(Vec3::new(radius * phi.sin(), 1.0 - radius * phi.cos(), z));
+        }
+    }
+    let id = |i: usize, j: usize| (i * n + j) as u32;
+    let mut triangles = Vec::new();
+    for i in 0..n - 1 {
+        for j in 0..n - 1 {
+            let (a, b, c, d) = (id(i, j), id(i, j + 1), id(i + 1, j), id(i + 1, j + 1));
+            if (i + j) % 2 == 0 {
+                triangles.extend([[a, c, b], [b, c, d]]);
+            } else {
+                triangles.extend([[a, c, d], [a, d, b]]);
+            }
+        }
+    }
+    let mut mesh = ClothMesh::new("sheet", positions, triangles);
+    mesh.material.bending_modulus = modulus;
+    mesh
+}
+
+/// The centre of mass (m) of the particles at `x` (one per particle of `model`), in f64.
+pub fn centre_of_mass(model: &Model, x: &[Vec3]) -> DVec3 {
+    let m = model.particle_mass();
+    x.iter().zip(m).map(|(p, &w)| p.as_dvec3() * w as f64).sum::<DVec3>() / model.total_mass()
+}
+
+/// The beam formula's tip droop wL⁴/(8EI) (m) of the horizontal cantilevered cable of
+/// `hooke/tests/rope_solver.rs` (1 m, `n` particles, 0.1 kg/m, clamped by its first two) at
+/// bending stiffness `ei` (N·m²): L is the free length plus half a segment, since the joint
+/// at the clamp spreads its bending over the half segment on each side.
+pub fn cantilevered_cable_beam_droop(n: usize, ei: f32) -> f32 {
+    let segment = 1.0 / (n - 1) as f32;
+    let l = 1.0 - segment + 0.5 * segment;
+    0.1 * 9.81 * l.powi(4) / (8.0 * ei)
+}
+
+/// A strip of default cotton 0.4 m long beyond its clamp and 5 cm wide, cut into `n`
+/// segments along its free length (`n` a multiple of 8; spacing 0.4/`n` m), at height 1 m,
+/// its first 0.1 m (rows 0 to n/4) held, of bending model `bending` and modulus `modulus`
+/// (N·m): the model, the pins and the particle at the middle of its tip.
+pub fn clamped_strip(n: usize, bending: Bending, modulus: f32) -> (Arc<Model>, Control, usize) {
+    let mut g = ClothGrid::new("strip", n + n / 4 + 1, n / 8 + 1, 0.4 / n as f32);
+    g.center = Vec3::new(0.0, 1.0, 0.0);
+    g.bending = bending;
+    g.material.bending_modulus = modulus;
+    let mut b = ModelBuilder::new();
+    let id = b.add_cloth_grid(&g).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let body = model.bodies()[id.0].clone();
+    let mut control = Control::new();
+    for r in 0..=n / 4 {
+        for c in 0..g.columns {
+            control.pin(body.grid_index(r, c).unwrap());
+        }
+    }
+    let tip = body.grid_index(n + n / 4, g.columns / 2).unwrap() as usize;
+    (model, control, tip)
 }
