@@ -133,8 +133,8 @@ pub struct XpbdSettings {
     /// The most substeps the tension limit may split a frame into ([`stability`]: XPBD raises
     /// a frame's count above [`XpbdSettings::substeps`] when the tension of a rope under the
     /// direct solver or of a cloth under the global solve would make it unstable, and where a
-    /// globally solved cloth's pairs turn by more than sin φ = 0.1 a substep), ≤ 100 000. At or below `substeps`: every frame
-    /// has exactly `substeps`. The GPU solver applies it where it reads the health record of
+    /// globally solved cloth's pairs turn by more than sin φ = 0.1 a substep), ≤ 100 000. At
+    /// or below `substeps`: every frame has exactly `substeps`. The GPU solver applies it where it reads the health record of
     /// every frame and has no self-collision (`hooke_gpu::applies_tension_limit`), and keeps
     /// per-substep buffers for this many substeps there.
     pub max_substeps: u32,
@@ -482,18 +482,16 @@ impl XpbdSolver {
             let mut substep_particle_contacts = 0;
             loop {
                 self.project_distance(sweep, parallel, if trace { Some(t0) } else { None })?;
+                // Under the global solve the hinges it leaves out are swept before it, so that
+                // the distance constraints end the iteration as it solved them: swept after it,
+                // a torn flap's hinge (sharply folded, of particles of a few micrograms) pulled
+                // a constraint of `tear_pull` 2.5 % off its length at the end of a substep whose
+                // solve had left every one within 0.04 %.
+                self.project_bending(sweep, parallel);
                 if !self.cloths.is_empty() {
-                    // Under the global solve the hinges it leaves out are swept before it, so
-                    // that the distance constraints end the iteration as it solved them: swept
-                    // after it, a torn flap's hinge (sharply folded, of particles of a few
-                    // micrograms) pulled a constraint of `tear_pull` 2.5 % off its length at
-                    // the end of a substep whose solve had left every one within 0.04 %.
-                    self.project_bending(sweep, parallel);
                     let pbd = matches!(s.method, Method::Pbd { .. });
                     let (ps, l, lh) = (&mut self.state.particles, &mut self.lambda, &mut self.lambda_dihedral);
                     self.cloths.solve(&model, ps, l, lh, sweep, pbd, parallel);
-                } else {
-                    self.project_bending(sweep, parallel);
                 }
                 if !self.ropes.is_empty() {
                     let pbd = matches!(s.method, Method::Pbd { .. });

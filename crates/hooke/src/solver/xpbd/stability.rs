@@ -60,7 +60,8 @@
 //! damping resists by stretching it, a residual of about (τ/h)·φ²/2 of its length (τ the
 //! material's damping time). Rigid spin shows it: a 3 × 3 paper sheet (τ = 10⁻⁴ s) spinning
 //! in its plane at 400 rad/s keeps 1.36 % residual strain at 20 substeps (φ ≈ 19° a substep),
-//! about τω²h; undamped, the iterations re-evaluate the lengths and leave 0.04 %.
+//! about τω²h (the monitor, which reads the rate along the pair's current direction, sees the
+//! same turn as a separation: the two halves add); undamped, the iterations re-evaluate the lengths and leave 0.04 %.
 //! `scenes/tear_pull.toml`'s torn flaps whip at 30–40 m/s and kept 2–4 % in those frames at
 //! any iteration count (4.1 % at a fixed 120 substeps, 1.4 % at 200). The global solve
 //! therefore also reports, with its tension, the largest sin²φ/(h·[`TURN_MARGIN`])² of a
