@@ -504,6 +504,48 @@ fn a_stiff_sheet_that_does_not_converge_is_named_and_strict_fails() {
     }
 }
 
+/// The monitor's advice names the axial damping where it holds the residual up (τ/h ≥ 0.5):
+/// a 21 × 21 sheet of K = 10⁴ N/m hung from its top row without tethers, 40 × 1, τ = 10⁻³ s,
+/// over a tight tolerance, is told τ/h = 2.40 and that its residual is about 3.4 × the
+/// undamped one (the law `convergence::axial_damping_multiplies_the_residual_by_one_plus_tau_over_h`
+/// checks); at τ = 10⁻⁴ s (τ/h = 0.24) it warns without the clause; under PBD, whose update has
+/// no damping term, neither.
+#[test]
+fn the_advice_names_the_damping_where_it_holds_the_residual_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sheet = |tau: &str, extra: &str| {
+        format!(
+            "[solver]\nframes = 30\nsubsteps = 40\niterations = 1\ntethers = false\nresidual_tolerance = 0.0005\n{extra}\
+             [materials.stiff]\ndensity = 0.15\nstretch_stiffness = 1e4\ncompression_stiffness = 1e4\n\
+             shear_stiffness = 1e4\ndamping = {tau}\n\
+             [[cloth]]\nname = \"sheet\"\nmaterial = \"stiff\"\nrows = 21\ncolumns = 21\nspacing = 0.05\n\
+             center = [0.0, 1.0, 0.0]\nrotation = [90.0, 0.0, 0.0]\npin_rows = [0]\n"
+        )
+    };
+    for (name, scene, clause) in [
+        ("damped", sheet("1e-3", ""), true),
+        ("lightly damped", sheet("1e-4", ""), false),
+        ("pbd", sheet("1e-3", "method = \"pbd\"\n"), false),
+    ] {
+        std::fs::write(tmp.path().join("sheet.toml"), scene).unwrap();
+        let o = hooke(&["run", "sheet.toml", "--out", name], tmp.path());
+        let t = text(&o);
+        assert!(o.status.success(), "{name}: {t}");
+        let warning = String::from_utf8_lossy(&o.stderr);
+        if name == "pbd" {
+            assert!(!warning.contains("damping"), "{name}: {warning}");
+            continue;
+        }
+        assert!(warning.contains("cloth \"sheet\" did not converge"), "{name}: {warning}");
+        assert_eq!(warning.contains("axial damping"), clause, "{name}: {warning}");
+        if clause {
+            for part in ["τ = 1e-3 s", "τ/h = 2.40", "about 3.4 ×", "`damping`"] {
+                assert!(warning.contains(part), "{part:?} in {warning}");
+            }
+        }
+    }
+}
+
 /// The residual is that of XPBD: a force-based integrator writes the strains and leaves the
 /// residual columns empty, says so, and never warns; a tolerance set in the scene is used.
 #[test]

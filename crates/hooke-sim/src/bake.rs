@@ -619,7 +619,15 @@ pub struct ConvergenceMonitor {
     torn_unmeasured: usize,
     /// Whether the solver has multipliers (XPBD), so that it measures residuals at all.
     multipliers: bool,
+    /// Per body: its material's axial damping time τ (s) and τ/h at the configured substep h
+    /// (0 where the solver's position update has no damping term: PBD, force-based).
+    damping: Vec<(f32, f32)>,
 }
+
+/// The damping ratio τ/h above which the monitor's advice names the axial damping: from there
+/// the residual at a fixed budget is at least 1.5 × the undamped one (see
+/// [`ConvergenceMonitor`]'s advice).
+const DAMPING_ADVICE_RATIO: f32 = 0.5;
 
 /// "1 frame", "3 frames".
 fn frames(n: usize) -> String {
@@ -630,6 +638,10 @@ impl ConvergenceMonitor {
     /// A monitor for `scene`'s bodies, solved by the solver named `solver`.
     pub fn new(scene: &Scene, solver: &str) -> ConvergenceMonitor {
         let bodies = scene.model.bodies();
+        let xpbd = matches!(
+            scene.solver,
+            SolverChoice::Position(hooke::XpbdSettings { method: hooke::solver::xpbd::Method::Xpbd, .. })
+        );
         ConvergenceMonitor {
             labels: bodies
                 .iter()
@@ -649,10 +661,18 @@ impl ConvergenceMonitor {
             last: vec![BodyConvergence::default(); bodies.len()],
             worst_at: vec![(0, 0.0); bodies.len()],
             torn_unmeasured: 0,
-            multipliers: matches!(
-                scene.solver,
-                SolverChoice::Position(hooke::XpbdSettings { method: hooke::solver::xpbd::Method::Xpbd, .. })
-            ),
+            multipliers: xpbd,
+            damping: bodies
+                .iter()
+                .map(|b| {
+                    let tau = match &b.material {
+                        hooke::BodyMaterial::Cloth(m) => m.damping,
+                        hooke::BodyMaterial::Rope(m) => m.damping,
+                    };
+                    let ratio = tau * scene.fps * scene.solver.substeps() as f32;
+                    if xpbd && ratio.is_finite() { (tau, ratio) } else { (tau, 0.0) }
+                })
+                .collect(),
         }
     }
 
@@ -709,9 +729,27 @@ impl ConvergenceMonitor {
             }
             None => format!("[solver] iterations, now {}", self.iterations),
         };
+        // XPBD's damped update (Macklin et al. 2016, eq. 26) closes only 1/(1 + τ/h) of the
+        // error a substep leaves (the dashpot takes it for strain and relaxes it over τ), so at
+        // a fixed budget the residual settles at about (1 + τ/h) × the undamped one, and more
+        // substeps, which raise τ/h, reduce it only about in proportion to h once τ/h ≫ 1
+        // (docs/BENCHMARKS.md, "Axial damping and convergence").
+        let (tau, ratio) = self.damping[k];
+        let (substeps, damping) = if ratio >= DAMPING_ADVICE_RATIO {
+            let cost = if ratio >= 4.0 { "" } else { "; the most effective for their cost" };
+            let clause = format!(
+                ". Its material's axial damping holds it up: τ = {tau:e} s is τ/h = {ratio:.2} of a substep, and each \
+                 substep closes only 1/(1 + τ/h) of the error the one before it left, so the residual is about \
+                 {:.1} × what it would be undamped; a smaller damping time (the material's `damping`) reduces it \
+                 by up to that factor, and more substeps, which raise τ/h, help less than they would undamped",
+                1.0 + ratio
+            );
+            (cost, clause)
+        } else {
+            ("; the most effective for their cost", String::new())
+        };
         format!(
-            "More substeps ([solver] substeps, now {}; the most effective for their cost) or iterations \
-             ({iterations}) reduce it{tethers}",
+            "More substeps ([solver] substeps, now {}{substeps}) or iterations ({iterations}) reduce it{tethers}{damping}",
             self.substeps
         )
     }
