@@ -183,7 +183,8 @@ fn distance_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj:
     let dot = x0.x * x.x + x0.y * x.y + x0.z * x.z;
     var u = x;
     var u2 = len2;
-    if l02 >= 1e-18 && dot > 0.0 && dot * dot >= COS2_TURN * (l02 * len2) {
+    let start = l02 >= 1e-18 && dot > 0.0 && dot * dot >= COS2_TURN * (l02 * len2);
+    if start {
         u = x0;
         u2 = l02;
     }
@@ -191,13 +192,18 @@ fn distance_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj:
         return DistanceStep(u, 0.0, 0.0, false);
     }
     let len = sqrt(len2);
-    let ul = sqrt(u2);
+    let l0 = sqrt(l02);
+    var ul = len;
+    if start {
+        ul = l0;
+    }
     let cval = len - c.rest_length;
     if P.method == 1u {
         // PBD: Δλ = −s C/(wᵢ + wⱼ), written as t = Δλ/‖u‖.
         return DistanceStep(u, ul, -(P.pbd_stiffness * cval) / (wsum * ul), true);
     }
-    // XPBD with damping γ = τ/h: t = (−(C + α̃λ)‖x⁰‖ − γ x⁰·Δ) / (((1+γ)(wᵢ+wⱼ) + α̃)‖x⁰‖²).
+    // XPBD with damping γ = τ/h: t = −(C + α̃λ + γΔC)‖u‖ / (((1+γ)(wᵢ+wⱼ) + α̃)‖u‖²), ΔC the
+    // change of length over the substep, C − (‖x⁰‖ − L₀).
     var tension = lam < 0.0;
     if lam == 0.0 {
         tension = cval >= 0.0;
@@ -211,8 +217,8 @@ fn distance_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj:
     if alpha > 0.0 {
         gamma = c.damping * P.inv_h;
     }
-    let ud = u.x * delta.x + u.y * delta.y + u.z * delta.z;
-    let numer = -(cval + alpha * lam) * ul - gamma * ud;
+    let rate = cval - (l0 - c.rest_length);
+    let numer = -(cval + alpha * lam + gamma * rate) * ul;
     let denom = ((1.0 + gamma) * wsum + alpha) * u2;
     return DistanceStep(u, ul, numer / denom, true);
 }

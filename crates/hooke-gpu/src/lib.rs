@@ -30,7 +30,8 @@
 //! 2. **predict**: v ← v e^{−c h} + h(g + w f), d ← h v; pinned particles (w = 0) follow their
 //!    targets;
 //! 3. **solve_distance**, `iterations` × (one dispatch per colour): the XPBD update
-//!    Δλ = (−C − α̃λ − γ∇C·d)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, λ reset per substep —
+//!    Δλ = (−C − α̃λ − γΔC)/((1+γ)Σw + α̃) with α̃ = α/h², γ = τ/h, ΔC the change of length
+//!    over the substep, λ reset per substep —
 //!    or, with [`GpuSolve::Jacobi`], `iterations` × one dispatch over particles (see
 //!    [`GpuSolve`]); the hinges and tethers after the distance constraints in each iteration;
 //!    where every body fits in one workgroup's memory, all of a substep's iterations in one

@@ -199,10 +199,15 @@ fn rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if alpha > 0.0 {
         gamma = bitcast<f32>(topology[w + 8u]) * P.inv_h;
     }
+    // The damping's rate (`ParticleConstraint::damping_rate`): a segment's change of length
+    // over the substep, C − (‖x⁰‖ − L₀); a joint's ∇C·d.
     var rate = 0.0f;
-    rate += dot3(e.g0, da);
-    rate += dot3(e.g1, db);
-    if kind == 1u {
+    if kind == 0u {
+        let d0 = vec3<f32>(0.0) - s1;
+        rate = e.value - (sqrt(dot3(d0, d0)) - rest);
+    } else {
+        rate += dot3(e.g0, da);
+        rate += dot3(e.g1, db);
         rate += dot3(e.g2, dc);
     }
     let scale = 1.0 / (1.0 + gamma);

@@ -254,7 +254,7 @@ pub fn applies_tension_limit(model: &Model, settings: &GpuSettings) -> bool {
 ///
 /// The GPU decides per frame, not per substep as the CPU does (deciding after each iteration
 /// would cost a read-back per iteration): every substep of a frame runs the same count, the
-/// frame's residual — the convergence monitor's, |C + α̃λ + γ∇C·Δx|/L₀ of the structural
+/// frame's residual — the convergence monitor's, |C + α̃λ + γΔC|/L₀ of the structural
 /// constraints after its last substep ([`Solver::constraint_residuals`]) — is read back, and
 /// a frame above the tolerance is taken again from its start with twice the count, up to
 /// `max_iterations`. The next frame starts from the count the last one kept, an eighth lower

@@ -125,11 +125,14 @@ fn the_cloth_covers_its_projected_bounding_box() {
 
 /// The shading follows the normals: over the cloth's pixels the brightness varies with a
 /// standard deviation several times that of the same cloth drawn with one normal everywhere
-/// (where only the specular highlight's view direction changes).
+/// (where only the specular highlight's view direction changes). The cloth is taken at 3 s,
+/// draped and settled on the sphere: while it still swings (at 1 and 2 s) folds turn some of its
+/// triangles' back sides, which have their own colour, to the camera, and one normal
+/// everywhere is then not uniform (spread 14.8 and 5.2 against 0.0 at 1.5, 2.5, 3 and 4 s).
 #[test]
 fn the_shading_follows_the_normals() {
     let ctx = gpu_or_skip!();
-    let (model, x, _) = simulate(120);
+    let (model, x, _) = simulate(180);
     let renderer = Renderer::new(ctx.clone(), model.clone(), cloth_only()).unwrap();
     let cloth = HostCloth::new(&ctx, model.clone());
     let camera = Camera::framing(&model, 0.6, 0.4, W as f32 / H as f32);

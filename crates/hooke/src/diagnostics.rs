@@ -6,15 +6,15 @@
 //! XPBD (Macklin, Müller & Chentanez 2016) solves, in every substep of h seconds, one equation
 //! per constraint,
 //!
-//! C(x) + α̃λ + γ ∇C·d = 0,   α̃ = α/h²,   γ = τ/h,
+//! C(x) + α̃λ + γ ΔC = 0,   α̃ = α/h²,   γ = τ/h,
 //!
 //! for the positions x and the multipliers λ together (α the compliance in m/N, τ the damping
-//! time in s, d the displacement of the substep), by a fixed number of Gauss–Seidel iterations
+//! time in s, ΔC the change of C over the substep), by a fixed number of Gauss–Seidel iterations
 //! (see [`xpbd`](crate::solver::xpbd)). When the iterations have not converged the state the
-//! substep ends with leaves a **residual** r = C + α̃λ + γ∇C·d ≠ 0. Its meaning is the one a user
+//! substep ends with leaves a **residual** r = C + α̃λ + γΔC ≠ 0. Its meaning is the one a user
 //! cares about: −α̃λ is the stretch that the force the solver applied (−λ/h², N) produces in a
 //! spring of compliance α, i.e. the *physical* stretch of the constraint under its load, so
-//! r = C − (−α̃λ) (at rest, where d = 0) is the stretch the constraint has **beyond what its
+//! r = C − (−α̃λ) (at rest, where ΔC = 0) is the stretch the constraint has **beyond what its
 //! material allows**. For a stiff sheet or rope hanging at rest with one iteration per
 //! substep, the constraint forces balance gravity exactly (the state repeats substep after
 //! substep), so r/L₀ is exactly the measured strain minus the physical strain that the weight
@@ -23,9 +23,9 @@
 //! The **residual stretch strain** of a distance constraint is |r|/L₀ after the last substep
 //! of a frame ([`distance_residuals`]), with λ that substep's accumulated multiplier, α the
 //! side (stretch or compression) that the solver used — chosen by the sign of λ, as in
-//! [`projection`](crate::solver::xpbd) — and the damping term evaluated as τ n·(vᵢ − vⱼ) with
-//! the end-of-substep direction n and velocities v = d/h (the solver uses the start-of-substep
-//! direction; they differ by the turn of the pair within one substep).
+//! [`projection`](crate::solver::xpbd) — and the damping term evaluated as γΔC with the
+//! change of length ΔC = ‖xᵢ − xⱼ‖ − ‖(xᵢ − xⱼ) − (vᵢ − vⱼ)h‖ over the substep, from the
+//! velocities v = d/h (the solver's own rate, to rounding).
 //!
 //! **Compliance-dominated or stiffness-dominated.** One projection of an isolated constraint
 //! from λ = 0 leaves r = 0; what leaves a residual is the coupling between constraints that
@@ -158,7 +158,8 @@ pub fn max_penetration(model: &Model, positions: &[Vec3], collider_poses: &[Pose
 /// [`Solver::constraint_residuals`](crate::Solver::constraint_residuals).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConstraintResiduals {
-    /// Residual stretch strain |C + α̃λ + γ∇C·d|/L₀ (dimensionless, ≥ 0); NaN for a
+    /// Residual stretch strain |C + α̃λ + γΔC|/L₀ (dimensionless, ≥ 0; ΔC the change of
+    /// length over the substep, γ = τ/h); NaN for a
     /// constraint the solver skips (both particles pinned, or the pair at one point) and for
     /// missing inputs.
     pub strain: Vec<f32>,
@@ -218,11 +219,12 @@ pub fn distance_residuals(
     }
 }
 
-/// The residual stretch strain |C + α̃λ + τ n·Δv|/L₀ (dimensionless) of distance constraint
-/// `c` with multiplier `lam` (N·s²), separation `d` = xᵢ − xⱼ (m) of length `len` > 0, relative
+/// The residual stretch strain |C + α̃λ + γΔC|/L₀ (dimensionless) of distance constraint `c`
+/// with multiplier `lam` (N·s²), separation `d` = xᵢ − xⱼ (m) of length `len` > 0, relative
 /// velocity `relative_velocity` = vᵢ − vⱼ (m/s) and 1/h² (1/s²); with α̃ = α/h² (the stretch or
-/// compression side by the sign of λ, by that of C while λ = 0), which it also returns. The
-/// monitor's measure and that of [`AutoIterations`](crate::AutoIterations).
+/// compression side by the sign of λ, by that of C while λ = 0), which it also returns, γ = τ/h
+/// and ΔC = ‖d‖ − ‖d − (vᵢ − vⱼ)h‖ the change of length over the substep (the XPBD update's
+/// damping rate). The monitor's measure and that of [`AutoIterations`](crate::AutoIterations).
 pub(crate) fn residual_strain(
     c: &DistanceConstraint,
     lam: f32,
@@ -234,7 +236,12 @@ pub(crate) fn residual_strain(
     let value = len - c.rest_length;
     let side = if lam != 0.0 { -lam } else { value };
     let alpha = c.compliance_for(side) * inv_h2;
-    let damping = if alpha > 0.0 && c.damping > 0.0 { c.damping * (d / len).dot(relative_velocity) } else { 0.0 };
+    let damping = if alpha > 0.0 && c.damping > 0.0 {
+        let h = 1.0 / inv_h2.sqrt();
+        c.damping * (len - (d - relative_velocity * h).length()) / h
+    } else {
+        0.0
+    };
     ((value + alpha * lam + damping).abs() / c.rest_length, alpha)
 }
 

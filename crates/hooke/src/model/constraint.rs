@@ -7,11 +7,12 @@
 //! 0 for a rigid constraint) and its damping time τ. The solver needs nothing else: one
 //! shared update (in `solver/xpbd/projection.rs`),
 //!
-//! Δλ = (−C − α̃λ − γ Σᵢ ∇ᵢC⁰·(xᵢ − xᵢ⁰)) / ((1 + γ) Σᵢ wᵢ‖∇ᵢC⁰‖² + α̃),  xᵢ += wᵢ ∇ᵢC⁰ Δλ,
+//! Δλ = (−C − α̃λ − γ ΔC) / ((1 + γ) Σᵢ wᵢ‖∇ᵢC⁰‖² + α̃),  xᵢ += wᵢ ∇ᵢC⁰ Δλ,
 //!
-//! with α̃ = α/h², γ = τ/h, w the inverse masses, C at the current positions and its gradients
+//! with α̃ = α/h², γ = τ/h, w the inverse masses, C at the current positions, its gradients
 //! ∇C⁰ at the positions of the start of the substep (which conserves angular momentum; see
-//! that file), projects any type. The model keeps one
+//! that file) and ΔC the change of C over the substep so far
+//! ([`ParticleConstraint::damping_rate`]), projects any type. The model keeps one
 //! [`ConstraintSet`](super::ConstraintSet) per type, coloured over its particle tuples
 //! ([`colouring`](super::colouring)), so every set is solved in parallel colour by colour.
 //! A type with a hot loop (the distance constraint) may add its own kernel, which must agree
@@ -85,6 +86,23 @@ pub trait ParticleConstraint<const N: usize>: Copy + Send + Sync + 'static {
 
     /// Stiffness-proportional damping time τ (s) ≥ 0, γ = τ/h in the update.
     fn damping(&self) -> f32;
+
+    /// The damping term's rate: how far C has moved since the start of the substep, in C's
+    /// unit, from C's `value` now, the positions `start` at the start of the substep (relative
+    /// to the first particle, as [`evaluate`](Self::evaluate) takes them), the update's
+    /// `gradient` and the particles' `displacement`s xᵢ − xᵢ⁰ (m). The default is the
+    /// linearised Σᵢ ∇ᵢC·(xᵢ − xᵢ⁰) of Macklin et al. 2016 (eq. 26), which reads an element
+    /// that turns by φ within the substep as a change of C of second order in φ; a constraint
+    /// whose C is cheap at the start positions returns the change itself, C(x) − C(x⁰), which a
+    /// rigid turn leaves at 0 (the distance constraint; see `solver/xpbd/projection.rs`).
+    fn damping_rate(&self, value: f32, start: &[Vec3; N], gradient: &[Vec3; N], displacement: &[Vec3; N]) -> f32 {
+        let _ = (value, start);
+        let mut rate = 0.0;
+        for k in 0..N {
+            rate += gradient[k].dot(displacement[k]);
+        }
+        rate
+    }
 }
 
 /// Converts a stiffness k (N/m, may be `+inf`) to a compliance α = 1/k (m/N, 0 when rigid).

@@ -75,4 +75,10 @@ impl ParticleConstraint<2> for DistanceConstraint {
     fn damping(&self) -> f32 {
         self.damping
     }
+
+    /// C(x) − C(x⁰) = ‖xᵢ − xⱼ‖ − ‖xᵢ⁰ − xⱼ⁰‖: the change of length itself, which a rigid turn
+    /// of the pair leaves at 0.
+    fn damping_rate(&self, value: f32, start: &[Vec3; 2], _: &[Vec3; 2], _: &[Vec3; 2]) -> f32 {
+        value - ((start[0] - start[1]).length() - self.rest_length)
+    }
 }

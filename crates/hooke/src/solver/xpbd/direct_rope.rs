@@ -217,12 +217,13 @@ impl RopeChains {
 }
 
 /// C, the gradients (start of the substep unless turned by more than 25°, the shared update's
-/// rule), the compliance α and the damping time τ of one row.
+/// rule), the compliance α, the damping time τ and the damping term's rate
+/// ([`ParticleConstraint::damping_rate`]) of one row.
 pub(super) fn evaluate<T: ParticleConstraint<N>, const N: usize>(
     c: &T,
     particles: &[Particle],
     lambda: f32,
-) -> Option<(f32, [Vec3; 4], f32, f32)> {
+) -> Option<(f32, [Vec3; 4], f32, f32, f32)> {
     let q: [Particle; N] = c.particles().map(|i| particles[i as usize]);
     let x0: [Vec3; N] = std::array::from_fn(|k| (q[k].x - q[0].x).truncate());
     let x: [Vec3; N] = std::array::from_fn(|k| ((q[k].x - q[0].x) + (q[k].d - q[0].d)).truncate());
@@ -239,10 +240,11 @@ pub(super) fn evaluate<T: ParticleConstraint<N>, const N: usize>(
         }
         None => now,
     };
+    let rate = c.damping_rate(value, &x0, &gradient, &q.map(|r| r.d.truncate()));
     let mut g = [Vec3::ZERO; 4];
     g[..N].copy_from_slice(&gradient);
     let side = if lambda != 0.0 { -lambda } else { value };
-    Some((value, g, c.compliance(side), c.damping()))
+    Some((value, g, c.compliance(side), c.damping(), rate))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -260,19 +262,17 @@ fn solve_chain(
     let b = chain.bandwidth;
     // Rows: gradients, the diagonal term D_k and the right-hand side b_k.
     for (r, &row) in chain.rows.iter().enumerate() {
-        let (lam, eval, ps, count) = match row {
+        let (lam, eval) = match row {
             Row::Distance(k) => {
-                let c = &distance.constraints()[k as usize];
                 let lam = lambda[k as usize];
-                (lam, evaluate::<_, 2>(c, particles, lam), [c.i, c.j, c.j], 2)
+                (lam, evaluate::<_, 2>(&distance.constraints()[k as usize], particles, lam))
             }
             Row::Joint(k) => {
-                let c = &joints.constraints()[k as usize];
                 let lam = lambda_joint[k as usize];
-                (lam, evaluate::<_, 3>(c, particles, lam), c.particles, 3)
+                (lam, evaluate::<_, 3>(&joints.constraints()[k as usize], particles, lam))
             }
         };
-        let Some((value, grad, alpha, tau)) = eval else {
+        let Some((value, grad, alpha, tau, rate)) = eval else {
             s.grad[r] = [Vec3::ZERO; 3];
             s.diag[r] = 0.0;
             s.rhs[r] = 0.0;
@@ -285,10 +285,6 @@ fn solve_chain(
         } else {
             let alpha = alpha * sweep.inv_h2;
             let gamma = if alpha > 0.0 { tau * sweep.inv_h } else { 0.0 };
-            let mut rate = 0.0;
-            for k in 0..count {
-                rate += grad[k].dot(particles[ps[k] as usize].d.truncate());
-            }
             let scale = 1.0 / (1.0 + gamma);
             s.diag[r] = alpha * scale;
             s.rhs[r] = (-value - alpha * lam - gamma * rate) * scale;

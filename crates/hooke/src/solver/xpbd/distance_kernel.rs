@@ -125,8 +125,9 @@ pub(crate) unsafe fn project<const PBD: bool>(
 /// With x⁰ = xᵢ⁰ − xⱼ⁰ (the pair at the start of the substep), Δ = dᵢ − dⱼ and x = x⁰ + Δ
 /// (the pair now), C = ‖x‖ − L₀ and the direction u = x⁰ (or u = x if the pair turned by more
 /// than 25°; see the module documentation), the XPBD update is computed as t = Δλ/‖u‖ =
-/// (−(C + α̃λ)‖u‖ − γ u·Δ) / (((1+γ)(wᵢ+wⱼ) + α̃)‖u‖²), correction = u·t, λ += t‖u‖ — the
-/// formula of the module docs with both sides multiplied by ‖u‖, which needs one division.
+/// −(C + α̃λ + γΔC)‖u‖ / (((1+γ)(wᵢ+wⱼ) + α̃)‖u‖²) with ΔC = C − (‖x⁰‖ − L₀) the change of
+/// length over the substep, correction = u·t, λ += t‖u‖ — the formula of the shared update's
+/// docs with both sides multiplied by ‖u‖, which needs one division.
 /// The compliance is the stretch one while λ < 0 (tension), the compression one while
 /// λ > 0, and at λ = 0 the one of the side C is on.
 #[inline(always)]
@@ -153,7 +154,8 @@ pub(crate) unsafe fn project_one<const PBD: bool>(
         return;
     }
     let len = len2.sqrt();
-    let ul = u2.sqrt();
+    let l0 = l02.sqrt();
+    let ul = if start { l0 } else { len };
     let cval = len - c.rest_length;
     let t = if PBD {
         -(sweep.pbd_stiffness * cval) / (wsum * ul)
@@ -161,8 +163,9 @@ pub(crate) unsafe fn project_one<const PBD: bool>(
         let side = if *lambda != 0.0 { -*lambda } else { cval };
         let alpha = c.compliance_for(side) * sweep.inv_h2;
         let gamma = if alpha > 0.0 { c.damping * sweep.inv_h } else { 0.0 };
-        let ud = u.x * delta.x + u.y * delta.y + u.z * delta.z;
-        let numer = -(cval + alpha * *lambda) * ul - gamma * ud;
+        // The damping's rate: the change of length over the substep, C(x) − C(x⁰).
+        let rate = cval - (l0 - c.rest_length);
+        let numer = -(cval + alpha * *lambda + gamma * rate) * ul;
         let denom = ((1.0 + gamma) * wsum + alpha) * u2;
         let t = numer / denom;
         *lambda += t * ul;
@@ -200,7 +203,8 @@ pub(crate) unsafe fn project4<const PBD: bool>(c: &Block4, lambda: &mut [f32; 4]
     let u2 = Vec4::select(start, l02, len2);
     let valid = wsum.cmpne(Vec4::ZERO) & u2.cmpge(Vec4::splat(1e-18));
     let len = len2.sqrt();
-    let ul = u2.sqrt();
+    let l0 = l02.sqrt();
+    let ul = Vec4::select(start, l0, len);
     let cval = len - c.rest;
     let t = if PBD {
         -(Vec4::splat(sweep.pbd_stiffness) * cval) / (wsum * ul)
@@ -209,8 +213,8 @@ pub(crate) unsafe fn project4<const PBD: bool>(c: &Block4, lambda: &mut [f32; 4]
         let tension = lam.cmplt(Vec4::ZERO) | (lam.cmpeq(Vec4::ZERO) & cval.cmpge(Vec4::ZERO));
         let alpha = Vec4::select(tension, c.compliance_stretch, c.compliance_compression) * sweep.inv_h2;
         let gamma = Vec4::select(alpha.cmpgt(Vec4::ZERO), c.damping * sweep.inv_h, Vec4::ZERO);
-        let ud = ux * ddx + uy * ddy + uz * ddz;
-        let numer = -(cval + alpha * lam) * ul - gamma * ud;
+        let rate = cval - (l0 - c.rest);
+        let numer = -(cval + alpha * lam + gamma * rate) * ul;
         let denom = ((Vec4::ONE + gamma) * wsum + alpha) * u2;
         let t = Vec4::select(valid, numer / denom, Vec4::ZERO);
         *lambda = Vec4::select(valid, lam + t * ul, lam).to_array();
@@ -344,8 +348,10 @@ mod avx2 {
         let u2 = select(start, l02, len2);
         let valid = _mm256_and_ps(_mm256_cmp_ps::<_CMP_NEQ_UQ>(wsum, zero), _mm256_cmp_ps::<_CMP_GE_OS>(u2, tiny));
         let len = _mm256_sqrt_ps(len2);
-        let ul = _mm256_sqrt_ps(u2);
-        let cval = _mm256_sub_ps(len, join(b[0].rest, b[1].rest));
+        let l0 = _mm256_sqrt_ps(l02);
+        let ul = select(start, l0, len);
+        let rest = join(b[0].rest, b[1].rest);
+        let cval = _mm256_sub_ps(len, rest);
         let t = if PBD {
             let s = _mm256_set1_ps(sweep.pbd_stiffness);
             _mm256_div_ps(neg(_mm256_mul_ps(s, cval)), _mm256_mul_ps(wsum, ul))
@@ -366,10 +372,10 @@ mod avx2 {
             );
             let damping = _mm256_mul_ps(join(b[0].damping, b[1].damping), _mm256_set1_ps(sweep.inv_h));
             let gamma = select(_mm256_cmp_ps::<_CMP_GT_OS>(alpha, zero), damping, zero);
-            let ud = dot3(ux, uy, uz, ddx, ddy, ddz);
-            let numer = _mm256_sub_ps(
-                _mm256_mul_ps(neg(_mm256_add_ps(cval, _mm256_mul_ps(alpha, lam))), ul),
-                _mm256_mul_ps(gamma, ud),
+            let rate = _mm256_sub_ps(cval, _mm256_sub_ps(l0, rest));
+            let numer = _mm256_mul_ps(
+                neg(_mm256_add_ps(_mm256_add_ps(cval, _mm256_mul_ps(alpha, lam)), _mm256_mul_ps(gamma, rate))),
+                ul,
             );
             let denom =
                 _mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(1.0), gamma), wsum), alpha), u2);

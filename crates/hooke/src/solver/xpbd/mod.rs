@@ -170,7 +170,7 @@ pub struct XpbdSettings {
 }
 
 /// Iterations to a tolerance: after each iteration (from the [`XpbdSettings::iterations`]-th
-/// on) the solver measures the largest residual stretch strain |C + α̃λ + γ∇C·Δx|/L₀ of the
+/// on) the solver measures the largest residual stretch strain |C + α̃λ + γΔC|/L₀ of the
 /// structural distance constraints — the quantity the convergence monitor reports
 /// ([`crate::diagnostics`]) — and stops once it is at most `tolerance`, or after
 /// `max_iterations`. The particle contacts (self-collision) are resolved and the colliders
@@ -749,7 +749,7 @@ impl XpbdSolver {
 /// Tethers per parallel task.
 const TETHER_CHUNK: usize = 2048;
 
-/// The largest residual stretch strain |C + α̃λ + γ∇C·Δx|/L₀ of the structural distance
+/// The largest residual stretch strain |C + α̃λ + γΔC|/L₀ of the structural distance
 /// constraints (the monitor's measure, with the velocity Δx/h of the substep so far), for
 /// [`AutoIterations`]. Constraints with both ends held are skipped.
 fn max_stretch_residual(

@@ -55,26 +55,21 @@
 //!
 //! The same count also bounds how far a constraint of a globally solved cloth turns in one
 //! substep. The solve takes each constraint's gradient along its pair's direction at the start
-//! of the substep (as every XPBD update here does), and so its damping term's rate ∇C·Δx too:
-//! a pair that turns by φ within the substep reads as approaching by |r|(1 − cos φ), which the
-//! damping resists by stretching it, a residual of about (τ/h)·φ²/2 of its length (τ the
-//! material's damping time). Rigid spin shows it: a 3 × 3 paper sheet (τ = 10⁻⁴ s) spinning
-//! in its plane at 400 rad/s keeps 1.36 % residual strain at 20 substeps (φ ≈ 19° a substep),
-//! about τω²h (the monitor, which reads the rate along the pair's current direction, sees the
-//! same turn as a separation: the two halves add); undamped, the iterations re-evaluate the lengths and leave 0.04 %.
-//! `scenes/tear_pull.toml`'s torn flaps whip at 30–40 m/s and kept 2–4 % in those frames at
-//! any iteration count (4.1 % at a fixed 120 substeps, 1.4 % at 200). The global solve
-//! therefore also reports, with its tension, the largest sin²φ/(h·[`TURN_MARGIN`])² of a
-//! frame's substeps (φ the largest turn of a distance constraint's pair since the start of its
-//! substep, h the substep): keeping h·√(rate) ≤ 1 keeps sin φ ≤ [`TURN_MARGIN`] = 0.1 (about
-//! 6°), and a frame whose pairs turned by more than 1.25 × that is taken again, by the rule
-//! above. It bounds the turn, not τ/h, which grows with the count: the spinning sheet at 800
-//! rad/s keeps 0.92 % at the 133 substeps it gets (2.08 % at 20). Taking the damping's rate
-//! from the change of C over the substep, C(x) − C(x⁰), which a turn does not change, would
-//! remove the artifact at its source; it is not done (the update is shared by every solver and
-//! the GPU's kernels, and the convergence monitor measures the rate along the pair's current
-//! direction). Ropes under the direct solver are not covered (their whip is the same
-//! geometry; the GPU's rope solver would need the same measure to keep its counts the CPU's).
+//! of the substep (as every XPBD update here does) and linearises its one solve per iteration
+//! there, so a pair that turns by φ is solved along a direction φ off its own. It was first
+//! made for the damping: with the rate ∇C·Δx along that start direction, a pair turning by φ
+//! read as approaching by |r|(1 − cos φ) and the damping stretched it by about (τ/h)·φ²/2 — a
+//! 3 × 3 paper sheet spinning in its plane at 400 rad/s kept 1.36 % residual strain at 20
+//! substeps, and `scenes/tear_pull.toml`'s torn flaps, whipping at 30–40 m/s, 2–4 % in those
+//! frames at any iteration count. The damping's rate is now the change of the pair's length
+//! ([`projection`](super::projection)), which a turn leaves alone (the sheet: 0.04 %, as
+//! undamped), and the limit stays for the linearisation: `tear_pull` keeps 0.03 % residual with
+//! it and 0.21 % without, in about the same time. The global solve reports, with its tension,
+//! the largest sin²φ/(h·[`TURN_MARGIN`])² of a frame's substeps (φ the largest turn of a
+//! distance constraint's pair since the start of its substep, h the substep): keeping
+//! h·√(rate) ≤ 1 keeps sin φ ≤ [`TURN_MARGIN`] = 0.1 (about 6°), and a frame whose pairs turned
+//! by more than 1.25 × that is taken again, by the rule above. Ropes under the direct solver
+//! are not covered (the whipping end of `scenes/falling_cable.toml` keeps 0.08 %).
 //!
 //! What the rule does not cover: a 2 m cable of 201 particles of 1 g with 10 kg at its end,
 //! swung from the horizontal, stretches uniformly (0.2–0.5 % along its length, 2.7 % at one
