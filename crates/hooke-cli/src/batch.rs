@@ -105,7 +105,16 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         let mut particles = Vec::with_capacity(samples.len());
         for s in &samples {
             println!("{} {} {}", s.id(), s.scene, serde_json::to_string(&s.set).unwrap_or_default());
-            particles.push(s.load(crate::memory_limit())?.model.particle_count());
+            let scene = s.load(crate::memory_limit())?;
+            // What the run would refuse for this sample (the same check as `hooke run`'s).
+            anyhow::ensure!(
+                !(manifest.format == hooke_io::cache::Format::Pc2 && hooke_sim::Tearing::for_scene(&scene).active()),
+                "sample {}: scene {:?} tears (a cloth has a tear_strain or tear_energy, or the scene a [[cut]]) and \
+                 the manifest's format, PC2, holds a fixed vertex count: write usda or obj",
+                s.id(),
+                scene.name
+            );
+            particles.push(scene.model.particle_count());
         }
         let mut packed = String::new();
         if worlds > 1 {

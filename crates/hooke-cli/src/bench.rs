@@ -7,13 +7,16 @@ use std::time::Instant;
 /// Arguments of `hooke bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Scene file, `default`, or a preset: `grid:N` (an N×N, 1 m cloth hanging from one edge,
-    /// XPBD), `sheet:N` (an N×N, 1 m sheet of K = 1e4 N/m hanging from its top row, XPBD),
-    /// `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler) or
+    /// Scene file, `default`, or a preset: `demo:N` (the default scene, the viewer's `cloth`
+    /// demo, with an N×N cloth), `tear:N` (`scenes/tear_sheet.toml` with an N×N sheet; torn
+    /// only with `--tearing`), `grid:N` (an N×N, 1 m cloth hanging from one edge, XPBD),
+    /// `sheet:N` (an N×N, 1 m sheet of K = 1e4 N/m hanging from its top row, XPBD),
+    /// `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler),
     /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10), `pile:N` (an
     /// N×N, 1 m cloth with self-collision dropped edge-first onto the ground, XPBD; it heaps
-    /// up from N ≈ 100, coarser cloths fall over flat) or `stack:N` (four N×N cloths with
-    /// self-collision falling flat onto each other, XPBD).
+    /// up from N ≈ 100, coarser cloths fall over flat), `stack:N` (four N×N cloths with
+    /// self-collision falling flat onto each other, XPBD) or `capsules:N` (an N×N, 2 m cloth
+    /// falling onto 100 capsules above the ground, XPBD: the broad phase's case).
     #[arg(default_value = "default")]
     scene: String,
     /// Timed frames.

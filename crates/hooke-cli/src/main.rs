@@ -39,8 +39,8 @@ enum Command {
         /// Scene file (TOML).
         scene: PathBuf,
     },
-    /// Time a scene or a preset (`default`, `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`, `pile:N`,
-    /// `stack:N`, `capsules:N`) and print ms/frame beside the accuracy reached.
+    /// Time a scene or a preset (`default`, `demo:N`, `tear:N`, `grid:N`, `sheet:N`, `warp-cloth:N`,
+    /// `newton-hanging:WxH`, `pile:N`, `stack:N`, `capsules:N`) and print ms/frame beside the accuracy reached.
     Bench(bench::BenchArgs),
     /// Compare solvers: `hooke compare integrators` writes CSV and PNG plots.
     Compare(compare::CompareArgs),

@@ -140,9 +140,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         scene.frames = f;
     }
     if let Some(fps) = args.fps {
-        if !(fps.is_finite() && fps > 0.0) {
-            bail!("--fps: the frame rate must be finite and > 0, got {fps}");
-        }
+        hooke_io::scene::check_fps(fps).map_err(|e| anyhow::anyhow!("--fps: {e}"))?;
         scene.fps = fps;
     }
     let format: Format = match args.format.as_deref().or(scene.output.format.as_deref()) {

@@ -203,6 +203,10 @@ fn a_killed_run_resumes_without_duplicates_or_half_written_samples() {
     let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
     assert!(!o.status.success(), "{}", text(&o));
     assert!(text(&o).contains(&format!("lists {file}, which is missing")), "{}", text(&o));
+    // So is an index of it: it would list the sample as complete.
+    let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(&format!("lists {file}, which is missing")), "{}", text(&o));
     std::fs::remove_dir_all(data.join("samples/000002")).unwrap();
     let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
@@ -289,6 +293,17 @@ fn a_dataset_is_checked_against_its_manifest_and_scene_files() {
     .unwrap();
     let o = hooke(&["batch", "typo.toml", "--dry-run"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("substep"), "{}", text(&o));
+    // So is a sample that tears written to PC2, which holds a fixed vertex count (the run would
+    // record it as failed).
+    std::fs::write(
+        tmp.path().join("scenes/torn.toml"),
+        "[materials.m]\ntear_strain = 0.1\n[[cloth]]\nmaterial = \"m\"\nrows = 4\ncolumns = 4\nspacing = 0.1\n",
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("pc2.toml"), "format = \"pc2\"\n[[sample]]\nscene = \"scenes/torn.toml\"\n")
+        .unwrap();
+    let o = hooke(&["batch", "pc2.toml", "--dry-run"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("PC2, holds a fixed vertex count"), "{}", text(&o));
     // A Slurm array with a step does not map onto shards.
     let env = [("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "3"), ("SLURM_ARRAY_TASK_STEP", "2")];
     let o = hooke_env(&["batch", "batch.toml", "--out", "stepped"], tmp.path(), &env);

@@ -173,6 +173,11 @@ fn bad_input_fails_cleanly() {
         (format!("{grid}particle_mass = -0.5\n"), "particle mass"),
         (format!("[solver]\nfps = 0.0\n{grid}"), "solver.fps"),
         (format!("[solver]\nfps = -60.0\n{grid}"), "solver.fps"),
+        (format!("[solver]\nfps = 1e30\n{grid}"), "solver.fps: the frame rate must be between"),
+        (format!("[solver]\nfps = 1e-30\n{grid}"), "solver.fps: the frame rate must be between"),
+        (format!("name = \"{}\"\n{grid}", "a".repeat(300)), "300 bytes long"),
+        (format!("{grid}[[world]]\n[[cloth]]\nworld = 1\nrows = 4\ncolumns = 4\nspacing = 0.1\n[[cut]]\ntime = 1.0\npoints = [[-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]\ndirection = [0.0, 1.0, 0.0]\n"), "cannot be cut"),
+        (format!("[materials.m]\ntear_strain = 0.1\n{grid}material = \"m\"\n[[world]]\n[[cloth]]\nworld = 1\nrows = 4\ncolumns = 4\nspacing = 0.1\n"), "worlds ([[world]]) cannot tear"),
         ("[[cloth]]\nrows = 4\ncolumns = 4\nspacing = nan\n".into(), "spacing"),
         ("[[cloth]]\nrows = 0\ncolumns = 0\nspacing = 0.1\n".into(), "2×2"),
         ("[[cloth]]\nrows = 3000000\ncolumns = 3000000\nspacing = 0.001\n".into(), "memory"),
@@ -244,7 +249,7 @@ fn bad_input_fails_cleanly() {
     }
     // A zero or negative time step from the command line.
     let tmp = tempfile::tempdir().unwrap();
-    for fps in ["--fps=0", "--fps=-30", "--fps=NaN"] {
+    for fps in ["--fps=0", "--fps=-30", "--fps=NaN", "--fps=1e30"] {
         let o = hooke(&["run", fps, "--out", "out"], tmp.path());
         assert!(!o.status.success() && text(&o).contains("--fps"), "{}", text(&o));
         assert!(files(&tmp.path().join("out")).is_empty());

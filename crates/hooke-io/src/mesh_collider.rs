@@ -161,7 +161,10 @@ fn cache_key(bytes: &[u8], spec: &MeshColliderSpec) -> u64 {
     h.write_u32(VERSION);
     h.write_u64(bytes.len() as u64);
     h.write(bytes);
-    let f = |h: &mut fnv::FnvHasher, v: f32| h.write_u32(v.to_bits());
+    // −0.0 and 0.0 are the same setting (a scene's rotation [0, 0, 0] makes a quaternion with
+    // −0.0 components, `hooke sdf`'s the identity's +0.0): hash them alike, so that a grid
+    // built ahead of time is the one the scene finds.
+    let f = |h: &mut fnv::FnvHasher, v: f32| h.write_u32((v + 0.0).to_bits());
     f(&mut h, spec.scale);
     for v in spec.rotation.to_array() {
         f(&mut h, v);
@@ -306,6 +309,21 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+    }
+
+    /// A scene's rotation [0, 0, 0] (a quaternion made from Euler angles, whose zero components
+    /// may be −0.0) finds the cache that `hooke sdf` builds with the identity: the key hashes
+    /// −0.0 as 0.0. Hashing the raw bits gave the two different names, and `hooke sdf`'s grid
+    /// was never read.
+    #[test]
+    fn a_zero_rotation_finds_the_cache_built_with_the_identity() {
+        let mut euler = spec(PathBuf::from("tetra.obj"));
+        euler.rotation = Quat::from_euler(glam::EulerRot::XYZ, 0.0, 0.0, 0.0);
+        let identity = MeshColliderSpec { rotation: Quat::IDENTITY, ..euler.clone() };
+        assert_eq!(cache_key(TETRA.as_bytes(), &euler), cache_key(TETRA.as_bytes(), &identity));
+        let mut turned = euler.clone();
+        turned.rotation = Quat::from_rotation_y(0.5);
+        assert_ne!(cache_key(TETRA.as_bytes(), &turned), cache_key(TETRA.as_bytes(), &identity));
     }
 
     /// A box of the user's sets the grid's extent: the grid starts at its lower corner, is

@@ -602,6 +602,16 @@ fn max_speed_is_derived_from_the_scene_or_set() {
         "{grid}[[collider]]\nshape = \"sphere\"\ncenter = [0.0, -0.5, 0.0]\nradius = 0.1\nkeyframes = [{{ time = 0.0 }}, {{ time = 0.5, translation = [2.0, 0.0, 0.0] }}]\n"
     ));
     assert!(swept > 20.0 * 4.0 + one, "{swept}: a collider moving at 4 m/s");
+    // So does a moving pin group, which drags its cloth at its speed (100 m/s here: 5 m in
+    // 0.05 s; left out, the limit stayed near 94 m/s and a valid pull stopped as a blow-up).
+    let pulled = limit(&format!(
+        "{grid}pin_columns = [0]
+[[cloth.pin_groups]]
+columns = [-1]
+         keyframes = [{{ time = 0.0 }}, {{ time = 0.05, translation = [5.0, 0.0, 0.0] }}]
+"
+    ));
+    assert!(pulled >= 20.0 * 100.0, "{pulled}: pins moving at 100 m/s");
     // A cloth that tears adds the recoil of its free edges, ε·L₀·√(k/m) at most over its
     // constraints (the lightest particle is a corner's, the longest constraint a shear one).
     let tearing = parse(&format!(

@@ -785,6 +785,8 @@ impl ConvergenceMonitor {
                      next substep)",
                     frames(self.torn_unmeasured)
                 );
+            } else if w.residual().is_nan() && self.multipliers {
+                line += "; residual not measured (no frame was solved to the end)";
             } else if w.residual().is_nan() {
                 line += &format!("; residual not measured ({} has no constraint multipliers)", self.solver);
             } else {

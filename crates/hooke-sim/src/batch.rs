@@ -1230,7 +1230,8 @@ fn rayon_threads() -> usize {
 ///
 /// # Errors
 /// [`BatchError::Io`] if the folder cannot be read or the file written;
-/// [`BatchError::Conflict`] for a `sample.json` that is not a record.
+/// [`BatchError::Conflict`] for a `sample.json` that is not a record, or whose files are not
+/// all there.
 pub fn write_index(out: &Path, manifest: Option<&Manifest>) -> Result<(PathBuf, Vec<Record>), BatchError> {
     let dir = samples_dir(out);
     if !dir.is_dir() {
@@ -1260,6 +1261,9 @@ pub fn write_index(out: &Path, manifest: Option<&Manifest>) -> Result<(PathBuf, 
             if let Some(m) = manifest {
                 check_record(m, &r, &dir.join(&name))?;
             }
+            // An index lists what is there: a record whose files are gone is refused, as
+            // `--resume` refuses it.
+            check_files(out, &r, &dir.join(&name))?;
             records.insert(r.sample, r);
         }
     }

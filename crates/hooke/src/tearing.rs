@@ -199,7 +199,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         return Ok(None);
     }
     if model.worlds().len() > 1 {
-        return Err(ModelError::invalid("tearing", "a model of several worlds cannot tear (run its scenes alone)"));
+        return Err(ModelError::invalid("worlds", "a model of several worlds cannot tear (run its scenes alone)"));
     }
     let set = model.distance();
     let mut removed = vec![false; set.len()];

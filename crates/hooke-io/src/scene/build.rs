@@ -16,6 +16,9 @@ pub(super) fn vec3(v: [f32; 3], key: &str) -> Result<Vec3, String> {
     if v.is_finite() { Ok(v) } else { Err(format!("{key}: must be finite, got {v}")) }
 }
 
+/// The longest scene name (bytes): file systems take names of up to 255 bytes, and a cache's
+/// temporary files add a suffix of about 40 to the name.
+const MAX_NAME_BYTES: usize = 200;
 fn rotation(deg: Option<[f32; 3]>, key: &str) -> Result<Quat, String> {
     let r = vec3(deg.unwrap_or([0.0; 3]), key)?;
     Ok(Quat::from_euler(EulerRot::XYZ, r.x.to_radians(), r.y.to_radians(), r.z.to_radians()))
@@ -102,9 +105,12 @@ pub(super) fn build(
         .iter()
         .map(|(w, g)| (*w, *g))
         .fold((wind, gust), |best, (w, g)| if air(&w, &g) > air(&best.0, &best.1) { (w, g) } else { best });
-    solver.set_max_speed(
-        s.max_speed.unwrap_or_else(|| derived_max_speed(&model, limit_wind, limit_gust, &collider_motion)),
-    );
+    solver.set_max_speed(s.max_speed.unwrap_or_else(|| {
+        // Moving pins drag their cloth at their own speed, as keyframed colliders push it.
+        let mut motion = collider_motion.clone();
+        motion.extend(pins.iter().filter_map(|p| p.motion.as_ref().map(|(m, _)| Some(m.clone()))));
+        derived_max_speed(&model, limit_wind, limit_gust, &motion)
+    }));
     let name = match &f.name {
         Some(n) => n.clone(),
         None => default_name.to_string(),
@@ -118,6 +124,13 @@ pub(super) fn build(
     }
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
         return Err(format!("{whose}: {name:?} cannot be used as a folder and file name"));
+    }
+    // File systems take names of up to 255 bytes, and a cache's temporary files add a suffix.
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "{whose}: {} bytes long, over the {MAX_NAME_BYTES} that caches' file names leave room for",
+            name.len()
+        ));
     }
     // The global cloth solve needs compliant cloth constraints and one world.
     if let SolverChoice::Position(x) = solver
@@ -135,6 +148,32 @@ pub(super) fn build(
     // and has none is refused now, not at its first tear; one that only a cut might cross is
     // warned about (a cut that crosses it will stop the run).
     let cuts = cuts(f)?;
+    // Tearing rebuilds the model around a crack, which a model of several worlds cannot do:
+    // refuse it now, not at the first tear after minutes of simulation.
+    if model.worlds().len() > 1 {
+        if !cuts.is_empty() {
+            return Err(format!(
+                "cut: a scene of {} worlds ([[world]]) cannot be cut (tearing rebuilds the model, which a model of \
+                 several worlds cannot do); run its worlds as scenes of their own",
+                model.worlds().len()
+            ));
+        }
+        for body in model.bodies() {
+            if let hooke::model::BodyMaterial::Cloth(m) = &body.material
+                && m.tears()
+            {
+                return Err(format!(
+                    "cloth {:?}: its material tears (tear_strain = {} / tear_energy = {} J/m²), but a scene of {} \
+                     worlds ([[world]]) cannot tear (tearing rebuilds the model, which a model of several worlds \
+                     cannot do); run its worlds as scenes of their own",
+                    body.name,
+                    m.tear_strain,
+                    m.tear_energy,
+                    model.worlds().len()
+                ));
+            }
+        }
+    }
     for (k, body) in model.bodies().iter().enumerate() {
         let hooke::model::BodyMaterial::Cloth(m) = body.material else { continue };
         if hooke::tearing::has_texture_coordinates(&model, k) {

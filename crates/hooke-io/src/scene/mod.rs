@@ -9,8 +9,8 @@ pub mod schema;
 mod solver;
 
 pub use solver::{
-    DEFAULT_RESIDUAL_TOLERANCE, MAX_SPEED_FACTOR, MIN_DERIVED_MAX_SPEED, SolverChoice, auto_tolerance,
-    derived_max_speed,
+    DEFAULT_RESIDUAL_TOLERANCE, FPS_RANGE, MAX_SPEED_FACTOR, MIN_DERIVED_MAX_SPEED, SolverChoice, auto_tolerance,
+    check_fps, derived_max_speed,
 };
 
 use crate::mesh::VertexMap;

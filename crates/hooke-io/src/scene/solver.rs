@@ -39,9 +39,10 @@ pub const MAX_SPEED_FACTOR: f32 = 20.0;
 /// windiest world, D (m) the diagonal of the box that holds every particle and every collider (a
 /// collider as the sphere about its origin that holds it — a plane as its point — at rest
 /// and at each keyframe), so √(2|g|D) is the speed of a fall across the whole scene;
-/// v_colliders (m/s) the fastest keyframed collider motion, (|Δtranslation| + Δθ·D)/Δt
-/// between consecutive keyframes (its rim, at most D from its origin, at the turn Δθ in
-/// radians); v₀ the fastest initial particle speed; and v_tear the recoil of a tearing cloth
+/// v_colliders (m/s) the fastest keyframed motion, (|Δtranslation| + Δθ·D)/Δt between
+/// consecutive keyframes (its rim, at most D from its origin, at the turn Δθ in radians), of
+/// the colliders (`collider_motion`, one entry per collider, in the model's order) and of any
+/// further motions listed after them (a scene's moving pins, which drag their cloth); v₀ the fastest initial particle speed; and v_tear the recoil of a tearing cloth
 /// ([`tear_recoil_speed`]). A 1 m cloth falling 1 m gets about
 /// 140 m/s; a 100 m scene about 900 m/s ([`MIN_DERIVED_MAX_SPEED`], [`MAX_SPEED_FACTOR`]).
 /// Non-finite inputs are ignored.
@@ -359,11 +360,27 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
         ));
     }
     solver.validate().map_err(|e| e.to_string())?;
-    if !(s.fps.is_finite() && s.fps > 0.0) {
-        return Err(format!(
-            "solver.fps: the frame rate must be finite and > 0 (the time step is 1/fps), got {}",
-            s.fps
-        ));
-    }
+    check_fps(s.fps).map_err(|e| format!("solver.fps: {e}"))?;
     Ok(solver)
+}
+
+/// The frame rates a scene may run at (frames per second): a frame of 1000 s to 1 µs. Outside,
+/// the substep's h² and 1/h² leave f32's comfortable range (a compliance α/h² overflows), and
+/// the run would end in a "blow-up" that names nothing.
+pub const FPS_RANGE: std::ops::RangeInclusive<f32> = 1e-3..=1e6;
+
+/// Checks a frame rate `fps` (1/s) against [`FPS_RANGE`].
+///
+/// # Errors
+/// A message giving the value and the range (without the key; the caller names it).
+pub fn check_fps(fps: f32) -> Result<(), String> {
+    if FPS_RANGE.contains(&fps) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the frame rate must be between {:e} and {:e} frames per second (the time step is 1/fps), got {fps}",
+            FPS_RANGE.start(),
+            FPS_RANGE.end()
+        ))
+    }
 }
