@@ -724,6 +724,14 @@ fn pin_groups_move_and_tearing_keys_are_read() {
     assert!(matches!(s.model.bodies()[0].material, hooke::BodyMaterial::Cloth(m) if m.tear_strain == 0.3));
     assert_eq!(s.cuts.len(), 1);
     assert!(err(&tearing.replace("0.3", "-1.0")).contains("tear strain"));
+    // A blade's direction of any length is made a unit vector (1e-10 and 1e20 alike); points
+    // too far apart to square within f32 are refused, not left cutting nothing.
+    for d in ["1e-10", "1e20"] {
+        let s = parse(&format!("{tearing}direction = [0.0, {d}, 0.0]\n")).unwrap();
+        assert_eq!(s.cuts[0].1.direction, glam::Vec3::Y, "direction {d}");
+    }
+    let far = tearing.replace("[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]", "[[-1e20, 0.0, 0.0], [1e20, 0.0, 0.0]]");
+    assert!(err(&far).contains("too far apart"), "{}", err(&far));
     let rope = "[materials.m]\ntear_strain = 0.3\n[[rope]]\nmaterial = \"m\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 4\n";
     assert!(err(rope).contains("tear_strain"));
     // tear_energy (J/m²) is read, and gives the strain at which a constraint holds it.

@@ -226,8 +226,18 @@ fn cuts(f: &SceneFile) -> Result<Vec<(f64, hooke::tearing::Cut)>, String> {
         }
         let points = c.points.iter().map(|&p| vec3(p, &format!("{key}: points"))).collect::<Result<Vec<_>, _>>()?;
         let direction = vec3(c.direction.unwrap_or([0.0, 0.0, 1.0]), &format!("{key}: direction"))?;
-        if direction.length() < 1e-9 {
+        // Any length: scaled by its largest component first, so that neither 1e-10 nor 1e20
+        // under- or overflows on the way to a unit vector.
+        let largest = direction.abs().max_element();
+        if largest == 0.0 {
             return Err(format!("{key}: direction must not be zero"));
+        }
+        let direction = (direction / largest).normalize();
+        if let Some(w) = points.windows(2).find(|w| !(w[1] - w[0]).length_squared().is_finite()) {
+            return Err(format!(
+                "{key}: points {} to {} are too far apart: distances along the blade must square within f32",
+                w[0], w[1]
+            ));
         }
         if points.windows(2).all(|w| (w[1] - w[0]).cross(direction).length() < 1e-9) {
             return Err(format!("{key}: the points run along the direction, so the blade has no width"));

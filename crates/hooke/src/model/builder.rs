@@ -322,6 +322,15 @@ impl ModelBuilder {
                 error::finite_vec(&ctx, "a", *a)?;
                 error::finite_vec(&ctx, "b", *b)?;
                 error::collider_size(&ctx, "radius", *radius)?;
+                // The distance to the axis projects onto b − a, squared.
+                if !(*b - *a).length_squared().is_finite() {
+                    return Err(ModelError::invalid(
+                        format!("{ctx}: a, b"),
+                        format!(
+                            "the axis from {a} to {b} is too long: distances to the collider must square within f32"
+                        ),
+                    ));
+                }
             }
             Shape::Box { center, half_extents, rotation } => {
                 error::finite_vec(&ctx, "center", *center)?;
