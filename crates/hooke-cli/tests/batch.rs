@@ -75,6 +75,22 @@ fn hidden(dir: &Path) -> Vec<String> {
     out
 }
 
+/// A sample that cannot be moved into place (here a file stands where its folder goes) fails
+/// the run with the path, and leaves no temporary folder behind, however often it is retried.
+#[test]
+fn a_sample_that_cannot_be_moved_into_place_leaves_nothing() {
+    let tmp = setup(5);
+    let samples = tmp.path().join("data/samples");
+    std::fs::create_dir_all(&samples).unwrap();
+    std::fs::write(samples.join("000001"), "in the way").unwrap();
+    for _ in 0..2 {
+        let o = hooke(&["batch", "batch.toml", "--shard", "1/3"], tmp.path());
+        assert!(!o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("000001"), "{}", text(&o));
+        assert!(hidden(&tmp.path().join("data")).is_empty(), "{:?}", hidden(&tmp.path().join("data")));
+    }
+}
+
 #[test]
 fn three_shards_cover_every_sample_once_and_a_blow_up_is_recorded() {
     let tmp = setup(40);

@@ -200,6 +200,7 @@ fn bad_input_fails_cleanly() {
         (format!("[solver]\nsubsteps = 9223372036854775807\n{grid}"), "solver.substeps: must be between 1 and 100000"),
         ("[[collider]]\nshape = \"sphere\"\ncenter = [0.0, 0.0, 0.0]\nradius = 1e30\n[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\n".into(), "radius"),
         (format!("{grid}[[collider]]\nshape = \"capsule\"\na = [-1e20, 1.0, 0.0]\nb = [1e20, 1.0, 0.0]\nradius = 0.1\n"), "is too long"),
+        (format!("{grid}velocity = [1e30, 0.0, 0.0]\n"), "too fast to square within f32"),
         (format!("[solver]\nmax_speed = nan\n{grid}"), "solver.max_speed"),
         (format!("[solver]\nresidual_tolerance = -0.02\n{grid}"), "solver.residual_tolerance"),
         (format!("[solver]\nresidual_tolerance = nan\n{grid}"), "solver.residual_tolerance"),

@@ -1216,7 +1216,11 @@ fn commit(
     let path = tmp.join("sample.json");
     std::fs::write(&path, json + "\n").map_err(io(&path))?;
     let last = samples_dir(&settings.out).join(sample.id());
-    std::fs::rename(tmp, &last).map_err(|source| BatchError::Io { path: last.clone(), source })?;
+    if let Err(source) = std::fs::rename(tmp, &last) {
+        // The sample is not done: nothing of it stays (a retry would add another folder).
+        let _ = std::fs::remove_dir_all(tmp);
+        return Err(BatchError::Io { path: last, source });
+    }
     Ok(record)
 }
 

@@ -504,6 +504,10 @@ fn add_cloth(
         g.center = center;
         g.rotation = rot;
         g.velocity = vec3(c.velocity.unwrap_or([0.0; 3]), &format!("{key}: velocity"))?;
+        // Kinetic energy and the blow-up speed limit square it.
+        if !g.velocity.length_squared().is_finite() {
+            return Err(format!("{key}: velocity: {} m/s is too fast to square within f32", g.velocity));
+        }
         g.material = mat;
         g.structural = c.structural.unwrap_or(true);
         g.shear = c.shear.unwrap_or(true);
