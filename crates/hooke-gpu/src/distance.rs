@@ -3,7 +3,7 @@
 //! For C = ‖xᵢ − xⱼ‖ − L₀, n = (xᵢ − xⱼ)/‖xᵢ − xⱼ‖, α̃ = α/h² and γ = τ/h, XPBD (Macklin et
 //! al. 2016) updates
 //!
-//! Δλ = (−C − α̃λ − γ n·(dᵢ − dⱼ)) / ((1+γ)(wᵢ+wⱼ) + α̃),  λ += Δλ,  xᵢ += wᵢ n Δλ,  xⱼ −= wⱼ n Δλ,
+//! Δλ = (−C − α̃λ − γΔC) / ((1+γ)(wᵢ+wⱼ) + α̃),  λ += Δλ,  xᵢ += wᵢ n Δλ,  xⱼ −= wⱼ n Δλ,
 //!
 //! with λ reset at the start of each substep (article §3.3: accumulated over the iterations of
 //! one step). PBD (Müller et al. 2007) uses Δλ = −s C/(wᵢ+wⱼ). Positions are read as

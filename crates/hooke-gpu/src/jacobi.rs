@@ -11,7 +11,7 @@
 //! α̃ = α/h², γ = τ/h (XPBD, Macklin, Müller and Chentanez 2016, "XPBD: position-based
 //! simulation of compliant constrained dynamics"),
 //!
-//! Δλ_c = (−C(xᵏ) − α̃λ_cᵏ − γ n·(dᵢᵏ − dⱼᵏ)) / ((1+γ)(wᵢ+wⱼ) + α̃),
+//! Δλ_c = (−C(xᵏ) − α̃λ_cᵏ − γΔC(xᵏ)) / ((1+γ)(wᵢ+wⱼ) + α̃),
 //!
 //! λ_cᵏ⁺¹ = λ_cᵏ + ωΔλ_c,   dₚᵏ⁺¹ = dₚᵏ + ω wₚ Σ_{c ∋ p} ±n_c Δλ_c   (+ for p = i, − for p = j),
 //!

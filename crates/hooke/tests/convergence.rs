@@ -267,7 +267,7 @@ fn iterations_to_a_tolerance_see_the_particle_contacts() {
 }
 
 /// Axial damping and convergence (docs/BENCHMARKS.md, "Axial damping and convergence"). XPBD's
-/// damped update (Macklin et al. 2016, eq. 26) solves C + α̃λ + γ∇C·(x − x⁰) = 0 with
+/// damped update (Macklin et al. 2016, eq. 26) solves C + α̃λ + γ(C − C(x⁰)) = 0 with
 /// γ = τ/h: the dashpot takes the error that the previous substep's iterations left in C(x⁰)
 /// for strain and relaxes it over τ, closing only 1/(1 + γ) of it per substep, so at a fixed
 /// iteration count the residual settles at about (1 + γ) × the undamped one — the factor the

@@ -219,7 +219,7 @@ pub trait Solver: Send {
     /// state that does not fit it. The solver is unchanged on error.
     fn rebuild(&mut self, model: Arc<Model>, state: &State) -> Result<(), SolverError>;
     /// The residual of every distance constraint's XPBD equation after the last substep of the
-    /// last frame — |C + α̃λ + γ∇C·d|/L₀ and whether the constraint is compliance-dominated,
+    /// last frame — |C + α̃λ + γΔC|/L₀ and whether the constraint is compliance-dominated,
     /// see [`diagnostics`](crate::diagnostics) — into `out`; returns whether there is one.
     /// `false` (and `out` emptied) for solvers without multipliers (PBD, the force-based
     /// integrators: the default), and before the first frame or after a blow-up, a state

@@ -18,10 +18,11 @@
 //! by more than 25°), inverse masses W, α̃_k = α_k/h² and γ_k = τ_k/h, one linearised XPBD
 //! step for all of them at once is
 //!
-//! (J W Jᵀ + D) Δλ = b,  D_k = α̃_k/(1 + γ_k),  b_k = (−C_k − α̃_k λ_k − γ_k ∇C_k·d)/(1 + γ_k),
+//! (J W Jᵀ + D) Δλ = b,  D_k = α̃_k/(1 + γ_k),  b_k = (−C_k − α̃_k λ_k − γ_k ΔC_k)/(1 + γ_k),
 //!
 //! (each row of Macklin et al.'s damped update divided by 1 + γ_k, which keeps the matrix
-//! symmetric), then λ += Δλ and d += W Jᵀ Δλ. A single constraint gives exactly the shared
+//! symmetric), then λ += Δλ and d += W Jᵀ Δλ, with ΔC_k the damping's rate (a segment's change
+//! of length over the substep, a joint's ∇C_k·d). A single constraint gives exactly the shared
 //! update. PBD mode solves J W Jᵀ Δλ = −s C. Entry (k, l) of J W Jᵀ is
 //! Σ_p w_p ∇_pC_k·∇_pC_l over the particles the two share, so it is non-zero only for
 //! constraints within a few particles of each other: ordered by their first particle (segment

@@ -6,15 +6,16 @@
 //! inverse masses:
 //!
 //! * **XPBD** (Macklin, Müller & Chentanez 2016): α̃ = α/Δt², γ = τ/Δt (damping),
-//!   Δλ = (−C − α̃λ − γ n⁰·((xᵢ−xᵢ⁰) − (xⱼ−xⱼ⁰))) / ((1+γ)(wᵢ+wⱼ) + α̃), λ += Δλ,
+//!   Δλ = (−C − α̃λ − γ(‖xᵢ − xⱼ‖ − ‖xᵢ⁰ − xⱼ⁰‖)) / ((1+γ)(wᵢ+wⱼ) + α̃), λ += Δλ,
 //!   xᵢ += wᵢ n⁰ Δλ, xⱼ −= wⱼ n⁰ Δλ, α the stretch compliance while λ < 0 and the compression
 //!   one while λ > 0.
 //! * **PBD** (Müller et al. 2007): Δλ = −s·C/(wᵢ+wⱼ) with the stiffness factor s ∈ [0, 1];
 //!   its effective stiffness depends on the iteration count, 1 − (1 − s)ⁿ.
 //!
 //! Positions are read as (xᵢ⁰ − xⱼ⁰) + (dᵢ − dⱼ) (the precision note of
-//! [`SolverState`](crate::solver::state::SolverState)); the damping term needs exactly d, so it
-//! costs no extra load.
+//! [`SolverState`](crate::solver::state::SolverState)); the damping term's change of length
+//! needs ‖xᵢ⁰ − xⱼ⁰‖, which the direction at the start of the substep takes anyway, so it costs
+//! no extra load.
 //!
 //! Each particle is one 32-byte [`Particle`] record (x⁰ with w, then d), so one constraint
 //! touches two records. When both directions are undefined (‖x‖ → 0) the constraint is skipped

@@ -31,11 +31,12 @@
 //! turned by more than 25°, the rule of the shared update in [`super::projection`]), inverse
 //! masses W, α̃_k = α_k/h² and γ_k = τ_k/h, one linearised XPBD step for all of them at once is
 //!
-//! (J W Jᵀ + D) Δλ = b,  D_k = α̃_k/(1 + γ_k),  b_k = (−C_k − α̃_k λ_k − γ_k ∇C_k·d)/(1 + γ_k)
+//! (J W Jᵀ + D) Δλ = b,  D_k = α̃_k/(1 + γ_k),  b_k = (−C_k − α̃_k λ_k − γ_k ΔC_k)/(1 + γ_k)
 //!
 //! (Macklin, Müller & Chentanez 2016, "XPBD", eq. 11–12, whose Gauss–Seidel form takes only
-//! the diagonal of J W Jᵀ), then λ += Δλ and d += W Jᵀ Δλ. A single constraint gives exactly the
-//! shared update. (PBD would solve J W Jᵀ Δλ = −s C, which is singular for a cloth: the solver
+//! the diagonal of J W Jᵀ), then λ += Δλ and d += W Jᵀ Δλ, with ΔC_k the damping's rate (a
+//! distance's change of length over the substep, a hinge's ∇C_k·d;
+//! [`ParticleConstraint::damping_rate`]). A single constraint gives exactly the shared update. (PBD would solve J W Jᵀ Δλ = −s C, which is singular for a cloth: the solver
 //! refuses it, see the safeguards; the code keeps the PBD form for completeness.)
 //!
 //! # The solve
@@ -51,7 +52,7 @@
 //!   equation holds to [`REDUCTION`] of the largest residual strain it started from (or to
 //!   [`STRAIN_FLOOR`]) and every hinge's to the same fraction of the largest residual angle —
 //!   the residual of equation k, (b − A Δλ)_k·(1 + γ_k), is the linearised
-//!   C_k + α̃_k λ_k + γ_k ∇C_k·d that the step leaves, the monitor's residual strain times L_k —
+//!   C_k + α̃_k λ_k + γ_k ΔC_k that the step leaves, the monitor's residual strain times L_k —
 //!   or after [`MAX_ITERATIONS`]. The bound is relative because what the solve leaves becomes
 //!   velocity, Δx/h: a fixed bound of 0.1 % strain kept a hanging sheet jittering at 3 cm/s,
 //!   where a relative one lets it come to rest. Conjugate gradients need about √κ iterations
@@ -708,8 +709,9 @@ impl System {
     }
 
     /// Fills every row (see [`System::fill_row`]) at the current displacements and λ; returns
-    /// the largest nonlinear residuals, |C_k + α̃_k λ_k + γ_k ∇C_k·d|/L_k of the distance rows
-    /// and |C_k + α̃_k λ_k + γ_k ∇C_k·d| of the hinges.
+    /// the largest nonlinear residuals, |C_k + α̃_k λ_k + γ_k ΔC_k|/L_k of the distance rows
+    /// and |C_k + α̃_k λ_k + γ_k ΔC_k| of the hinges (ΔC_k the damping's rate,
+    /// [`ParticleConstraint::damping_rate`]).
     fn setup_rows(&mut self, sets: Sets<'_>, particles: &[Particle], sweep: Sweep, pbd: bool) -> Worst {
         let first = self.first_particle;
         let nd = self.rows.len();

@@ -21,7 +21,7 @@
 //! the global solve (0.04 % undamped), and the torn flaps of `scenes/tear_pull.toml`, whipping
 //! at 30–40 m/s, 1.35 % at the turn limit's 448 substeps. A distance constraint therefore takes
 //! the change of its length itself, ΔC = ‖xᵢ − xⱼ‖ − ‖xᵢ⁰ − xⱼ⁰‖, which a turn leaves at 0 (the
-//! same length the update already computes, so it costs nothing): the spinning sheet keeps
+//! same length the distance kernels already compute, so it costs them nothing): the spinning sheet keeps
 //! 0.04 % damped, and `tear_pull` 0.03 % in half the time. Angles (hinges, rope joints) keep
 //! the linearised rate. The fixed point is unchanged otherwise: (1 + γ)C + α̃λ = γC(x⁰), the
 //! backward-Euler step of a Kelvin–Voigt element, which also shows what damping costs a fixed
