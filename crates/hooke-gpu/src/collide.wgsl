@@ -30,7 +30,17 @@ fn sweep(c: Collider, m: Placement, rotated: bool, p0: vec3<f32>, p1: vec3<f32>,
             return -1.0;
         }
     }
-    return s;
+    // Out of steps (a grazing path): the rest of it sampled at 16 even points, as the CPU.
+    let reached = s;
+    var clear = s;
+    for (var k = 1u; k <= 16u; k++) {
+        let t = reached + (1.0 - reached) * (f32(k) / 16.0);
+        if distance_at(c, m, rotated, p0 + path * t).w - r <= tolerance {
+            return clear;
+        }
+        clear = t;
+    }
+    return -1.0;
 }
 
 @compute @workgroup_size(64)

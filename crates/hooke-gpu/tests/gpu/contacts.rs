@@ -147,6 +147,19 @@ fn a_moving_box_carries_a_cloth_below_static_friction_on_the_gpu() {
     same_bits(&ctx, "slip", &x, &cases::slip(0.75 * mu_s * g, &cpu).1);
 }
 
+/// A cloth gliding 2 cm above a plane at 1 000 m/s keeps its speed on the GPU too (the swept
+/// contact samples a grazing path once its sphere tracing runs out of steps), with the CPU's
+/// bits on lavapipe.
+#[test]
+fn a_cloth_gliding_past_a_plane_keeps_its_speed_on_the_gpu() {
+    let ctx = gpu_or_skip!();
+    let (slowest, contacts, x) = cases::glide_past_plane(&gpu(&ctx));
+    eprintln!("GPU gliding 2 cm above a plane: slowest particle {slowest} m/s, {contacts} contacts");
+    assert_eq!(contacts, 0);
+    assert!(slowest > 999.0, "the plane held a particle back to {slowest} m/s");
+    same_bits(&ctx, "glide", &x, &cases::glide_past_plane(&cpu).2);
+}
+
 /// A cloth thrown at 20 m/s at a 1 mm board does not pass through on the GPU, face on and
 /// tilted 30°, at 5, 10 and 20 substeps.
 #[test]

@@ -67,8 +67,11 @@ impl Collider {
     }
 }
 
-/// Steps of sphere tracing before a swept contact gives up and takes the point reached.
+/// Steps of sphere tracing before a swept contact samples the rest of the path instead.
 const SWEEP_STEPS: u32 = 64;
+
+/// Evenly spaced samples of the rest of a path whose sphere tracing ran out of steps.
+const SWEEP_SAMPLES: u32 = 16;
 
 /// The first point where a particle of radius `radius` moving in a straight line from `p0` to
 /// `p1` (m, both in the collider's placement at the end of the substep) touches the collider,
@@ -77,7 +80,12 @@ const SWEEP_STEPS: u32 = 64;
 /// Sphere tracing (Hart 1996): a signed distance changes by at most L times the distance moved
 /// ([`Shape::growth_bound`]: 1 for the analytic shapes, whose distances are exact), so the
 /// particle can advance by (φ(p) − r)/L without touching. The walk stops within 10⁻⁶ m (or
-/// 0.1 % of the radius) of contact.
+/// 0.1 % of the radius) of contact. A path that grazes the surface — gliding past it within
+/// a few gaps, the gap shrinking slower than the steps it allows — can use up
+/// [`SWEEP_STEPS`]; the rest of the path is then sampled at [`SWEEP_SAMPLES`] even points, and
+/// the last clear point before the first sample in contact is returned, or `None` if none is.
+/// (Taking the point the steps reached as a contact stopped a cloth gliding 2 cm above a
+/// plane at 1 000 m/s, 10 substeps, to 576 m/s: 64 steps of 1.5 cm over its 1.67 m a substep.)
 #[inline]
 pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: Vec3, radius: f32) -> Option<f32> {
     let path = p1 - p0;
@@ -99,7 +107,16 @@ pub(crate) fn sweep(shape: &Shape, placement: &ColliderPlacement, p0: Vec3, p1: 
             return None;
         }
     }
-    Some(s)
+    let (from, mut clear) = (s, s);
+    for k in 1..=SWEEP_SAMPLES {
+        let t = from + (1.0 - from) * (k as f32 / SWEEP_SAMPLES as f32);
+        let (phi, _) = placement.signed_distance(shape, p0 + path * t);
+        if phi - radius <= tolerance {
+            return Some(clear);
+        }
+        clear = t;
+    }
+    None
 }
 
 /// Projects one particle out of every collider and applies friction.
