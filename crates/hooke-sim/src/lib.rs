@@ -24,7 +24,7 @@ mod factory;
 pub mod tearing;
 pub mod worlds;
 
-pub use bake::{Bake, BakeError, BakeSettings, Baked, ConvergenceMonitor, Failure, TornTotals};
+pub use bake::{Bake, BakeError, BakeSettings, Baked, ConvergenceMonitor, Failure, TornTotals, check_format};
 pub use factory::{
     Backend, FactoryError, MadeSolver, SolverOptions, gpu_settings, make_cpu_solver, make_gpu_solver, make_solver,
 };
