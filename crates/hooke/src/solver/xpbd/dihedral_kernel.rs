@@ -1,6 +1,7 @@
-//! The dihedral-bending sweep four hinges at a time: the shared XPBD/PBD update of
+//! The dihedral-bending sweep four or eight hinges at a time: the shared XPBD/PBD update of
 //! [`projection`](super::projection) for [`DihedralBending`], with each of its operations done
-//! on four hinges of one colour at once (one SIMD lane each, glam's `Vec4`).
+//! on four hinges of one colour at once (one SIMD lane each, glam's `Vec4`), or on eight on a
+//! CPU with AVX2 (the `avx2` module below, in [`lanes8`](super::lanes8)'s lanes).
 //!
 //! The hinges of one colour share no particle, so solving four together is solving them one
 //! after another. Every lane does the scalar path's operations in its order — IEEE additions,
@@ -12,7 +13,8 @@
 //!
 //! On a 256² sheet the angle evaluation and the gradients were about 40 % of a frame on one
 //! thread (`perf`), scalar code bound by the latency of its chains of dependent operations;
-//! four independent hinges per instruction fill those chains.
+//! four independent hinges per instruction fill those chains. Eight lanes made a one-thread
+//! 256² frame another 1.3–1.4× faster (`docs/BENCHMARKS.md`).
 
 use super::distance_kernel::{COS2_TURN, Shared, Sweep};
 use super::projection::project;
@@ -185,11 +187,25 @@ unsafe fn project4<const PBD: bool>(c: &[DihedralBending], lambda: &mut [f32], p
     }
 }
 
-/// The hinges `c` with multipliers `lambda`, four at a time and the rest one by one.
+/// The hinges `c` with multipliers `lambda`: eight at a time on a CPU with AVX2, then four at
+/// a time, and the rest one by one. Every path does the scalar update's operations in its
+/// order, so the result does not depend on how a colour is split nor on the CPU.
 ///
 /// # Safety
 /// As [`project4`], for all of `c`.
 unsafe fn project_all<const PBD: bool>(c: &[DihedralBending], lambda: &mut [f32], p: *mut Particle, sweep: Sweep) {
+    let (mut c, mut lambda) = (c, lambda);
+    #[cfg(target_arch = "x86_64")]
+    if super::lanes8::available() {
+        let eights = c.len() / 8 * 8;
+        let (head, rest) = c.split_at(eights);
+        let (head_lambda, rest_lambda) = lambda.split_at_mut(eights);
+        for (cc, ll) in head.chunks_exact(8).zip(head_lambda.chunks_exact_mut(8)) {
+            // SAFETY: AVX2 is present; the rest is forwarded from the caller.
+            unsafe { avx2::project8::<PBD>(cc.try_into().unwrap(), ll.try_into().unwrap(), p, sweep) };
+        }
+        (c, lambda) = (rest, rest_lambda);
+    }
     let blocks = c.len() / 4 * 4;
     for (cc, ll) in c[..blocks].chunks_exact(4).zip(lambda[..blocks].chunks_exact_mut(4)) {
         unsafe { project4::<PBD>(cc, ll, p, sweep) };
@@ -228,26 +244,211 @@ pub(crate) fn sweep_hinges<const PBD: bool>(
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    //! The eight-lane hinge kernel: [`super::project4`] on eight hinges at once, operation for
+    //! operation in [`F8`] lanes, so that it gives the same bits. A hinge's four particle
+    //! records are read as rows and transposed ([`transpose8`]) instead of gathered float by
+    //! float.
+
+    use super::super::lanes8::{F8, M8, transpose8};
+    use super::{COS2_TURN, DihedralBending, Particle, Sweep};
+    use std::arch::x86_64::*;
+
+    /// A 3-vector of eight lanes.
+    #[derive(Clone, Copy)]
+    struct V8 {
+        x: F8,
+        y: F8,
+        z: F8,
+    }
+
+    impl V8 {
+        #[inline(always)]
+        fn sub(self, o: V8) -> V8 {
+            V8 { x: self.x - o.x, y: self.y - o.y, z: self.z - o.z }
+        }
+
+        #[inline(always)]
+        fn add(self, o: V8) -> V8 {
+            V8 { x: self.x + o.x, y: self.y + o.y, z: self.z + o.z }
+        }
+
+        #[inline(always)]
+        fn neg(self) -> V8 {
+            V8 { x: -self.x, y: -self.y, z: -self.z }
+        }
+
+        #[inline(always)]
+        fn scale(self, s: F8) -> V8 {
+            V8 { x: self.x * s, y: self.y * s, z: self.z * s }
+        }
+
+        #[inline(always)]
+        fn dot(self, o: V8) -> F8 {
+            self.x * o.x + self.y * o.y + self.z * o.z
+        }
+
+        #[inline(always)]
+        fn cross(a: V8, b: V8) -> V8 {
+            V8 { x: a.y * b.z - b.y * a.z, y: a.z * b.x - b.z * a.x, z: a.x * b.y - b.x * a.y }
+        }
+
+        #[inline(always)]
+        fn select(mask: M8, a: V8, b: V8) -> V8 {
+            V8 { x: F8::select(mask, a.x, b.x), y: F8::select(mask, a.y, b.y), z: F8::select(mask, a.z, b.z) }
+        }
+    }
+
+    /// [`super::hinge4`] in eight lanes.
+    struct Hinge8 {
+        n1: V8,
+        n2: V8,
+        e: V8,
+        inv_le: F8,
+        ok: M8,
+        grad: [V8; 4],
+    }
+
+    #[inline(always)]
+    fn hinge8(x: &[V8; 4]) -> Hinge8 {
+        let one = F8::splat(1.0);
+        let e = x[1].sub(x[0]);
+        let (a, b) = (x[2].sub(x[0]), x[3].sub(x[0]));
+        let n1 = V8::cross(e, a);
+        let n2 = V8::cross(b, e);
+        let (l1, l2, le2) = (n1.dot(n1), n2.dot(n2), e.dot(e));
+        let ok = l1.cmpgt(F8::splat(1e-24)) & l2.cmpgt(F8::splat(1e-24)) & le2.cmpgt(F8::splat(1e-18));
+        let le = le2.sqrt();
+        let inv_le = one / le;
+        let (g1, g2) = (n1.scale(one / l1), n2.scale(one / l2));
+        let grad2 = g1.scale(le);
+        let grad3 = g2.scale(le);
+        let (a1, b1) = (a.sub(e).dot(e) * inv_le, b.sub(e).dot(e) * inv_le);
+        let (a0, b0) = (a.dot(e) * inv_le, b.dot(e) * inv_le);
+        let grad0 = g1.scale(a1).add(g2.scale(b1));
+        let grad1 = g1.scale(a0).neg().sub(g2.scale(b0));
+        Hinge8 { n1, n2, e, inv_le, ok, grad: [grad0.neg(), grad1.neg(), grad2.neg(), grad3.neg()] }
+    }
+
+    /// Projects the eight hinges `c` (of one colour) with the shared update, as eight calls
+    /// of [`super::project`] would.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; as [`super::project4`] for the particles.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn project8<const PBD: bool>(
+        c: &[DihedralBending; 8],
+        lambda: &mut [f32; 8],
+        p: *mut Particle,
+        sweep: Sweep,
+    ) {
+        let records: [[*mut Particle; 4]; 8] =
+            std::array::from_fn(|l| c[l].particles.map(|i| unsafe { p.add(i as usize) }));
+        // Point k of the eight hinges: its eight records (x⁰, w, d; 32 bytes each) as rows,
+        // transposed into x⁰x, x⁰y, x⁰z, w, dx, dy, dz, dw.
+        // SAFETY: the records are valid, as the caller promised.
+        let columns: [[__m256; 8]; 4] = std::array::from_fn(|k| {
+            transpose8(std::array::from_fn(|l| unsafe { _mm256_loadu_ps(records[l][k] as *const f32) }))
+        });
+        let start: [V8; 4] = std::array::from_fn(|k| V8 {
+            x: F8::from_m256(columns[k][0]),
+            y: F8::from_m256(columns[k][1]),
+            z: F8::from_m256(columns[k][2]),
+        });
+        let w: [F8; 4] = std::array::from_fn(|k| F8::from_m256(columns[k][3]));
+        let moved: [V8; 4] = std::array::from_fn(|k| V8 {
+            x: F8::from_m256(columns[k][4]),
+            y: F8::from_m256(columns[k][5]),
+            z: F8::from_m256(columns[k][6]),
+        });
+        let x0: [V8; 4] = std::array::from_fn(|k| start[k].sub(start[0]));
+        let x: [V8; 4] = std::array::from_fn(|k| x0[k].add(moved[k].sub(moved[0])));
+        let now = hinge8(&x);
+        let (sin, cos) = (V8::cross(now.n1, now.n2).dot(now.e) * now.inv_le, now.n1.dot(now.n2));
+        let theta = crate::angle::atan2_8(sin, cos);
+        let rest = F8::from_array(std::array::from_fn(|l| c[l].rest_angle));
+        let v = theta - rest;
+        let (pi, tau) = (F8::splat(std::f32::consts::PI), F8::splat(std::f32::consts::TAU));
+        let value = F8::select(v.cmpgt(pi), v - tau, F8::select(v.cmple(-pi), v + tau, v));
+        let then = hinge8(&x0);
+        let zero = F8::splat(0.0);
+        let (mut dot, mut s2, mut n2) = (zero, zero, zero);
+        for k in 0..4 {
+            dot = dot + then.grad[k].dot(now.grad[k]);
+            s2 = s2 + then.grad[k].dot(then.grad[k]);
+            n2 = n2 + now.grad[k].dot(now.grad[k]);
+        }
+        let keep = then.ok & dot.cmpgt(zero) & (dot * dot).cmpge(F8::splat(COS2_TURN) * (s2 * n2));
+        let gradient: [V8; 4] = std::array::from_fn(|k| V8::select(keep, then.grad[k], now.grad[k]));
+        let mut weight = zero;
+        for k in 0..4 {
+            weight = weight + w[k] * gradient[k].dot(gradient[k]);
+        }
+        let active = (now.ok & weight.cmpne(zero)).bits();
+        if active == 0 {
+            return;
+        }
+        let lam = F8::from_array(*lambda);
+        let delta = if PBD {
+            -(F8::splat(sweep.pbd_stiffness) * value) / weight
+        } else {
+            let compliance = F8::from_array(std::array::from_fn(|l| c[l].compliance));
+            let damping = F8::from_array(std::array::from_fn(|l| c[l].damping));
+            let alpha = compliance * F8::splat(sweep.inv_h2);
+            let gamma = F8::select(alpha.cmpgt(zero), damping * F8::splat(sweep.inv_h), zero);
+            let mut rate = zero;
+            for k in 0..4 {
+                rate = rate + gradient[k].dot(moved[k]);
+            }
+            (-value - alpha * lam - gamma * rate) / ((F8::splat(1.0) + gamma) * weight + alpha)
+        };
+        let updated = (lam + delta).to_array();
+        let d: [[[f32; 8]; 3]; 4] = std::array::from_fn(|k| {
+            let v = moved[k].add(gradient[k].scale(w[k] * delta));
+            [v.x.to_array(), v.y.to_array(), v.z.to_array()]
+        });
+        for l in 0..8 {
+            if active & (1 << l) == 0 {
+                continue;
+            }
+            if !PBD {
+                lambda[l] = updated[l];
+            }
+            for k in 0..4 {
+                // SAFETY: as the caller promised; the lanes' particles are disjoint.
+                let r = unsafe { &mut *records[l][k] };
+                r.d = glam::Vec4::new(d[k][0][l], d[k][1][l], d[k][2][l], r.d.w + 0.0);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Four random hinges projected together give, bit for bit, the corrections and
-    /// multipliers of four scalar projections — XPBD (rigid, compliant, damped) and PBD, with
-    /// pinned particles, degenerate hinges (a collapsed triangle, now or at the start) and
-    /// hinges that turned past 25° in the substep.
-    #[test]
-    fn four_lanes_are_the_scalar_update_bit_for_bit() {
-        let mut seed = 11u32;
+    /// `lanes` random hinges projected together by `wide` give, bit for bit, the corrections
+    /// and multipliers of as many scalar projections — XPBD (rigid, compliant, damped) and
+    /// PBD, with pinned particles, degenerate hinges (a collapsed triangle, now or at the
+    /// start) and hinges that turned past 25° in the substep.
+    fn lanes_are_the_scalar_update_bit_for_bit(
+        lanes: usize,
+        seed: u32,
+        wide: impl Fn(bool, &[DihedralBending], &mut [f32], *mut Particle, Sweep),
+    ) {
+        let mut seed = seed;
         let mut rnd = move || {
             seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
             (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
         };
         let sweep = Sweep { inv_h: 1200.0, inv_h2: 1.44e6, pbd_stiffness: 0.7 };
+        let n = 4 * lanes;
         let mut turned = 0;
         for round in 0..500 {
-            // 16 particles: hinge l joins particles 4l … 4l + 3.
-            let mut particles: Vec<Particle> = (0..16)
+            // Hinge l joins particles 4l … 4l + 3.
+            let mut particles: Vec<Particle> = (0..n)
                 .map(|k| Particle {
                     x: Vec4::new(rnd(), rnd(), rnd(), if (round + k) % 11 == 0 { 0.0 } else { rnd() + 0.6 }),
                     d: Vec4::new(rnd(), rnd(), rnd(), 0.0) * if round % 3 == 0 { 0.3 } else { 0.01 },
@@ -261,7 +462,11 @@ mod tests {
                 // Degenerate now: the wing moved onto the edge's start.
                 particles[6].d = (particles[4].position() - particles[6].x.truncate()).extend(0.0);
             }
-            let hinges: Vec<DihedralBending> = (0..4)
+            if lanes > 4 && round % 17 == 0 {
+                // A lane of the second half degenerate now as well.
+                particles[22].d = (particles[20].position() - particles[22].x.truncate()).extend(0.0);
+            }
+            let hinges: Vec<DihedralBending> = (0..lanes as u32)
                 .map(|l| DihedralBending {
                     particles: [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3],
                     rest_angle: 3.0 * rnd(),
@@ -269,25 +474,23 @@ mod tests {
                     damping: if round % 4 == 0 { 0.0 } else { 1e-3 * (rnd() + 0.6) },
                 })
                 .collect();
-            let lambda0: Vec<f32> = (0..4).map(|_| rnd()).collect();
-            let (mut wide, mut scalar) = (particles.clone(), particles.clone());
+            let lambda0: Vec<f32> = (0..lanes).map(|_| rnd()).collect();
+            let (mut together, mut scalar) = (particles.clone(), particles.clone());
             let (mut lw, mut ls) = (lambda0.clone(), lambda0.clone());
-            unsafe {
-                if round % 2 == 0 {
-                    project4::<false>(&hinges, &mut lw, wide.as_mut_ptr(), sweep);
-                    for (c, l) in hinges.iter().zip(&mut ls) {
-                        project::<DihedralBending, 4, false>(c, l, scalar.as_mut_ptr(), sweep);
-                    }
-                } else {
-                    project4::<true>(&hinges, &mut lw, wide.as_mut_ptr(), sweep);
-                    for (c, l) in hinges.iter().zip(&mut ls) {
+            let pbd = round % 2 == 1;
+            wide(pbd, &hinges, &mut lw, together.as_mut_ptr(), sweep);
+            for (c, l) in hinges.iter().zip(&mut ls) {
+                unsafe {
+                    if pbd {
                         project::<DihedralBending, 4, true>(c, l, scalar.as_mut_ptr(), sweep);
+                    } else {
+                        project::<DihedralBending, 4, false>(c, l, scalar.as_mut_ptr(), sweep);
                     }
                 }
             }
-            for k in 0..16 {
+            for k in 0..n {
                 assert_eq!(
-                    wide[k].d.to_array().map(f32::to_bits),
+                    together[k].d.to_array().map(f32::to_bits),
                     scalar[k].d.to_array().map(f32::to_bits),
                     "round {round} particle {k}"
                 );
@@ -299,7 +502,7 @@ mod tests {
             );
             // Count the hinges whose update took the current gradients (turned or degenerate at
             // the start), so that both branches are exercised.
-            for l in 0..4 {
+            for l in 0..lanes {
                 let rel = |k: usize, moved: bool| {
                     let a = &particles[4 * l + k];
                     let o = &particles[4 * l];
@@ -318,6 +521,29 @@ mod tests {
                 }
             }
         }
-        assert!(turned > 50, "only {turned} hinges took the current gradients");
+        assert!(turned > 50 * lanes / 4, "only {turned} hinges took the current gradients");
+    }
+
+    /// Four hinges at once ([`project4`]) are the scalar update bit for bit.
+    #[test]
+    fn four_lanes_are_the_scalar_update_bit_for_bit() {
+        lanes_are_the_scalar_update_bit_for_bit(4, 11, |pbd, c, l, p, sweep| unsafe {
+            if pbd { project4::<true>(c, l, p, sweep) } else { project4::<false>(c, l, p, sweep) }
+        });
+    }
+
+    /// Eight hinges at once (the AVX2 kernel) are the scalar update bit for bit (skipped,
+    /// with the reason printed, on a CPU without AVX2).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn eight_lanes_are_the_scalar_update_bit_for_bit() {
+        if !crate::solver::xpbd::lanes8::available() {
+            println!("skipped: this CPU has no AVX2");
+            return;
+        }
+        lanes_are_the_scalar_update_bit_for_bit(8, 29, |pbd, c, l, p, sweep| unsafe {
+            let (c, l) = (c.try_into().unwrap(), l.try_into().unwrap());
+            if pbd { avx2::project8::<true>(c, l, p, sweep) } else { avx2::project8::<false>(c, l, p, sweep) }
+        });
     }
 }

@@ -104,7 +104,7 @@ pub(crate) unsafe fn project<const PBD: bool>(
     let mut blocks = blocks;
     let mut block_lambda = block_lambda;
     #[cfg(target_arch = "x86_64")]
-    if avx2_available() {
+    if super::lanes8::available() {
         let pairs = blocks.len() / 2;
         for (b, l) in blocks.chunks_exact(2).zip(block_lambda.chunks_exact_mut(8)) {
             // SAFETY: AVX2 is present; the rest is forwarded from the caller.
@@ -233,53 +233,14 @@ pub(crate) unsafe fn project4<const PBD: bool>(c: &Block4, lambda: &mut [f32; 4]
     }
 }
 
-/// Whether this CPU runs the eight-lane (AVX2) kernel (detected once, then cached by the
-/// standard library).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn avx2_available() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
-}
-
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     //! The eight-lane kernel: [`super::project4`] on two blocks at once, operation for
     //! operation (comparisons with glam's SSE predicates, negation by the sign bit), so that
     //! it gives the same bits.
+    use super::super::lanes8::transpose8;
     use super::{Block4, COS2_TURN, Particle, Sweep};
     use std::arch::x86_64::*;
-
-    /// The eight columns of eight 8-float rows (a row is one particle record: x⁰, w, d).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
-        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
-        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
-        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
-        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
-        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
-        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
-        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
-        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
-        let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-        let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-        let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-        let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-        let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-        let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-        let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-        let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-        [
-            _mm256_permute2f128_ps::<0x20>(s0, s4),
-            _mm256_permute2f128_ps::<0x20>(s1, s5),
-            _mm256_permute2f128_ps::<0x20>(s2, s6),
-            _mm256_permute2f128_ps::<0x20>(s3, s7),
-            _mm256_permute2f128_ps::<0x31>(s0, s4),
-            _mm256_permute2f128_ps::<0x31>(s1, s5),
-            _mm256_permute2f128_ps::<0x31>(s2, s6),
-            _mm256_permute2f128_ps::<0x31>(s3, s7),
-        ]
-    }
 
     /// Four lanes of `a` then four of `b`.
     #[inline]
@@ -499,7 +460,7 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn eight_lanes_are_the_four_lane_kernel_bit_for_bit() {
-        if !avx2_available() {
+        if !crate::solver::xpbd::lanes8::available() {
             println!("skipped: this CPU has no AVX2");
             return;
         }

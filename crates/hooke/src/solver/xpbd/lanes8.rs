@@ -1,0 +1,163 @@
+//! Eight f32 lanes (AVX2's 256-bit registers) with the semantics of glam's four-lane `Vec4` on
+//! SSE: the same IEEE operations lane by lane, comparisons with the same predicates (ordered
+//! and signalling for <, ≤, >, ≥; unordered for ≠), negation by the sign bit and selection by
+//! bit masks. A kernel written with [`F8`] in the operation order of its four-lane twin gives
+//! the twin's bits in every lane; the eight-lane kernels rely on that.
+//!
+//! The operators are plain `#[inline(always)]` functions around the intrinsics, so they must
+//! only be used inside a function compiled with `#[target_feature(enable = "avx2")]` on a CPU
+//! that has AVX2 (checked by [`available`]): inlined there, they become single instructions.
+
+use std::arch::x86_64::*;
+use std::ops::{Add, BitAnd, Div, Mul, Neg, Sub};
+
+/// Whether this CPU runs the eight-lane kernels (AVX2).
+#[inline(always)]
+pub(crate) fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+/// Eight f32 lanes. Each operation is written lane by lane on an array: inlined into a
+/// function compiled for AVX2, the compiler turns it into one 256-bit instruction (the
+/// intrinsics themselves are not inlined into operator methods, which cannot carry the
+/// target feature), and lane by lane it is the same IEEE operation either way.
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+pub(crate) struct F8(pub [f32; 8]);
+
+/// Eight lane masks (all bits set where true), as glam's `BVec4A`.
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+pub(crate) struct M8(pub [u32; 8]);
+
+macro_rules! binary {
+    ($trait:ident, $method:ident, $op:tt) => {
+        impl $trait for F8 {
+            type Output = F8;
+            #[inline(always)]
+            fn $method(self, o: F8) -> F8 {
+                F8(std::array::from_fn(|l| self.0[l] $op o.0[l]))
+            }
+        }
+    };
+}
+binary!(Add, add, +);
+binary!(Sub, sub, -);
+binary!(Mul, mul, *);
+binary!(Div, div, /);
+
+impl Neg for F8 {
+    type Output = F8;
+    /// The sign bit flipped, as glam negates.
+    #[inline(always)]
+    fn neg(self) -> F8 {
+        F8(self.0.map(|v| f32::from_bits(v.to_bits() ^ 0x8000_0000)))
+    }
+}
+
+impl BitAnd for M8 {
+    type Output = M8;
+    #[inline(always)]
+    fn bitand(self, o: M8) -> M8 {
+        M8(std::array::from_fn(|l| self.0[l] & o.0[l]))
+    }
+}
+
+macro_rules! compare {
+    ($method:ident, $op:tt) => {
+        #[inline(always)]
+        pub(crate) fn $method(self, o: F8) -> M8 {
+            M8(std::array::from_fn(|l| if self.0[l] $op o.0[l] { u32::MAX } else { 0 }))
+        }
+    };
+}
+
+impl F8 {
+    #[inline(always)]
+    pub(crate) fn splat(v: f32) -> F8 {
+        F8([v; 8])
+    }
+
+    /// The lanes of an AVX register.
+    #[inline(always)]
+    pub(crate) fn from_m256(v: __m256) -> F8 {
+        // SAFETY: both are 8 f32s.
+        F8(unsafe { std::mem::transmute::<__m256, [f32; 8]>(v) })
+    }
+
+    #[inline(always)]
+    pub(crate) fn from_array(v: [f32; 8]) -> F8 {
+        F8(v)
+    }
+
+    #[inline(always)]
+    pub(crate) fn to_array(self) -> [f32; 8] {
+        self.0
+    }
+
+    #[inline(always)]
+    pub(crate) fn sqrt(self) -> F8 {
+        F8(self.0.map(f32::sqrt))
+    }
+
+    /// The sign bit cleared.
+    #[inline(always)]
+    pub(crate) fn abs(self) -> F8 {
+        F8(self.0.map(|v| f32::from_bits(v.to_bits() & 0x7fff_ffff)))
+    }
+
+    // Rust's comparisons are IEEE's: false with a NaN for <, ≤, >, ≥ and ==, true for ≠ —
+    // the predicates glam's SSE comparisons use.
+    compare!(cmpgt, >);
+    compare!(cmpge, >=);
+    compare!(cmplt, <);
+    compare!(cmple, <=);
+    compare!(cmpeq, ==);
+    compare!(cmpne, !=);
+
+    /// `a` where `mask` is set, `b` elsewhere (glam's `Vec4::select`).
+    #[inline(always)]
+    pub(crate) fn select(mask: M8, a: F8, b: F8) -> F8 {
+        F8(std::array::from_fn(|l| f32::from_bits((a.0[l].to_bits() & mask.0[l]) | (b.0[l].to_bits() & !mask.0[l]))))
+    }
+}
+
+impl M8 {
+    /// The lanes' truth as the low eight bits.
+    #[inline(always)]
+    pub(crate) fn bits(self) -> u32 {
+        self.0.iter().enumerate().fold(0, |b, (l, &m)| b | ((m >> 31) << l))
+    }
+}
+
+/// The eight columns of eight 8-float rows (a row is one particle record: x⁰, w, d).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    [
+        _mm256_permute2f128_ps::<0x20>(s0, s4),
+        _mm256_permute2f128_ps::<0x20>(s1, s5),
+        _mm256_permute2f128_ps::<0x20>(s2, s6),
+        _mm256_permute2f128_ps::<0x20>(s3, s7),
+        _mm256_permute2f128_ps::<0x31>(s0, s4),
+        _mm256_permute2f128_ps::<0x31>(s1, s5),
+        _mm256_permute2f128_ps::<0x31>(s2, s6),
+        _mm256_permute2f128_ps::<0x31>(s3, s7),
+    ]
+}
