@@ -140,11 +140,17 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     println!("oscillator (ωΔt = {:.3}), energy after {} steps / initial energy:", omega * args.dt, args.steps);
     for (name, rows) in &series {
         let last = rows.last().unwrap();
-        println!(
-            "  {name:>17}: {:.4e}{}",
-            last.2 / rows[0].2,
-            if rows.len() <= args.steps { "  (blew up)" } else { "" }
-        );
+        if rows.len() > args.steps {
+            println!("  {name:>17}: {:.4e}", last.2 / rows[0].2);
+        } else if rows.len() == 1 {
+            println!("  {name:>17}: blew up in its first step");
+        } else {
+            println!(
+                "  {name:>17}: blew up after t = {:.3} s (energy {:.4e} × the initial at its last finite step)",
+                last.0,
+                last.2 / rows[0].2
+            );
+        }
     }
 
     // 2. A soft 10 × 10 cloth, 0.45 m, pinned along its top edge, 2 s at 60 fps. K = 50 N/m

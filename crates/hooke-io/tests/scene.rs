@@ -711,6 +711,34 @@ fn pin_groups_move_and_tearing_keys_are_read() {
     assert!(err(&rotating).contains("pin_groups[0]: keyframes of pins translate only"));
     let nothing = format!("{GRID}[[cloth.pin_groups]]\nkeyframes = [{{ time = 0.0 }}]\n");
     assert!(err(&nothing).contains("pin_groups[0]: names no particle"));
+    // A group moves its particles from where they start: a translation at t = 0 (from keys
+    // before 0 s, or one key after it) would jump them there in the first substep.
+    for keys in [
+        "[{ time = -1.0 }, { time = 1.0, translation = [0.2, 0.0, 0.0] }]",
+        "[{ time = 1.0, translation = [0.0, 0.1, 0.0] }]",
+    ] {
+        let jump = format!("{GRID}[[cloth.pin_groups]]\ncolumns = [0]\nkeyframes = {keys}\n");
+        let e = err(&jump);
+        assert!(e.contains("pin_groups[0]: keyframes: the translation at t = 0 s is"), "{e}");
+    }
+    // A particle has one pin: in a group and pinned in place, or in two groups, is refused,
+    // naming the particle (row 0, column 0: index 0).
+    let both =
+        format!("{GRID}pin_cells = [[0, 0]]\n[[cloth.pin_groups]]\ncolumns = [0]\nkeyframes = [{{ time = 0.0 }}]\n");
+    let e = err(&both);
+    assert!(
+        e.contains("pin_groups[0]: particle 0 (index 0 of the cloth) is already pinned by the cloth's pin keys"),
+        "{e}"
+    );
+    let twice = format!(
+        "{GRID}[[cloth.pin_groups]]\ncolumns = [0]\nkeyframes = [{{ time = 0.0 }}]\n\
+         [[cloth.pin_groups]]\nrows = [0]\nkeyframes = [{{ time = 0.0 }}]\n"
+    );
+    let e = err(&twice);
+    assert!(
+        e.contains("pin_groups[1]: particle 0 (index 0 of the cloth) is already pinned by an earlier pin group"),
+        "{e}"
+    );
     // A group's messages name its own keys (`columns`, `release_at`), not the cloth's.
     let far = format!("{GRID}[[cloth.pin_groups]]\ncolumns = [99]\nkeyframes = [{{ time = 0.0 }}]\n");
     assert!(err(&far).contains("pin_groups[0]: columns:"), "{}", err(&far));
@@ -773,4 +801,22 @@ fn tearing_a_mesh_without_texture_coordinates_is_refused_at_load() {
         let warned = s.warnings.iter().any(|w| w.contains("cloth \"m\"") && w.contains("[[cut]]"));
         assert_eq!(warned, !ok, "{:?}", s.warnings);
     }
+}
+
+/// A bending modulus that `bending = "none"` leaves unused is a warning naming the body and
+/// the key (not an error: a named material may serve other bodies that bend); with the model
+/// that takes it, there is none.
+#[test]
+fn an_unused_bending_modulus_is_a_warning() {
+    let text = format!("[materials.m]\nbending_modulus = 0.01\n{GRID}material = \"m\"\nbending = \"none\"\n");
+    let s = parse(&text).unwrap();
+    assert!(
+        s.warnings.len() == 1
+            && s.warnings[0].contains("cloth[0]")
+            && s.warnings[0].contains("bending = \"none\": its material's bending_modulus is not used"),
+        "{:?}",
+        s.warnings
+    );
+    let s = parse(&text.replace("bending = \"none\"\n", "")).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 }

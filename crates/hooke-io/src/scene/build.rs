@@ -71,7 +71,7 @@ pub(super) fn build(
             vertex_maps.push(add_cloth(&mut b, f, k, c, MeshSource { base_dir, meshes }, &mut pins, &mut warnings)?);
         }
         for (k, r) in f.rope.iter().enumerate().filter(|(_, r)| r.world.unwrap_or(0) == w) {
-            add_rope(&mut b, f, k, r, &mut pins)?;
+            add_rope(&mut b, f, k, r, &mut pins, &mut warnings)?;
             vertex_maps.push(None);
         }
         for (k, c) in f.collider.iter().enumerate().filter(|(_, c)| c.world.unwrap_or(0) == w) {
@@ -376,8 +376,14 @@ fn self_friction(m: &MaterialSection, d: hooke::collision::Friction) -> hooke::c
 
 /// The bending model of a body from its `bending` key and its material: `"springs"` when the
 /// material gives `bend_stiffness` (the springs' modulus) and the body does not say, else
-/// `"angle"`; a modulus for the other model than the one chosen is an error.
-fn bending_model(bending: Option<&str>, m: &MaterialSection, key: &str) -> Result<Bending, String> {
+/// `"angle"`; a modulus for the other model than the one chosen is an error, and one that
+/// `bending = "none"` leaves unused a warning (the material may serve other bodies).
+fn bending_model(
+    bending: Option<&str>,
+    m: &MaterialSection,
+    key: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Bending, String> {
     let chosen = match bending {
         None if m.bend_stiffness.is_some() && m.bending_modulus.is_some() => {
             return Err(format!(
@@ -402,6 +408,16 @@ fn bending_model(bending: Option<&str>, m: &MaterialSection, key: &str) -> Resul
         }
         Bending::Springs if m.bending_modulus.is_some() => {
             Err(format!("{key}: bending_modulus is the modulus of angle bending; bend springs take bend_stiffness"))
+        }
+        Bending::None => {
+            for (set, field) in
+                [(m.bending_modulus.is_some(), "bending_modulus"), (m.bend_stiffness.is_some(), "bend_stiffness")]
+            {
+                if set {
+                    warnings.push(format!("{key}: bending = \"none\": its material's {field} is not used"));
+                }
+            }
+            Ok(chosen)
         }
         _ => Ok(chosen),
     }
@@ -428,7 +444,7 @@ fn add_cloth(
     let key = format!("cloth[{k}] {name:?}");
     let section = material(f, &c.material, &key)?;
     let mat = cloth_material(&section, c, &key)?;
-    let bending = bending_model(c.bending.as_deref(), &section, &key)?;
+    let bending = bending_model(c.bending.as_deref(), &section, &key, warnings)?;
     let center = vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?;
     let rot = rotation(c.rotation, &format!("{key}: rotation"))?;
     let (id, grid, map) = if let Some(mesh) = &c.mesh {
@@ -538,6 +554,26 @@ fn add_cloth(
             return Err(format!("{at}: keyframes of pins translate only (no rotation)"));
         }
         let motion = Arc::new(keyframed(&group.keyframes, &at)?);
+        // The group moves its particles from where they start: a translation at t = 0 would
+        // move them there in the first substep, however fast that is.
+        let start = motion.translation_at(0.0);
+        if start != Vec3::ZERO {
+            return Err(format!(
+                "{at}: keyframes: the translation at t = 0 s is {start} m; a pin group moves its particles \
+                 from where they start, so it must be 0 then (add a keyframe {{ time = 0.0, translation = \
+                 [0.0, 0.0, 0.0] }})"
+            ));
+        }
+        // A particle has one pin: one that another key already holds would have two motions.
+        if let Some(q) = pins.iter().find(|q| global.contains(&q.pin.particle)) {
+            let by = if q.motion.is_some() { "an earlier pin group" } else { "the cloth's pin keys" };
+            return Err(format!(
+                "{at}: particle {} (index {} of the cloth) is already pinned by {by}; a particle can be in one \
+                 pin group, or pinned in place, not both",
+                q.pin.particle,
+                q.pin.particle - body.particles.start
+            ));
+        }
         push_pins(pins, global.clone(), group.release_at, &format!("{at}: release_at"))?;
         for p in pins.iter_mut().filter(|p| global.contains(&p.pin.particle)) {
             (p.motion, p.release_at) = (Some((motion.clone(), b.particle_position(p.pin.particle))), group.release_at);
@@ -612,6 +648,7 @@ fn add_rope(
     k: usize,
     r: &RopeSection,
     pins: &mut Vec<ScheduledPin>,
+    warnings: &mut Vec<String>,
 ) -> Result<(), String> {
     let name = r.name.clone().unwrap_or(format!("rope{k}"));
     let key = format!("rope[{k}] {name:?}");
@@ -636,7 +673,7 @@ fn add_rope(
         self_friction: self_friction(&m, d.self_friction),
         self_collision_speed_clamp: r.self_collision_speed_clamp.unwrap_or(false),
     };
-    let bending = bending_model(r.bending.as_deref(), &m, &key)?;
+    let bending = bending_model(r.bending.as_deref(), &m, &key, warnings)?;
     let points: Vec<Vec3> = match (&r.points, r.start, r.end) {
         (Some(p), None, None) => {
             p.iter().enumerate().map(|(i, &q)| vec3(q, &format!("{key}: points[{i}]"))).collect::<Result<_, _>>()?
