@@ -489,6 +489,27 @@ fn shorter_obj_rerun_removes_later_frames() {
     );
 }
 
+/// A run that fails part-way (here a frame of the wrong size; a full disk takes the same path:
+/// the writer dropped without `finish`) into a folder holding an earlier, longer run leaves
+/// its own complete frames and none of the earlier run's after them — not a sequence whose
+/// first frames are one run's and the rest another's.
+#[test]
+fn a_failed_obj_run_leaves_no_frame_of_an_earlier_run() {
+    let m = model();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write(Format::Obj, dir, &m, 5);
+    let mut w = cache::create(Format::Obj, &spec(dir, &m)).unwrap();
+    for f in 0..2 {
+        w.write_frame(f, &positions(&m, f)).unwrap();
+    }
+    assert!(w.write_frame(2, &positions(&m, 2)[1..]).is_err());
+    drop(w);
+    assert_eq!(listing(dir), ["scene_0000.obj", "scene_0001.obj"]);
+    let frame1 = std::fs::read_to_string(dir.join("scene_0001.obj")).unwrap();
+    assert!(frame1.contains("frame 1,"), "{frame1}");
+}
+
 /// A scene with a welded mesh cloth whose UV seam splits vertices (input E of issue #9, with
 /// the copies of the shared edge's vertices given their own UVs), a grid and a rope.
 fn welded_scene(dir: &Path) -> hooke_io::scene::Scene {

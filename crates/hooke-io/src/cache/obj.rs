@@ -20,7 +20,9 @@
 //! line indices are 1-based and count vertices (and texture coordinates) across the whole
 //! file. A cloth with a vertex map is written in its mesh file's vertex order (see the
 //! [parent module](super)). Each frame is written
-//! to a temporary file and renamed into place, so a crash leaves only complete frames.
+//! to a temporary file and renamed into place, so a crash leaves only complete frames; a run
+//! that ends (or fails) after fewer frames than an earlier run in the same folder removes that
+//! run's later frames.
 
 use super::atomic::AtomicFile;
 use super::{BodyOutput, CacheError, CacheSpec, CacheWriter, FrameCounter, body_outputs, file_stems};
@@ -51,6 +53,19 @@ pub(crate) struct ObjWriter {
     buf: String,
     /// Scratch for the points of a body written in file order.
     gathered: Vec<Vec3>,
+    /// Whether [`CacheWriter::finish`] ran; a writer dropped before (a run that failed: a full
+    /// disk, say) removes the frames of an earlier run past its own, as `finish` does.
+    finished: bool,
+}
+
+impl Drop for ObjWriter {
+    /// A run that failed leaves its complete frames, and no frame of an earlier, longer run
+    /// after them (the sequence would read as one run's frames 0…k followed by another's).
+    fn drop(&mut self) {
+        if !self.finished {
+            remove_later_frames(&self.dir, &self.scene_name, self.written.len());
+        }
+    }
 }
 
 impl ObjWriter {
@@ -74,6 +89,7 @@ impl ObjWriter {
             written: Vec::new(),
             buf: String::new(),
             gathered: Vec::new(),
+            finished: false,
         })
     }
 }
@@ -119,10 +135,11 @@ impl CacheWriter for ObjWriter {
         Ok(())
     }
 
-    fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
+    fn finish(mut self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
         self.counter.check_finish()?;
         remove_later_frames(&self.dir, &self.scene_name, self.written.len());
-        Ok(self.written)
+        self.finished = true;
+        Ok(std::mem::take(&mut self.written))
     }
 }
 
