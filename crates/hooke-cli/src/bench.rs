@@ -114,8 +114,16 @@ fn picture_size(text: &str) -> Result<(u32, u32)> {
     Ok((w, h))
 }
 
+/// Most timed (and warm-up) frames: a benchmark keeps a time per frame.
+const MAX_FRAMES: usize = 1_000_000;
+
 pub fn bench(args: BenchArgs) -> Result<()> {
-    anyhow::ensure!(args.frames >= 1, "--frames must be ≥ 1");
+    anyhow::ensure!(
+        (1..=MAX_FRAMES).contains(&args.frames),
+        "--frames must be between 1 and {MAX_FRAMES}, got {}",
+        args.frames
+    );
+    anyhow::ensure!(args.warmup <= MAX_FRAMES, "--warmup must be at most {MAX_FRAMES}, got {}", args.warmup);
     let draw = args.draw.as_deref().map(picture_size).transpose()?;
     anyhow::ensure!(args.samples == 1 || args.samples == 4, "--samples must be 1 or 4, got {}", args.samples);
     anyhow::ensure!(

@@ -10,6 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Most oscillator steps (`--steps`): each method keeps a row per step.
+const MAX_STEPS: usize = 1_000_000;
+
 /// Arguments of `hooke compare`.
 #[derive(clap::Args)]
 pub struct CompareArgs {
@@ -71,6 +74,9 @@ fn entries() -> Vec<Entry> {
                     iterations: 1,
                     air_damping: 0.0,
                     parallel: false,
+                    // The integrator alone: a tether would hold the oscillator's stretched spring
+                    // at its rest length from the first step.
+                    tethers: false,
                     ..XpbdSettings::default()
                 };
                 Ok(Box::new(XpbdSolver::new(m, s)?) as Box<dyn Solver>)
@@ -86,11 +92,11 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     if !(args.dt.is_finite() && args.dt > 0.0) {
         bail!("--dt must be finite and > 0, got {}", args.dt);
     }
-    if !(args.k.is_finite() && args.k > 0.0) {
-        bail!("--k must be finite and > 0 N/m, got {}", args.k);
+    if !(args.k.is_finite() && args.k > 0.0 && args.k <= 1e30) {
+        bail!("--k must be finite, > 0 and at most 1e30 N/m, got {}", args.k);
     }
-    if args.steps == 0 {
-        bail!("--steps must be ≥ 1");
+    if args.steps == 0 || args.steps > MAX_STEPS {
+        bail!("--steps must be between 1 and {MAX_STEPS}, got {}", args.steps);
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     register_font();
@@ -107,21 +113,26 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     let ea = args.k * REST;
     rope.material =
         RopeMaterial { stretch_stiffness: ea, compression_stiffness: ea, damping: 0.0, ..RopeMaterial::default() };
-    b.add_rope(&rope)?;
+    let spring = || format!("--k {} N/m (the spring of a rope 100 m long, EA = {ea} N)", args.k);
+    b.add_rope(&rope).with_context(spring)?;
     b.set_gravity(Vec3::ZERO)?;
     b.set_particle_mass(1, 1.0)?;
-    let model = Arc::new(b.finalize()?);
+    let model = Arc::new(b.finalize().with_context(spring)?);
     let mut control = Control::new();
     control.pin(0);
     let mut series: Vec<Series> = Vec::new();
+    // Why each method stopped early, if it did (a blow-up, or a step it refused).
+    let mut stopped: Vec<Option<String>> = Vec::new();
     for e in &list {
-        let mut s = (e.make)(model.clone(), 1)?;
+        let mut s = (e.make)(model.clone(), 1).with_context(|| format!("{} at --dt {} s", e.name, args.dt))?;
         let mut st = State::from_model(&model);
         st.particle_position[1] = Vec3::new(REST + 1.0, 0.0, 0.0);
         s.write_state(&st)?;
         let mut rows = vec![(0.0, 1.0, 0.5 * args.k as f64)];
+        let mut why = None;
         for _ in 0..args.steps {
-            if s.step(&control, args.dt).is_err() {
+            if let Err(e) = s.step(&control, args.dt) {
+                why = Some(e.to_string().lines().next().unwrap_or_default().to_string());
                 break;
             }
             s.read_state(&mut st);
@@ -130,6 +141,7 @@ pub fn compare(args: CompareArgs) -> Result<()> {
             rows.push((s.time(), x, 0.5 * v * v + 0.5 * args.k as f64 * x * x));
         }
         series.push((e.name, rows));
+        stopped.push(why);
     }
     let csv = args.out.join("oscillator.csv");
     write_csv(&csv, &series, &["x_m", "energy_j"])?;
@@ -138,15 +150,16 @@ pub fn compare(args: CompareArgs) -> Result<()> {
         format!("harmonic oscillator: k = {} N/m, m = 1 kg, Δt = {} s, ωΔt = {:.3}", args.k, args.dt, omega * args.dt);
     plot(&png, &title, &series, "position x (m)", "energy (J, log)")?;
     println!("oscillator (ωΔt = {:.3}), energy after {} steps / initial energy:", omega * args.dt, args.steps);
-    for (name, rows) in &series {
+    for ((name, rows), why) in series.iter().zip(&stopped) {
         let last = rows.last().unwrap();
+        let why = why.as_deref().unwrap_or("stopped");
         if rows.len() > args.steps {
             println!("  {name:>17}: {:.4e}", last.2 / rows[0].2);
         } else if rows.len() == 1 {
-            println!("  {name:>17}: blew up in its first step");
+            println!("  {name:>17}: stopped in its first step: {why}");
         } else {
             println!(
-                "  {name:>17}: blew up after t = {:.3} s (energy {:.4e} × the initial at its last finite step)",
+                "  {name:>17}: stopped after t = {:.3} s (energy {:.4e} × the initial at its last step): {why}",
                 last.0,
                 last.2 / rows[0].2
             );

@@ -820,3 +820,51 @@ fn an_unused_bending_modulus_is_a_warning() {
     let s = parse(&text.replace("bending = \"none\"\n", "")).unwrap();
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 }
+
+/// A number below f32's smallest normal magnitude (subnormal in f32, or rounding to 0) is
+/// refused by its key, wherever it is — so `hooke validate` and `hooke run` (whose threads
+/// flush subnormals to zero and then read it as 0) agree on it. Zero itself and the smallest
+/// normal value pass this check.
+#[test]
+fn numbers_too_small_for_f32_are_refused_by_key() {
+    for (text, key) in [
+        (
+            format!("[materials.m]\nstretch_stiffness = 1e-38\n{GRID}material = \"m\"\n"),
+            "materials.m.stretch_stiffness",
+        ),
+        (
+            format!("{GRID}[[collider]]\nshape = \"sphere\"\nradius = 1e-46\ncenter = [0.0, -1.0, 0.0]\n"),
+            "collider[0].radius",
+        ),
+        (
+            format!(
+                "{GRID}[[cloth.pin_groups]]\ncolumns = [0]\nkeyframes = [{{ time = 0.0, translation = [1e-39, 0.0, 0.0] }}]\n"
+            ),
+            "cloth[0].pin_groups[0].keyframes[0].translation[0]",
+        ),
+    ] {
+        let e = err(&text);
+        assert!(e.contains(&format!("{key}: ")) && e.contains("too small for f32"), "{key}: {e}");
+    }
+    let wind = |w: &str| format!("wind = [{w}, 0.0, 0.0]\n{GRID}");
+    assert!(parse(&wind("0.0")).is_ok());
+    assert!(parse(&wind("1.2e-38")).is_ok());
+    assert!(err(&wind("1e-40")).contains("wind[0]: 1e-40 is too small for f32"));
+}
+
+/// A mesh cloth's pin group chooses its particles by `indices` (the mesh file's vertices):
+/// `rows`, `columns` and `cells`, which only a grid has, are refused by key instead of being
+/// passed over (a group with rows and an index pinned the index alone; one with rows only was
+/// told it named no particle).
+#[test]
+fn a_mesh_cloths_pin_group_refuses_grid_keys() {
+    let quad = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n";
+    let group = |keys: &str| format!("[[cloth.pin_groups]]\n{keys}\nkeyframes = [{{ time = 0.0 }}]\n");
+    for keys in ["rows = [0]", "columns = [1]\nindices = [1]", "cells = [[0, 0]]"] {
+        let (_dir, s) = mesh_scene(quad, &group(keys));
+        let e = s.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("pin_groups[0]: rows, columns and cells apply to grids"), "{keys}: {e}");
+    }
+    let (_dir, s) = mesh_scene(quad, &group("indices = [3]"));
+    assert_eq!(s.unwrap().pins.len(), 1);
+}

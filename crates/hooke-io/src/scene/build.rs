@@ -597,6 +597,13 @@ fn cloth_pins(
 ) -> Result<Vec<u32>, String> {
     let n = body.particles.len();
     let mut local = Vec::new();
+    if grid.is_none() && (!c.pin_rows.is_empty() || !c.pin_columns.is_empty() || !c.pin_cells.is_empty()) {
+        return Err(format!(
+            "{key}: {prefix}rows, {prefix}columns and {prefix}cells apply to grids; a mesh cloth's pins are \
+             {prefix}indices (vertices of the mesh file){}",
+            if prefix.is_empty() { "" } else { " or pin_box" }
+        ));
+    }
     if let Some((rows, columns)) = grid {
         for &r in &c.pin_rows {
             let r = index(r, rows, &format!("{key}: {prefix}rows"))?;

@@ -148,8 +148,30 @@ pub fn parse(
     memory_limit: u64,
 ) -> Result<Scene, SceneError> {
     let err = |message: String| SceneError { file: file.to_string(), message };
+    let table: toml::Table = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+    check_f32_range(&table).map_err(err)?;
     let scene: SceneFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
     build::build(&scene, default_name, base_dir, memory_limit, &Meshes::new()).map_err(err)
+}
+
+/// Refuses a number that is not zero but below f32's smallest normal magnitude (1.18·10⁻³⁸),
+/// naming its key: the simulation runs in f32, where such a value is subnormal or rounds to
+/// 0 — and a thread that flushes subnormals to zero, as `hooke run`'s do for speed, reads it as
+/// 0, so the same file passed `hooke validate` and failed `hooke run` with "got 0".
+fn check_f32_range(table: &toml::Table) -> Result<(), String> {
+    fn walk(value: &toml::Value, path: &str) -> Result<(), String> {
+        match value {
+            toml::Value::Float(f) if *f != 0.0 && f.is_finite() && ((*f as f32).abs() < f32::MIN_POSITIVE) => Err(
+                format!("{path}: {f:e} is too small for f32 (below {:e}); use 0 or a larger value", f32::MIN_POSITIVE),
+            ),
+            toml::Value::Table(t) => t
+                .iter()
+                .try_for_each(|(k, v)| walk(v, &if path.is_empty() { k.clone() } else { format!("{path}.{k}") })),
+            toml::Value::Array(a) => a.iter().enumerate().try_for_each(|(i, v)| walk(v, &format!("{path}[{i}]"))),
+            _ => Ok(()),
+        }
+    }
+    table.iter().try_for_each(|(k, v)| walk(v, k))
 }
 
 /// Builds a scene from its keys as a TOML table (a scene file's content, made by a program:
@@ -170,6 +192,7 @@ pub fn from_table(
     meshes: &Meshes,
 ) -> Result<Scene, SceneError> {
     let err = |message: String| SceneError { file: file.to_string(), message };
+    check_f32_range(&table).map_err(err)?;
     // The path of a bad key (`materials.cloth.density`) with the message: there are no lines.
     let scene: SceneFile = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(
         |e: serde_path_to_error::Error<toml::de::Error>| {

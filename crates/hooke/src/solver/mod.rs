@@ -135,7 +135,7 @@ pub enum SolverError {
         message: String,
     },
     /// The frame time step is not finite and > 0.
-    #[error("invalid frame time step {0} s: it must be finite and > 0")]
+    #[error("invalid frame time step {0} s: it must be finite and at least 1e-9 s")]
     InvalidTimeStep(f32),
     /// A pin names a particle that does not exist or a non-finite target.
     #[error("pin on particle {particle}: {message}")]
@@ -266,13 +266,18 @@ pub(crate) fn one_world(model: &Model, solver: &str) -> Result<(), SolverError> 
     }
 }
 
-/// Checks the inputs of [`Solver::step`]: a finite frame time step > 0 and a finite wind (and
-/// gust). Every solver calls it first.
+/// The shortest frame time step (s) a solver takes: XPBD divides compliances by the square of
+/// the substep, which for shorter frames (at up to a thousand substeps) would leave the range
+/// of f32 — a step of 10⁻³⁸ s turned a valid model into NaN in its first projection.
+pub const MIN_FRAME_DT: f32 = 1e-9;
+
+/// Checks the inputs of [`Solver::step`]: a finite frame time step of at least
+/// [`MIN_FRAME_DT`] and a finite wind (and gust). Every solver calls it first.
 ///
 /// # Errors
 /// [`SolverError::InvalidTimeStep`] or [`SolverError::InvalidSettings`] naming the wind.
 pub fn check_step_inputs(control: &Control, frame_dt: f32) -> Result<(), SolverError> {
-    if !(frame_dt.is_finite() && frame_dt > 0.0) {
+    if !(frame_dt.is_finite() && frame_dt >= MIN_FRAME_DT) {
         return Err(SolverError::InvalidTimeStep(frame_dt));
     }
     control.validate_wind().map_err(|message| SolverError::InvalidSettings { setting: "wind", message })
