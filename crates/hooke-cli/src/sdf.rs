@@ -11,9 +11,9 @@ use std::path::PathBuf;
 pub struct SdfArgs {
     /// The mesh (OBJ).
     mesh: PathBuf,
-    /// Cells along the mesh's longest side (with --bounds, along the box's).
-    #[arg(long, default_value_t = 64)]
-    resolution: u32,
+    /// Cells along the mesh's longest side (with --bounds, along the box's; default 64).
+    #[arg(long, conflicts_with = "cell_size")]
+    resolution: Option<u32>,
     /// Cell size (m), instead of --resolution.
     #[arg(long)]
     cell_size: Option<f32>,
@@ -52,7 +52,7 @@ pub fn sdf(args: SdfArgs) -> Result<()> {
         translation: hooke::glam::Vec3::ZERO,
         resolution: match args.cell_size {
             Some(h) => GridResolution::CellSize(h),
-            None => GridResolution::Cells(args.resolution),
+            None => GridResolution::Cells(args.resolution.unwrap_or(64)),
         },
         margin: args.margin,
         bounds: match &args.bounds {

@@ -38,6 +38,12 @@ pub struct ObjMesh {
     pub triangle_lines: Vec<usize>,
 }
 
+/// The largest vertex coordinate a mesh may have (file units, or the arrays' units): the
+/// model refuses positions beyond 10⁹ m, and a mesh's own arithmetic (its size, the weld
+/// tolerance made from it, a collider's distance grid) squares coordinates, which overflows
+/// f32 from about 10¹⁹.
+pub const MAX_COORDINATE: f32 = 1e9;
+
 impl ObjMesh {
     /// A mesh from arrays (as the Python bindings give them): `positions` in file units,
     /// `triangles` as indices into them, optionally one texture coordinate per vertex.
@@ -52,6 +58,12 @@ impl ObjMesh {
     ) -> Result<ObjMesh, String> {
         if let Some(v) = positions.iter().position(|p| !p.is_finite()) {
             return Err(format!("vertex {v} is not finite: {:?}", positions[v]));
+        }
+        if let Some(v) = positions.iter().position(|p| p.abs().max_element() > MAX_COORDINATE) {
+            return Err(format!(
+                "vertex {v} {:?} is beyond {MAX_COORDINATE:e}: too far for f32 arithmetic",
+                positions[v]
+            ));
         }
         let n = positions.len();
         for (t, tri) in triangles.iter().enumerate() {
@@ -368,6 +380,12 @@ pub fn parse_obj(text: &str) -> Result<ObjMesh, String> {
                 }
                 if !c.iter().all(|x| x.is_finite()) {
                     return Err(format!("line {}: vertex {c:?} is not finite in f32", ln + 1));
+                }
+                if c.iter().any(|x| x.abs() > MAX_COORDINATE) {
+                    return Err(format!(
+                        "line {}: vertex {c:?} is beyond {MAX_COORDINATE:e} (file units): too far for f32 arithmetic",
+                        ln + 1
+                    ));
                 }
                 positions.push(Vec3::new(c[0], c[1], c[2]));
                 vertex_lines.push(ln + 1);

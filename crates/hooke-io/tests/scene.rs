@@ -146,7 +146,13 @@ fn degenerate_sizes_are_rejected_at_load() {
         "[[rope]]\nstart = [0.0, 1.0, 0.0]\nend = [1e30, 1.0, 0.0]\nparticles = 10\n",
     ] {
         let e = err(text);
-        assert!(e.contains("particle") || e.contains("constraint") || e.contains("overflows f32"), "{e}");
+        assert!(
+            e.contains("particle")
+                || e.contains("constraint")
+                || e.contains("overflows f32")
+                || e.contains("spacing: 1e30 m makes the grid 2e30 m × 2e30 m; it must span at most 1e9 m"),
+            "{e}"
+        );
     }
 }
 
@@ -867,4 +873,40 @@ fn a_mesh_cloths_pin_group_refuses_grid_keys() {
     }
     let (_dir, s) = mesh_scene(quad, &group("indices = [3]"));
     assert_eq!(s.unwrap().pins.len(), 1);
+}
+
+/// Faults a helper found, each refused (or warned about) by the key that causes it: two
+/// colliders of one name; a fractional iteration count (was serde's "did not match any
+/// variant"); a grid spacing that puts particles beyond 10⁹ m (was "position NaN" of particle
+/// 0); a rope whose start is its end (was "points: length 0 m" for a rope without points); a
+/// negative count (was "a count ≥ 0" where 0 is refused too); a mesh vertex at 10³⁸ (was a
+/// weld tolerance of inf); a cut after the last frame (a warning: a longer run reaches it).
+#[test]
+fn more_bad_input_is_named_by_key() {
+    let two = format!(
+        "{GRID}[[collider]]\nname = \"ball\"\nshape = \"sphere\"\nradius = 0.1\ncenter = [0.0, -1.0, 0.0]\n\
+         [[collider]]\nname = \"ball\"\nshape = \"sphere\"\nradius = 0.2\ncenter = [0.0, -2.0, 0.0]\n"
+    );
+    let e = err(&two);
+    assert!(e.contains("collider[1] \"ball\": two colliders are named \"ball\""), "{e}");
+    let e = err(&format!("[solver]\niterations = 2.5\n{GRID}"));
+    assert!(e.contains("solver.iterations: expected a whole count ≥ 1 or \"auto\", got 2.5"), "{e}");
+    let e = err(&GRID.replace("spacing = 0.1", "spacing = 1e38"));
+    assert!(e.contains("spacing") && e.contains("it must span at most 1e9 m"), "{e}");
+    let e = err("[[rope]]\nstart = [0.0, 1.0, 0.0]\nend = [0.0, 1.0, 0.0]\nparticles = 5\n");
+    assert!(e.contains("the rope's length 0 m (along its points, or from start to end) is too short"), "{e}");
+    let e = err(&GRID.replace("rows = 4", "rows = -1"));
+    assert!(e.contains("rows: must be a positive count, got -1"), "{e}");
+    let (_dir, s) = mesh_scene("v 0 0 0\nv 1e38 0 0\nv 0 1 0\nf 1 2 3\n", "");
+    let e = s.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("line 2: vertex") && e.contains("is beyond 1e9"), "{e}");
+    let cut =
+        format!("[solver]\nframes = 30\n{GRID}[[cut]]\ntime = 2.0\npoints = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]\n");
+    let s = parse(&cut).unwrap();
+    assert!(
+        s.warnings.iter().any(|w| w.contains("cut[0]: time 2 s is after the scene's last frame (t = 0.5 s")),
+        "{:?}",
+        s.warnings
+    );
+    assert!(parse(&cut.replace("time = 2.0", "time = 0.25")).unwrap().warnings.is_empty());
 }

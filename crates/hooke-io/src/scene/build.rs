@@ -25,7 +25,7 @@ fn rotation(deg: Option<[f32; 3]>, key: &str) -> Result<Quat, String> {
 }
 
 fn count(v: i64, key: &str) -> Result<usize, String> {
-    usize::try_from(v).map_err(|_| format!("{key}: must be a count ≥ 0, got {v}"))
+    usize::try_from(v).map_err(|_| format!("{key}: must be a positive count, got {v}"))
 }
 
 /// Resolves a possibly negative index into `0..len`.
@@ -76,6 +76,14 @@ pub(super) fn build(
         }
         for (k, c) in f.collider.iter().enumerate().filter(|(_, c)| c.world.unwrap_or(0) == w) {
             collider_motion.push(add_collider(&mut b, k, c, base_dir, &mut warnings)?);
+        }
+    }
+    // Colliders are named in messages and in the caches, as bodies are: one name, one collider.
+    let mut collider_names = std::collections::HashSet::new();
+    for (k, c) in f.collider.iter().enumerate() {
+        let name = c.name.clone().unwrap_or(format!("{}{k}", c.shape));
+        if !collider_names.insert(name.clone()) {
+            return Err(format!("collider[{k}] {name:?}: two colliders are named {name:?}; names must be unique"));
         }
     }
     let model = Arc::new(b.finalize().map_err(|e| e.to_string())?);
@@ -148,6 +156,15 @@ pub(super) fn build(
     // and has none is refused now, not at its first tear; one that only a cut might cross is
     // warned about (a cut that crosses it will stop the run).
     let cuts = cuts(f)?;
+    // A cut due after the last frame never happens (unless the run is made longer).
+    let end = frames as f64 / s.fps as f64;
+    for (k, c) in f.cut.iter().enumerate().filter(|(_, c)| c.time > end + 1e-9) {
+        warnings.push(format!(
+            "cut[{k}]: time {} s is after the scene's last frame (t = {end} s at {frames} frames): it cuts nothing \
+             unless the run is made longer",
+            c.time
+        ));
+    }
     // Tearing rebuilds the model around a crack, which a model of several worlds cannot do:
     // refuse it now, not at the first tear after minutes of simulation.
     if model.worlds().len() > 1 {

@@ -200,6 +200,8 @@ fn default_iterations() -> IterationsKey {
 pub enum IterationsKey {
     /// A fixed count.
     Count(i64),
+    /// A number that is not a whole one (refused when the solver is made, with its value).
+    Number(f64),
     /// `"auto"` (anything else is refused when the solver is made).
     Word(String),
 }

@@ -241,6 +241,9 @@ pub(super) fn solver_choice(s: &SolverSection) -> Result<SolverChoice, String> {
                 u32::try_from(*n).ok().filter(|&n| n >= 1).ok_or(format!("solver.iterations: must be ≥ 1, got {n}"))?;
             (n, false)
         }
+        IterationsKey::Number(x) => {
+            return Err(format!("solver.iterations: expected a whole count ≥ 1 or \"auto\", got {x}"));
+        }
         IterationsKey::Word(w) if w == "auto" => (1, true),
         IterationsKey::Word(w) => {
             return Err(format!("solver.iterations: expected a count ≥ 1 or \"auto\", got {w:?}"));

@@ -105,6 +105,14 @@ impl ClothGrid {
             ));
         }
         error::positive(&ctx, "spacing", self.spacing)?;
+        // The model refuses positions beyond 10⁹ m; say so by the key that puts them there.
+        let (width, height) = self.size();
+        if !(width.max(height) <= 1e9) {
+            return Err(ModelError::invalid(
+                format!("{ctx}: spacing"),
+                format!("{:e} m makes the grid {width:e} m × {height:e} m; it must span at most 1e9 m", self.spacing),
+            ));
+        }
         error::finite_vec(&ctx, "center", self.center)?;
         error::finite_vec(&ctx, "velocity", self.velocity)?;
         if !self.rotation.is_finite() || (self.rotation.length() - 1.0).abs() > 1e-3 {

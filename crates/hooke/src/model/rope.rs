@@ -66,7 +66,11 @@ impl Rope {
         if min_segment.is_nan() || min_segment <= 1e-6 {
             return Err(ModelError::invalid(
                 format!("{ctx}: points"),
-                format!("length {length} m is too short for {} particles", self.particles),
+                format!(
+                    "the rope's length {length} m (along its points, or from start to end) is too short for {} \
+                     particles: each segment must be longer than 1 µm",
+                    self.particles
+                ),
             ));
         }
         validate_rope_material(&ctx, &self.material)?;
