@@ -105,9 +105,10 @@ impl ClothGrid {
             ));
         }
         error::positive(&ctx, "spacing", self.spacing)?;
-        // The model refuses positions beyond 10⁹ m; say so by the key that puts them there.
+        // The model refuses positions beyond 10⁹ m; say so by the key that puts them there (the
+        // spacing is finite and > 0 here, so the size is not NaN).
         let (width, height) = self.size();
-        if !(width.max(height) <= 1e9) {
+        if width.max(height) > 1e9 {
             return Err(ModelError::invalid(
                 format!("{ctx}: spacing"),
                 format!("{:e} m makes the grid {width:e} m × {height:e} m; it must span at most 1e9 m", self.spacing),
