@@ -910,3 +910,21 @@ fn more_bad_input_is_named_by_key() {
     );
     assert!(parse(&cut.replace("time = 2.0", "time = 0.25")).unwrap().warnings.is_empty());
 }
+
+/// The derived blow-up speed counts a tearing cloth's recoil at most at the blow-up strain
+/// (10): a tear energy of 10³⁸ J/m², which no constraint reaches before the strain limit
+/// stops the run, gives the limit of a tear strain of 10 (it gave 1.3·10²¹ m/s, blow-up
+/// detection off in effect).
+#[test]
+fn an_unreachable_tear_energy_does_not_lift_the_speed_limit() {
+    let grid = "[[cloth]]\nrows = 6\ncolumns = 6\nspacing = 0.1\nmaterial = \"m\"\n";
+    let limit = |key: &str| {
+        parse(&format!("[materials.m]\nstretch_stiffness = 4000.0\nshear_stiffness = 4000.0\n{key}\n{grid}"))
+            .unwrap()
+            .solver
+            .max_speed()
+    };
+    let (energy, strain) = (limit("tear_energy = 1e38"), limit("tear_strain = 10.0"));
+    assert_eq!(energy, strain);
+    assert!(strain < 1e6, "{strain}");
+}

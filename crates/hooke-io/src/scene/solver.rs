@@ -110,7 +110,7 @@ pub fn derived_max_speed(
 /// constraint of a cloth that tears at strain ε (its `tear_strain`, or where it holds its
 /// `tear_energy`), ε·L₀·√(k/m) — a chain of springs k and masses m held at strain ε and cut
 /// unloads behind a wave of speed c = L₀·√(k/m), leaving its particles at ε·c (k = 1/α, the
-/// stretch compliance's inverse; m the lighter end's mass); the largest over the constraints, 0 without tearing (a rigid constraint, whose recoil has no bound, is
+/// stretch compliance's inverse; m the lighter end's mass; ε at most the blow-up strain, 10); the largest over the constraints, 0 without tearing (a rigid constraint, whose recoil has no bound, is
 /// left out). `scenes/tear_pull.toml` (4 000 N/m, ε = 0.2, 2 cm
 /// spacing): 40 m/s for its 40 mg inner particles, 80 at its 10 mg corners; under the global
 /// cloth solve its torn edges recoil at about 70 m/s, which the former floor of 50 m/s stopped
@@ -130,6 +130,10 @@ pub fn tear_recoil_speed(model: &Model) -> f32 {
         if !strain.is_finite() {
             continue;
         }
+        // A constraint stretched past the blow-up strain stops the run before it can break: a
+        // tear energy of 10³⁸ J/m² (a strain of about 10¹⁸) would otherwise set a speed limit
+        // that nothing reaches.
+        let strain = strain.min(XpbdSettings::default().max_strain);
         let lighter = mass[c.i as usize].min(mass[c.j as usize]);
         let v = strain * c.rest_length * (1.0 / (c.compliance_stretch * lighter)).sqrt();
         if v.is_finite() {
