@@ -928,3 +928,36 @@ fn an_unreachable_tear_energy_does_not_lift_the_speed_limit() {
     assert_eq!(energy, strain);
     assert!(strain < 1e6, "{strain}");
 }
+
+/// Keys that are allowed but do nothing warn, naming the key: release_pins_at without pins,
+/// the self-collision speed clamp without self-collision, a grid with neither structural nor
+/// shear constraints, a capsule whose ends coincide, PBD stiffness 0; a pin group with an
+/// empty keyframe list is refused, as one without the key is.
+#[test]
+fn keys_that_do_nothing_warn() {
+    let warns = |text: &str, what: &str| {
+        let s = parse(text).unwrap();
+        assert!(s.warnings.iter().any(|w| w.contains(what)), "{what}: {:?}", s.warnings);
+    };
+    warns(
+        &format!("{GRID}release_pins_at = 1.0\n"),
+        "cloth[0] \"cloth0\": release_pins_at is set but the cloth has no pins",
+    );
+    warns(
+        &format!("{GRID}self_collision_speed_clamp = true\n"),
+        "self_collision_speed_clamp is set but self_collision is off",
+    );
+    warns(&format!("{GRID}structural = false\nshear = false\n"), "structural = false and shear = false");
+    warns(
+        &format!("{GRID}[[collider]]\nshape = \"capsule\"\na = [0.0, -1.0, 0.0]\nb = [0.0, -1.0, 0.0]\nradius = 0.1\n"),
+        "a and b are the same point: the capsule is a sphere",
+    );
+    warns(&format!("[solver]\nmethod = \"pbd\"\npbd_stiffness = 0.0\n{GRID}"), "solver.pbd_stiffness = 0");
+    warns(
+        "[[rope]]\nstart = [0.0, 1.0, 0.0]\nend = [1.0, 1.0, 0.0]\nparticles = 5\nrelease_pins_at = 1.0\n",
+        "the rope has no pins",
+    );
+    assert!(parse(&format!("{GRID}pin_rows = [0]\nrelease_pins_at = 1.0\n")).unwrap().warnings.is_empty());
+    let e = err(&format!("{GRID}[[cloth.pin_groups]]\ncolumns = [0]\nkeyframes = []\n"));
+    assert!(e.contains("pin_groups[0]: keyframes is empty"), "{e}");
+}

@@ -58,6 +58,9 @@ pub(super) fn build(
     let world_wind = worlds(f)?;
     let mut pins = Vec::new();
     let mut warnings = Vec::new();
+    if s.pbd_stiffness == Some(0.0) {
+        warnings.push("solver.pbd_stiffness = 0: every constraint's correction is scaled to nothing".to_string());
+    }
     // One entry per body, in the order they are added: world by world, cloths, then ropes,
     // then the world's colliders.
     let mut vertex_maps = Vec::with_capacity(f.cloth.len() + f.rope.len());
@@ -461,6 +464,9 @@ fn add_cloth(
     let key = format!("cloth[{k}] {name:?}");
     let section = material(f, &c.material, &key)?;
     let mat = cloth_material(&section, c, &key)?;
+    if mat.self_collision_speed_clamp && !mat.self_collision {
+        warnings.push(format!("{key}: self_collision_speed_clamp is set but self_collision is off: it clamps nothing"));
+    }
     let bending = bending_model(c.bending.as_deref(), &section, &key, warnings)?;
     let center = vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?;
     let rot = rotation(c.rotation, &format!("{key}: rotation"))?;
@@ -544,6 +550,12 @@ fn add_cloth(
         g.material = mat;
         g.structural = c.structural.unwrap_or(true);
         g.shear = c.shear.unwrap_or(true);
+        if !g.structural && !g.shear {
+            warnings.push(format!(
+                "{key}: structural = false and shear = false: nothing holds the grid's particles together but \
+                 its bending"
+            ));
+        }
         g.bending = bending;
         g.particle_mass = c.particle_mass;
         g.spring_stiffness = c.spring_stiffness;
@@ -551,6 +563,11 @@ fn add_cloth(
     };
     let body = b.body(id).clone();
     let global = cloth_pins(b, c, &body, grid, map.as_ref(), &key, "pin_")?;
+    if global.is_empty() && c.release_pins_at.is_some() {
+        warnings.push(format!(
+            "{key}: release_pins_at is set but the cloth has no pins (pin groups keep their own release_at)"
+        ));
+    }
     push_pins(pins, global, c.release_pins_at, &format!("{key}: release_pins_at"))?;
     for (g, group) in c.pin_groups.iter().enumerate() {
         let at = format!("{key}: pin_groups[{g}]");
@@ -566,6 +583,11 @@ fn add_cloth(
         let global = cloth_pins(b, &selectors, &body, grid, map.as_ref(), &at, "")?;
         if global.is_empty() {
             return Err(format!("{at}: names no particle (give rows, columns, cells or indices)"));
+        }
+        if group.keyframes.is_empty() {
+            return Err(format!(
+                "{at}: keyframes is empty; give at least one (a group that stays put: [{{ time = 0.0 }}])"
+            ));
         }
         if group.keyframes.iter().any(|k| k.rotation.is_some()) {
             return Err(format!("{at}: keyframes of pins translate only (no rotation)"));
@@ -697,6 +719,9 @@ fn add_rope(
         self_friction: self_friction(&m, d.self_friction),
         self_collision_speed_clamp: r.self_collision_speed_clamp.unwrap_or(false),
     };
+    if mat.self_collision_speed_clamp && !mat.self_collision {
+        warnings.push(format!("{key}: self_collision_speed_clamp is set but self_collision is off: it clamps nothing"));
+    }
     let bending = bending_model(r.bending.as_deref(), &m, &key, warnings)?;
     let points: Vec<Vec3> = match (&r.points, r.start, r.end) {
         (Some(p), None, None) => {
@@ -727,6 +752,9 @@ fn add_rope(
         .iter()
         .map(|&i| index(i, n, &format!("{key}: pin_indices")).map(|l| body.particles.start + l as u32))
         .collect::<Result<Vec<_>, _>>()?;
+    if global.is_empty() && r.release_pins_at.is_some() {
+        warnings.push(format!("{key}: release_pins_at is set but the rope has no pins"));
+    }
     push_pins(pins, global, r.release_pins_at, &format!("{key}: release_pins_at"))
 }
 
@@ -775,7 +803,13 @@ fn add_collider(
     let shape = match c.shape.as_str() {
         "plane" => Shape::Plane { point: need(c.point, "point")?, normal: need(c.normal, "normal")? },
         "sphere" => Shape::Sphere { center: need(c.center, "center")?, radius: need_r()? },
-        "capsule" => Shape::Capsule { a: need(c.a, "a")?, b: need(c.b, "b")?, radius: need_r()? },
+        "capsule" => {
+            let (a, b) = (need(c.a, "a")?, need(c.b, "b")?);
+            if a == b {
+                warnings.push(format!("{key}: a and b are the same point: the capsule is a sphere"));
+            }
+            Shape::Capsule { a, b, radius: need_r()? }
+        }
         "mesh" => mesh_shape(c, &key, base_dir, warnings)?,
         _ => Shape::Box {
             center: need(c.center, "center")?,
