@@ -176,6 +176,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     if let hooke_io::scene::SolverChoice::Position(s) = &mut scene.solver {
         s.collider_broad_phase = !args.no_broad_phase;
         if let Some(max_iterations) = args.auto_iterations {
+            anyhow::ensure!(
+                (1..=10_000).contains(&max_iterations),
+                "--auto-iterations must be between 1 and 10000, got {max_iterations}"
+            );
             let tolerance = hooke_io::scene::auto_tolerance(scene.residual_tolerance);
             s.auto_iterations = Some(hooke::AutoIterations { tolerance, max_iterations });
             s.iterations = 1;

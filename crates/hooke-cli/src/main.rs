@@ -160,7 +160,7 @@ fn validate(path: &std::path::Path) -> Result<()> {
         count(scene.pins.len(), "pin", "pins"),
         count(scene.frames, "frame", "frames"),
         scene.fps,
-        hooke_sim::make_cpu_solver(&scene)?.info().name,
+        hooke_sim::make_cpu_solver(&scene).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?.info().name,
         scene.solver.substeps(),
         scene.solver.iterations_text()
     );

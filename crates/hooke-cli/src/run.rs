@@ -176,7 +176,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     options.local = args.gpu_solve.local(args.backend)?;
     options.contact_search = args.gpu_solve.contact_search.mode();
     let settings = BakeSettings { dir: dir.clone(), format, options, strict: args.strict };
-    let bake = Bake::new(&mut scene, settings)?;
+    // A setting the solver refuses is the scene file's (or the default scene's) doing: name it.
+    let source = args.scene.as_ref().map_or("the default scene".to_string(), |p| p.display().to_string());
+    let bake = Bake::new(&mut scene, settings).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
     if let Some(note) = bake.note() {
         eprintln!("note: {note}");
     }

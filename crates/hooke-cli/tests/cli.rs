@@ -258,6 +258,29 @@ fn bad_input_fails_cleanly() {
     }
     let o = hooke(&["run", "missing.toml"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("missing.toml"));
+    // Benchmark counts out of range are refused by flag (10¹² frames aborted, allocating their
+    // timings), before anything runs.
+    for (args, flag) in [
+        (&["bench", "demo:4", "--frames", "1000000000000"][..], "--frames must be between 1 and 1000000"),
+        (&["bench", "demo:4", "--warmup", "100000000"][..], "--warmup must be at most 1000000"),
+        (&["bench", "demo:4", "--auto-iterations", "0"][..], "--auto-iterations must be between 1 and 10000"),
+    ] {
+        let o = hooke(args, tmp.path());
+        assert!(!o.status.success() && text(&o).contains(flag), "{}", text(&o));
+    }
+    // A setting the solver refuses names the scene file (a model of two worlds iterating to a
+    // tolerance).
+    std::fs::write(
+        tmp.path().join("worlds.toml"),
+        "[solver]\niterations = \"auto\"\n[[world]]\n[[cloth]]\nrows = 3\ncolumns = 3\nspacing = 0.1\n\
+         [[cloth]]\nname = \"b\"\nworld = 1\nrows = 3\ncolumns = 3\nspacing = 0.1\n",
+    )
+    .unwrap();
+    for command in ["validate", "run"] {
+        let o = hooke(&[command, "worlds.toml", "--out", "w"][..if command == "run" { 4 } else { 2 }], tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success() && t.contains("worlds.toml: ") && t.contains("needs a fixed count"), "{t}");
+    }
 }
 
 /// A run that blows up stops with a non-zero exit, says where, and leaves a valid cache with

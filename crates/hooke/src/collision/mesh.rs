@@ -87,7 +87,8 @@ pub enum MeshColliderError {
     },
     /// The grid would hold too many samples.
     #[error(
-        "the signed distance grid would have {samples} samples ({dims:?}); at most {limit} are allowed — use a coarser resolution or a larger cell_size"
+        "the signed distance grid would have {} samples ({} × {} × {}); at most {limit} are allowed — use a coarser resolution or a larger cell_size",
+        count_text(*samples), count_text(dims[0]), count_text(dims[1]), count_text(dims[2])
     )]
     GridTooLarge {
         /// Samples requested.
@@ -403,4 +404,20 @@ fn edge_map(tris: &[[u32; 3]]) -> HashMap<(u32, u32), Vec<u32>> {
 /// Whether triangle `t` runs from `a` to `b` along one of its edges.
 fn directed(t: &[u32; 3], a: u32, b: u32) -> bool {
     (0..3).any(|k| t[k] == a && t[(k + 1) % 3] == b)
+}
+
+/// A count as written in messages: in full up to 10¹², in scientific notation beyond (a
+/// margin of 10³⁸ m asked for 3.4·10³⁸ samples, printed as a 39-digit number).
+fn count_text(v: u128) -> String {
+    if v < 1_000_000_000_000 { v.to_string() } else { format!("{v:.3e}") }
+}
+
+#[cfg(test)]
+mod count_text_tests {
+    /// Counts print in full up to 10¹² and in scientific notation beyond.
+    #[test]
+    fn large_counts_print_in_scientific_notation() {
+        assert_eq!(super::count_text(134_217_728), "134217728");
+        assert_eq!(super::count_text(u128::MAX), "3.403e38");
+    }
 }
