@@ -10,6 +10,8 @@
 //! Its error is below 4·10⁻⁷ rad over the whole plane — under two units in the last place of π
 //! (test `atan2_matches_the_standard_library`).
 
+use crate::solver::xpbd::lanes::Lanes;
+
 /// atan(a) for a ∈ [0, 1] (radians).
 #[inline(always)]
 fn atan_unit(a: f32) -> f32 {
@@ -32,81 +34,43 @@ pub fn atan2(y: f32, x: f32) -> f32 {
     if y < 0.0 { -a } else { a }
 }
 
-/// [`atan_unit`] in four lanes, operation for operation (both branches computed, one kept).
+/// [`atan_unit`] in lanes, operation for operation (both branches computed, one kept).
 #[inline(always)]
-fn atan_unit4(a: glam::Vec4) -> glam::Vec4 {
-    use glam::Vec4;
-    let big = a.cmpgt(Vec4::splat(0.414_213_57));
-    let x = Vec4::select(big, (a - Vec4::ONE) / (a + Vec4::ONE), a);
-    let offset = Vec4::select(big, Vec4::splat(std::f32::consts::FRAC_PI_4), Vec4::ZERO);
+fn atan_unit_lanes<L: Lanes>(a: L) -> L {
+    let big = a.cmpgt(L::splat(0.414_213_57));
+    let x = L::select(big, (a - L::splat(1.0)) / (a + L::splat(1.0)), a);
+    let offset = L::select(big, L::splat(std::f32::consts::FRAC_PI_4), L::splat(0.0));
     let z = x * x;
-    let p = (((Vec4::splat(0.080_537_445) * z - Vec4::splat(0.138_776_86)) * z + Vec4::splat(0.199_777_1)) * z
-        - Vec4::splat(0.333_329_5))
+    let p = (((L::splat(0.080_537_445) * z - L::splat(0.138_776_86)) * z + L::splat(0.199_777_1)) * z
+        - L::splat(0.333_329_5))
         * z;
     offset + (p * x + x)
 }
 
-/// [`atan2`] of four points at once (one per lane), with the same bits in every lane: the
-/// scalar function's operations, its branches turned into selections.
+/// [`atan2`] of several points at once (one per lane: four in a `Vec4`, eight in AVX2's
+/// lanes), with the same bits in every lane: the scalar function's operations, its branches
+/// turned into selections.
 #[inline(always)]
-pub(crate) fn atan2_4(y: glam::Vec4, x: glam::Vec4) -> glam::Vec4 {
-    use glam::Vec4;
+pub(crate) fn atan2_lanes<L: Lanes>(y: L, x: L) -> L {
     let (ax, ay) = (x.abs(), y.abs());
-    let origin = ax.cmpeq(Vec4::ZERO) & ay.cmpeq(Vec4::ZERO);
-    let small = ay.cmple(ax);
-    let u = atan_unit4(Vec4::select(small, ay, ax) / Vec4::select(small, ax, ay));
-    let a = Vec4::select(small, u, Vec4::splat(std::f32::consts::FRAC_PI_2) - u);
-    let a = Vec4::select(x.cmplt(Vec4::ZERO), Vec4::splat(std::f32::consts::PI) - a, a);
-    let a = Vec4::select(y.cmplt(Vec4::ZERO), -a, a);
-    Vec4::select(origin, Vec4::ZERO, a)
-}
-
-/// [`atan_unit4`] in eight lanes (see [`atan2_8`]).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn atan_unit8(a: crate::solver::xpbd::lanes8::F8) -> crate::solver::xpbd::lanes8::F8 {
-    use crate::solver::xpbd::lanes8::F8;
-    let big = a.cmpgt(F8::splat(0.414_213_57));
-    let x = F8::select(big, (a - F8::splat(1.0)) / (a + F8::splat(1.0)), a);
-    let offset = F8::select(big, F8::splat(std::f32::consts::FRAC_PI_4), F8::splat(0.0));
-    let z = x * x;
-    let p = (((F8::splat(0.080_537_445) * z - F8::splat(0.138_776_86)) * z + F8::splat(0.199_777_1)) * z
-        - F8::splat(0.333_329_5))
-        * z;
-    offset + (p * x + x)
-}
-
-/// [`atan2_4`] in eight lanes (AVX2), operation for operation: the scalar [`atan2`]'s bits in
-/// every lane. Only inside code compiled with AVX2 enabled, on a CPU that has it (the rule of
-/// the eight-lane arithmetic the solver uses).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn atan2_8(
-    y: crate::solver::xpbd::lanes8::F8,
-    x: crate::solver::xpbd::lanes8::F8,
-) -> crate::solver::xpbd::lanes8::F8 {
-    use crate::solver::xpbd::lanes8::F8;
-    let (ax, ay) = (x.abs(), y.abs());
-    let zero = F8::splat(0.0);
+    let zero = L::splat(0.0);
     let origin = ax.cmpeq(zero) & ay.cmpeq(zero);
     let small = ay.cmple(ax);
-    let u = atan_unit8(F8::select(small, ay, ax) / F8::select(small, ax, ay));
-    let a = F8::select(small, u, F8::splat(std::f32::consts::FRAC_PI_2) - u);
-    let a = F8::select(x.cmplt(zero), F8::splat(std::f32::consts::PI) - a, a);
-    let a = F8::select(y.cmplt(zero), -a, a);
-    F8::select(origin, zero, a)
+    let u = atan_unit_lanes(L::select(small, ay, ax) / L::select(small, ax, ay));
+    let a = L::select(small, u, L::splat(std::f32::consts::FRAC_PI_2) - u);
+    let a = L::select(x.cmplt(zero), L::splat(std::f32::consts::PI) - a, a);
+    let a = L::select(y.cmplt(zero), -a, a);
+    L::select(origin, zero, a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The four-lane arctangent is the scalar one bit for bit, on points all round the
-    /// plane at many scales, on the axes, at the origin (both signs of zero), and for
-    /// infinities and NaN.
-    #[test]
-    fn four_lanes_are_the_scalar_atan2_bit_for_bit() {
-        let mut seed = 7u32;
+    /// Points (y, x) all round the plane at many scales (from a seed), on the axes, at the
+    /// origin (both signs of zero), and with infinities and NaN.
+    fn test_points(seed: u32) -> Vec<(f32, f32)> {
+        let mut seed = seed;
         let mut rnd = move || {
             seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
             (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
@@ -117,10 +81,19 @@ mod tests {
             let scale = 10f32.powi(k % 13 - 6);
             points.push((rnd() * scale, rnd() * scale));
         }
+        points
+    }
+
+    /// The four-lane arctangent is the scalar one bit for bit, on points all round the
+    /// plane at many scales, on the axes, at the origin (both signs of zero), and for
+    /// infinities and NaN.
+    #[test]
+    fn four_lanes_are_the_scalar_atan2_bit_for_bit() {
+        let points = test_points(7);
         for chunk in points.chunks_exact(4) {
             let y = glam::Vec4::from_array(std::array::from_fn(|l| chunk[l].0));
             let x = glam::Vec4::from_array(std::array::from_fn(|l| chunk[l].1));
-            let four = atan2_4(y, x).to_array();
+            let four = atan2_lanes(y, x).to_array();
             for l in 0..4 {
                 let one = atan2(chunk[l].0, chunk[l].1);
                 assert_eq!(four[l].to_bits(), one.to_bits(), "atan2({}, {})", chunk[l].0, chunk[l].1);
@@ -140,19 +113,9 @@ mod tests {
         #[target_feature(enable = "avx2")]
         fn eight(y: [f32; 8], x: [f32; 8]) -> [f32; 8] {
             use crate::solver::xpbd::lanes8::F8;
-            atan2_8(F8::from_array(y), F8::from_array(x)).to_array()
+            atan2_lanes(F8::from_array(y), F8::from_array(x)).to_array()
         }
-        let mut seed = 17u32;
-        let mut rnd = move || {
-            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
-            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-        };
-        let special = [0.0, -0.0, 1.0, -1.0, 0.414_213_57, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-30, -3e20];
-        let mut points: Vec<(f32, f32)> = special.iter().flat_map(|&y| special.iter().map(move |&x| (y, x))).collect();
-        for k in 0..20_000 {
-            let scale = 10f32.powi(k % 13 - 6);
-            points.push((rnd() * scale, rnd() * scale));
-        }
+        let points = test_points(17);
         for chunk in points.chunks_exact(8) {
             // SAFETY: AVX2 is present (checked above).
             let got = unsafe { eight(std::array::from_fn(|l| chunk[l].0), std::array::from_fn(|l| chunk[l].1)) };

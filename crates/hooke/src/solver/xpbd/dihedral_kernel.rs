@@ -1,7 +1,8 @@
 //! The dihedral-bending sweep four or eight hinges at a time: the shared XPBD/PBD update of
 //! [`projection`](super::projection) for [`DihedralBending`], with each of its operations done
 //! on four hinges of one colour at once (one SIMD lane each, glam's `Vec4`), or on eight on a
-//! CPU with AVX2 (the `avx2` module below, in [`lanes8`](super::lanes8)'s lanes).
+//! CPU with AVX2. The update is written once over [`Lanes`] (`update`); the four- and
+//! eight-lane kernels differ only in how they read and write the particle records.
 //!
 //! The hinges of one colour share no particle, so solving four together is solving them one
 //! after another. Every lane does the scalar path's operations in its order — IEEE additions,
@@ -17,91 +18,156 @@
 //! 256² frame another 1.3–1.4× faster (`docs/BENCHMARKS.md`).
 
 use super::distance_kernel::{COS2_TURN, Shared, Sweep};
+use super::lanes::Lanes;
 use super::projection::project;
 use crate::model::{ConstraintSet, DihedralBending};
 use crate::solver::state::Particle;
-use glam::{BVec4A, Vec4};
+use glam::Vec4;
 use rayon::prelude::*;
 
-/// Hinges per parallel task (a multiple of 4).
+/// Hinges per parallel task (a multiple of 8).
 const CHUNK: usize = 1024;
 
-/// A 3-vector of four lanes: the x, y and z of four hinges' points.
+/// A 3-vector of lanes: the x, y and z of several hinges' points, one hinge per lane.
 #[derive(Clone, Copy)]
-struct V3 {
-    x: Vec4,
-    y: Vec4,
-    z: Vec4,
+struct V3<L> {
+    x: L,
+    y: L,
+    z: L,
 }
 
-impl V3 {
+impl<L: Lanes> V3<L> {
     #[inline(always)]
-    fn sub(self, o: V3) -> V3 {
+    fn sub(self, o: V3<L>) -> V3<L> {
         V3 { x: self.x - o.x, y: self.y - o.y, z: self.z - o.z }
     }
 
     #[inline(always)]
-    fn add(self, o: V3) -> V3 {
+    fn add(self, o: V3<L>) -> V3<L> {
         V3 { x: self.x + o.x, y: self.y + o.y, z: self.z + o.z }
     }
 
     #[inline(always)]
-    fn neg(self) -> V3 {
+    fn neg(self) -> V3<L> {
         V3 { x: -self.x, y: -self.y, z: -self.z }
     }
 
     #[inline(always)]
-    fn scale(self, s: Vec4) -> V3 {
+    fn scale(self, s: L) -> V3<L> {
         V3 { x: self.x * s, y: self.y * s, z: self.z * s }
     }
 
     /// x·x' + y·y' + z·z', left to right (glam's `Vec3::dot`).
     #[inline(always)]
-    fn dot(self, o: V3) -> Vec4 {
+    fn dot(self, o: V3<L>) -> L {
         self.x * o.x + self.y * o.y + self.z * o.z
     }
 
     /// a × b in the operand order of `dihedral.rs`'s `cross`.
     #[inline(always)]
-    fn cross(a: V3, b: V3) -> V3 {
+    fn cross(a: V3<L>, b: V3<L>) -> V3<L> {
         V3 { x: a.y * b.z - b.y * a.z, y: a.z * b.x - b.z * a.x, z: a.x * b.y - b.x * a.y }
     }
 
     #[inline(always)]
-    fn select(mask: BVec4A, a: V3, b: V3) -> V3 {
-        V3 { x: Vec4::select(mask, a.x, b.x), y: Vec4::select(mask, a.y, b.y), z: Vec4::select(mask, a.z, b.z) }
+    fn select(mask: L::Mask, a: V3<L>, b: V3<L>) -> V3<L> {
+        V3 { x: L::select(mask, a.x, b.x), y: L::select(mask, a.y, b.y), z: L::select(mask, a.z, b.z) }
     }
 }
 
-/// `dihedral.rs`'s `hinge` in four lanes: the gradients of the angle, the normals, the edge,
+/// `dihedral.rs`'s `hinge` in lanes: the gradients of the angle, the normals, the edge,
 /// 1/‖e‖, and which lanes are not degenerate.
-struct Hinge4 {
-    n1: V3,
-    n2: V3,
-    e: V3,
-    inv_le: Vec4,
-    ok: BVec4A,
-    grad: [V3; 4],
+struct Hinge<L: Lanes> {
+    n1: V3<L>,
+    n2: V3<L>,
+    e: V3<L>,
+    inv_le: L,
+    ok: L::Mask,
+    grad: [V3<L>; 4],
 }
 
 #[inline(always)]
-fn hinge4(x: &[V3; 4]) -> Hinge4 {
+fn hinge<L: Lanes>(x: &[V3<L>; 4]) -> Hinge<L> {
+    let one = L::splat(1.0);
     let e = x[1].sub(x[0]);
     let (a, b) = (x[2].sub(x[0]), x[3].sub(x[0]));
     let n1 = V3::cross(e, a);
     let n2 = V3::cross(b, e);
     let (l1, l2, le2) = (n1.dot(n1), n2.dot(n2), e.dot(e));
-    let ok = l1.cmpgt(Vec4::splat(1e-24)) & l2.cmpgt(Vec4::splat(1e-24)) & le2.cmpgt(Vec4::splat(1e-18));
+    let ok = l1.cmpgt(L::splat(1e-24)) & l2.cmpgt(L::splat(1e-24)) & le2.cmpgt(L::splat(1e-18));
     let le = le2.sqrt();
-    let inv_le = Vec4::ONE / le;
-    let (g1, g2) = (n1.scale(Vec4::ONE / l1), n2.scale(Vec4::ONE / l2));
+    let inv_le = one / le;
+    let (g1, g2) = (n1.scale(one / l1), n2.scale(one / l2));
     let grad2 = g1.scale(le);
     let grad3 = g2.scale(le);
     let (a1, b1) = (a.sub(e).dot(e) * inv_le, b.sub(e).dot(e) * inv_le);
     let (a0, b0) = (a.dot(e) * inv_le, b.dot(e) * inv_le);
     let grad0 = g1.scale(a1).add(g2.scale(b1));
     let grad1 = g1.scale(a0).neg().sub(g2.scale(b0));
-    Hinge4 { n1, n2, e, inv_le, ok, grad: [grad0.neg(), grad1.neg(), grad2.neg(), grad3.neg()] }
+    Hinge { n1, n2, e, inv_le, ok, grad: [grad0.neg(), grad1.neg(), grad2.neg(), grad3.neg()] }
+}
+
+/// What one hinge of each lane reads: its points at the start of the substep (x⁰), their
+/// displacements (d) and inverse masses (w), its rest angle, compliance, damping and λ.
+struct HingeLanes<L> {
+    start: [V3<L>; 4],
+    moved: [V3<L>; 4],
+    w: [L; 4],
+    rest: L,
+    compliance: L,
+    damping: L,
+    lambda: L,
+}
+
+/// The shared update ([`project`]) of one hinge per lane: the lanes that move (a mask), their
+/// new λ and their points' new displacements; `None` when no lane moves.
+#[inline(always)]
+fn update<L: Lanes, const PBD: bool>(h: &HingeLanes<L>, sweep: Sweep) -> Option<(L::Mask, L, [V3<L>; 4])> {
+    let (start, moved, w) = (&h.start, &h.moved, &h.w);
+    // Relative to the first particle: x⁰ = (x⁰ − x₁⁰), x = (x⁰ − x₁⁰) + (d − d₁).
+    let x0: [V3<L>; 4] = std::array::from_fn(|k| start[k].sub(start[0]));
+    let x: [V3<L>; 4] = std::array::from_fn(|k| x0[k].add(moved[k].sub(moved[0])));
+    let now = hinge(&x);
+    // C = θ − θ₀, wrapped to (−π, π].
+    let (sin, cos) = (V3::cross(now.n1, now.n2).dot(now.e) * now.inv_le, now.n1.dot(now.n2));
+    let theta = crate::angle::atan2_lanes(sin, cos);
+    let v = theta - h.rest;
+    let (pi, tau) = (L::splat(std::f32::consts::PI), L::splat(std::f32::consts::TAU));
+    let value = L::select(v.cmpgt(pi), v - tau, L::select(v.cmple(-pi), v + tau, v));
+    // The gradients at the start of the substep unless the hinge turned by more than 25° (or
+    // was degenerate then).
+    let then = hinge(&x0);
+    let zero = L::splat(0.0);
+    let (mut dot, mut s2, mut n2) = (zero, zero, zero);
+    for k in 0..4 {
+        dot = dot + then.grad[k].dot(now.grad[k]);
+        s2 = s2 + then.grad[k].dot(then.grad[k]);
+        n2 = n2 + now.grad[k].dot(now.grad[k]);
+    }
+    let keep = then.ok & dot.cmpgt(zero) & (dot * dot).cmpge(L::splat(COS2_TURN) * (s2 * n2));
+    let gradient: [V3<L>; 4] = std::array::from_fn(|k| V3::select(keep, then.grad[k], now.grad[k]));
+    let mut weight = zero;
+    for k in 0..4 {
+        weight = weight + w[k] * gradient[k].dot(gradient[k]);
+    }
+    let active = now.ok & weight.cmpne(zero);
+    if !L::any(active) {
+        return None;
+    }
+    let lam = h.lambda;
+    let delta = if PBD {
+        -(L::splat(sweep.pbd_stiffness) * value) / weight
+    } else {
+        let alpha = h.compliance * L::splat(sweep.inv_h2);
+        let gamma = L::select(alpha.cmpgt(zero), h.damping * L::splat(sweep.inv_h), zero);
+        let mut rate = zero;
+        for k in 0..4 {
+            rate = rate + gradient[k].dot(moved[k]);
+        }
+        (-value - alpha * lam - gamma * rate) / ((L::splat(1.0) + gamma) * weight + alpha)
+    };
+    let d: [V3<L>; 4] = std::array::from_fn(|k| moved[k].add(gradient[k].scale(w[k] * delta)));
+    Some((active, lam + delta, d))
 }
 
 /// Projects the four hinges `c` (of one colour) with the shared update, as four calls of
@@ -121,57 +187,25 @@ unsafe fn project4<const PBD: bool>(c: &[DihedralBending], lambda: &mut [f32], p
     // SAFETY (every read): the records are valid, as the caller promised.
     let q = |l: usize, k: usize| -> &Particle { unsafe { &*records[l][k] } };
     let lanes = |f: &dyn Fn(&Particle) -> f32, k: usize| Vec4::new(f(q(0, k)), f(q(1, k)), f(q(2, k)), f(q(3, k)));
-    let start: [V3; 4] =
-        std::array::from_fn(|k| V3 { x: lanes(&|r| r.x.x, k), y: lanes(&|r| r.x.y, k), z: lanes(&|r| r.x.z, k) });
-    let moved: [V3; 4] =
-        std::array::from_fn(|k| V3 { x: lanes(&|r| r.d.x, k), y: lanes(&|r| r.d.y, k), z: lanes(&|r| r.d.z, k) });
-    let w: [Vec4; 4] = std::array::from_fn(|k| lanes(&|r| r.x.w, k));
-    // Relative to the first particle: x⁰ = (x⁰ − x₁⁰), x = (x⁰ − x₁⁰) + (d − d₁).
-    let x0: [V3; 4] = std::array::from_fn(|k| start[k].sub(start[0]));
-    let x: [V3; 4] = std::array::from_fn(|k| x0[k].add(moved[k].sub(moved[0])));
-    let now = hinge4(&x);
-    // C = θ − θ₀, wrapped to (−π, π].
-    let (sin, cos) = (V3::cross(now.n1, now.n2).dot(now.e) * now.inv_le, now.n1.dot(now.n2));
-    let theta = crate::angle::atan2_4(sin, cos);
-    let rest = Vec4::new(c[0].rest_angle, c[1].rest_angle, c[2].rest_angle, c[3].rest_angle);
-    let v = theta - rest;
-    let (pi, tau) = (Vec4::splat(std::f32::consts::PI), Vec4::splat(std::f32::consts::TAU));
-    let value = Vec4::select(v.cmpgt(pi), v - tau, Vec4::select(v.cmple(-pi), v + tau, v));
-    // The gradients at the start of the substep unless the hinge turned by more than 25° (or
-    // was degenerate then).
-    let then = hinge4(&x0);
-    let (mut dot, mut s2, mut n2) = (Vec4::ZERO, Vec4::ZERO, Vec4::ZERO);
-    for k in 0..4 {
-        dot += then.grad[k].dot(now.grad[k]);
-        s2 += then.grad[k].dot(then.grad[k]);
-        n2 += now.grad[k].dot(now.grad[k]);
-    }
-    let keep = then.ok & dot.cmpgt(Vec4::ZERO) & (dot * dot).cmpge(Vec4::splat(COS2_TURN) * (s2 * n2));
-    let gradient: [V3; 4] = std::array::from_fn(|k| V3::select(keep, then.grad[k], now.grad[k]));
-    let mut weight = Vec4::ZERO;
-    for k in 0..4 {
-        weight += w[k] * gradient[k].dot(gradient[k]);
-    }
-    let active = now.ok & weight.cmpne(Vec4::ZERO);
-    if !active.any() {
-        return;
-    }
-    let lam = Vec4::from_slice(lambda);
-    let delta = if PBD {
-        -(Vec4::splat(sweep.pbd_stiffness) * value) / weight
-    } else {
-        let compliance = Vec4::new(c[0].compliance, c[1].compliance, c[2].compliance, c[3].compliance);
-        let damping = Vec4::new(c[0].damping, c[1].damping, c[2].damping, c[3].damping);
-        let alpha = compliance * Vec4::splat(sweep.inv_h2);
-        let gamma = Vec4::select(alpha.cmpgt(Vec4::ZERO), damping * Vec4::splat(sweep.inv_h), Vec4::ZERO);
-        let mut rate = Vec4::ZERO;
-        for k in 0..4 {
-            rate += gradient[k].dot(moved[k]);
-        }
-        (-value - alpha * lam - gamma * rate) / ((Vec4::ONE + gamma) * weight + alpha)
+    let of = |f: fn(&DihedralBending) -> f32| Vec4::new(f(&c[0]), f(&c[1]), f(&c[2]), f(&c[3]));
+    let h = HingeLanes {
+        start: std::array::from_fn(|k| V3 {
+            x: lanes(&|r| r.x.x, k),
+            y: lanes(&|r| r.x.y, k),
+            z: lanes(&|r| r.x.z, k),
+        }),
+        moved: std::array::from_fn(|k| V3 {
+            x: lanes(&|r| r.d.x, k),
+            y: lanes(&|r| r.d.y, k),
+            z: lanes(&|r| r.d.z, k),
+        }),
+        w: std::array::from_fn(|k| lanes(&|r| r.x.w, k)),
+        rest: of(|h| h.rest_angle),
+        compliance: of(|h| h.compliance),
+        damping: of(|h| h.damping),
+        lambda: Vec4::from_slice(lambda),
     };
-    let updated = lam + delta;
-    let d: [V3; 4] = std::array::from_fn(|k| moved[k].add(gradient[k].scale(w[k] * delta)));
+    let Some((active, updated, d)) = update::<Vec4, PBD>(&h, sweep) else { return };
     for l in 0..4 {
         if !active.test(l) {
             continue;
@@ -246,90 +280,13 @@ pub(crate) fn sweep_hinges<const PBD: bool>(
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    //! The eight-lane hinge kernel: [`super::project4`] on eight hinges at once, operation for
-    //! operation in [`F8`] lanes, so that it gives the same bits. A hinge's four particle
-    //! records are read as rows and transposed ([`transpose8`]) instead of gathered float by
-    //! float.
+    //! The eight-lane hinge kernel: [`super::update`] in [`F8`] lanes, so that it gives the
+    //! four-lane kernel's bits. A hinge's four particle records are read as rows and
+    //! transposed ([`transpose8`]) instead of gathered float by float.
 
-    use super::super::lanes8::{F8, M8, transpose8};
-    use super::{COS2_TURN, DihedralBending, Particle, Sweep};
+    use super::super::lanes8::{F8, transpose8};
+    use super::{DihedralBending, HingeLanes, Particle, Sweep, V3, update};
     use std::arch::x86_64::*;
-
-    /// A 3-vector of eight lanes.
-    #[derive(Clone, Copy)]
-    struct V8 {
-        x: F8,
-        y: F8,
-        z: F8,
-    }
-
-    impl V8 {
-        #[inline(always)]
-        fn sub(self, o: V8) -> V8 {
-            V8 { x: self.x - o.x, y: self.y - o.y, z: self.z - o.z }
-        }
-
-        #[inline(always)]
-        fn add(self, o: V8) -> V8 {
-            V8 { x: self.x + o.x, y: self.y + o.y, z: self.z + o.z }
-        }
-
-        #[inline(always)]
-        fn neg(self) -> V8 {
-            V8 { x: -self.x, y: -self.y, z: -self.z }
-        }
-
-        #[inline(always)]
-        fn scale(self, s: F8) -> V8 {
-            V8 { x: self.x * s, y: self.y * s, z: self.z * s }
-        }
-
-        #[inline(always)]
-        fn dot(self, o: V8) -> F8 {
-            self.x * o.x + self.y * o.y + self.z * o.z
-        }
-
-        #[inline(always)]
-        fn cross(a: V8, b: V8) -> V8 {
-            V8 { x: a.y * b.z - b.y * a.z, y: a.z * b.x - b.z * a.x, z: a.x * b.y - b.x * a.y }
-        }
-
-        #[inline(always)]
-        fn select(mask: M8, a: V8, b: V8) -> V8 {
-            V8 { x: F8::select(mask, a.x, b.x), y: F8::select(mask, a.y, b.y), z: F8::select(mask, a.z, b.z) }
-        }
-    }
-
-    /// [`super::hinge4`] in eight lanes.
-    struct Hinge8 {
-        n1: V8,
-        n2: V8,
-        e: V8,
-        inv_le: F8,
-        ok: M8,
-        grad: [V8; 4],
-    }
-
-    #[inline(always)]
-    fn hinge8(x: &[V8; 4]) -> Hinge8 {
-        let one = F8::splat(1.0);
-        let e = x[1].sub(x[0]);
-        let (a, b) = (x[2].sub(x[0]), x[3].sub(x[0]));
-        let n1 = V8::cross(e, a);
-        let n2 = V8::cross(b, e);
-        let (l1, l2, le2) = (n1.dot(n1), n2.dot(n2), e.dot(e));
-        let ok = l1.cmpgt(F8::splat(1e-24)) & l2.cmpgt(F8::splat(1e-24)) & le2.cmpgt(F8::splat(1e-18));
-        let le = le2.sqrt();
-        let inv_le = one / le;
-        let (g1, g2) = (n1.scale(one / l1), n2.scale(one / l2));
-        let grad2 = g1.scale(le);
-        let grad3 = g2.scale(le);
-        let (a1, b1) = (a.sub(e).dot(e) * inv_le, b.sub(e).dot(e) * inv_le);
-        let (a0, b0) = (a.dot(e) * inv_le, b.dot(e) * inv_le);
-        let grad0 = g1.scale(a1).add(g2.scale(b1));
-        let grad1 = g1.scale(a0).neg().sub(g2.scale(b0));
-        Hinge8 { n1, n2, e, inv_le, ok, grad: [grad0.neg(), grad1.neg(), grad2.neg(), grad3.neg()] }
-    }
 
     /// Projects the eight hinges `c` (of one colour) with the shared update, as eight calls
     /// of [`super::project`] would.
@@ -349,66 +306,23 @@ mod avx2 {
         // Point k of the eight hinges: its eight records (x⁰, w, d; 32 bytes each) as rows,
         // transposed into x⁰x, x⁰y, x⁰z, w, dx, dy, dz, dw.
         // SAFETY: the records are valid, as the caller promised.
-        let columns: [[__m256; 8]; 4] = std::array::from_fn(|k| {
+        let columns: [[F8; 8]; 4] = std::array::from_fn(|k| {
             transpose8(std::array::from_fn(|l| unsafe { _mm256_loadu_ps(records[l][k] as *const f32) }))
+                .map(F8::from_m256)
         });
-        let start: [V8; 4] = std::array::from_fn(|k| V8 {
-            x: F8::from_m256(columns[k][0]),
-            y: F8::from_m256(columns[k][1]),
-            z: F8::from_m256(columns[k][2]),
-        });
-        let w: [F8; 4] = std::array::from_fn(|k| F8::from_m256(columns[k][3]));
-        let moved: [V8; 4] = std::array::from_fn(|k| V8 {
-            x: F8::from_m256(columns[k][4]),
-            y: F8::from_m256(columns[k][5]),
-            z: F8::from_m256(columns[k][6]),
-        });
-        let x0: [V8; 4] = std::array::from_fn(|k| start[k].sub(start[0]));
-        let x: [V8; 4] = std::array::from_fn(|k| x0[k].add(moved[k].sub(moved[0])));
-        let now = hinge8(&x);
-        let (sin, cos) = (V8::cross(now.n1, now.n2).dot(now.e) * now.inv_le, now.n1.dot(now.n2));
-        let theta = crate::angle::atan2_8(sin, cos);
-        let rest = F8::from_array(std::array::from_fn(|l| c[l].rest_angle));
-        let v = theta - rest;
-        let (pi, tau) = (F8::splat(std::f32::consts::PI), F8::splat(std::f32::consts::TAU));
-        let value = F8::select(v.cmpgt(pi), v - tau, F8::select(v.cmple(-pi), v + tau, v));
-        let then = hinge8(&x0);
-        let zero = F8::splat(0.0);
-        let (mut dot, mut s2, mut n2) = (zero, zero, zero);
-        for k in 0..4 {
-            dot = dot + then.grad[k].dot(now.grad[k]);
-            s2 = s2 + then.grad[k].dot(then.grad[k]);
-            n2 = n2 + now.grad[k].dot(now.grad[k]);
-        }
-        let keep = then.ok & dot.cmpgt(zero) & (dot * dot).cmpge(F8::splat(COS2_TURN) * (s2 * n2));
-        let gradient: [V8; 4] = std::array::from_fn(|k| V8::select(keep, then.grad[k], now.grad[k]));
-        let mut weight = zero;
-        for k in 0..4 {
-            weight = weight + w[k] * gradient[k].dot(gradient[k]);
-        }
-        let active = (now.ok & weight.cmpne(zero)).bits();
-        if active == 0 {
-            return;
-        }
-        let lam = F8::from_array(*lambda);
-        let delta = if PBD {
-            -(F8::splat(sweep.pbd_stiffness) * value) / weight
-        } else {
-            let compliance = F8::from_array(std::array::from_fn(|l| c[l].compliance));
-            let damping = F8::from_array(std::array::from_fn(|l| c[l].damping));
-            let alpha = compliance * F8::splat(sweep.inv_h2);
-            let gamma = F8::select(alpha.cmpgt(zero), damping * F8::splat(sweep.inv_h), zero);
-            let mut rate = zero;
-            for k in 0..4 {
-                rate = rate + gradient[k].dot(moved[k]);
-            }
-            (-value - alpha * lam - gamma * rate) / ((F8::splat(1.0) + gamma) * weight + alpha)
+        let of = |f: fn(&DihedralBending) -> f32| F8::from_array(std::array::from_fn(|l| f(&c[l])));
+        let h = HingeLanes {
+            start: std::array::from_fn(|k| V3 { x: columns[k][0], y: columns[k][1], z: columns[k][2] }),
+            moved: std::array::from_fn(|k| V3 { x: columns[k][4], y: columns[k][5], z: columns[k][6] }),
+            w: std::array::from_fn(|k| columns[k][3]),
+            rest: of(|h| h.rest_angle),
+            compliance: of(|h| h.compliance),
+            damping: of(|h| h.damping),
+            lambda: F8::from_array(*lambda),
         };
-        let updated = (lam + delta).to_array();
-        let d: [[[f32; 8]; 3]; 4] = std::array::from_fn(|k| {
-            let v = moved[k].add(gradient[k].scale(w[k] * delta));
-            [v.x.to_array(), v.y.to_array(), v.z.to_array()]
-        });
+        let Some((active, updated, d)) = update::<F8, PBD>(&h, sweep) else { return };
+        let (active, updated) = (active.bits(), updated.to_array());
+        let d: [[[f32; 8]; 3]; 4] = std::array::from_fn(|k| [d[k].x.to_array(), d[k].y.to_array(), d[k].z.to_array()]);
         for l in 0..8 {
             if active & (1 << l) == 0 {
                 continue;

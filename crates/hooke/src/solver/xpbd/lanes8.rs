@@ -165,3 +165,39 @@ pub(crate) fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
         _mm256_permute2f128_ps::<0x31>(s3, s7),
     ]
 }
+
+macro_rules! forward {
+    ($($name:ident),*) => {
+        $(
+            #[inline(always)]
+            fn $name(self, o: F8) -> M8 {
+                F8::$name(self, o)
+            }
+        )*
+    };
+}
+
+impl super::lanes::Lanes for F8 {
+    type Mask = M8;
+    #[inline(always)]
+    fn splat(v: f32) -> F8 {
+        F8::splat(v)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> F8 {
+        F8::sqrt(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> F8 {
+        F8::abs(self)
+    }
+    forward!(cmpgt, cmpge, cmplt, cmple, cmpeq, cmpne);
+    #[inline(always)]
+    fn select(mask: M8, a: F8, b: F8) -> F8 {
+        F8::select(mask, a, b)
+    }
+    #[inline(always)]
+    fn any(mask: M8) -> bool {
+        mask.bits() != 0
+    }
+}

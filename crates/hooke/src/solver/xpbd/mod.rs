@@ -33,6 +33,7 @@ mod dihedral_kernel;
 pub mod direct_rope;
 pub(crate) mod distance_kernel;
 pub mod global_cloth;
+pub(crate) mod lanes;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod lanes8;
 mod projection;
