@@ -317,6 +317,18 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("wrote {} more files in {}", files.len() - 5, dir.display());
     }
     println!("wrote {}", baked.diagnostics.display());
+    let others = other_caches(&dir, files);
+    if !others.is_empty() {
+        let shown: Vec<String> = others.iter().take(3).cloned().collect();
+        eprintln!(
+            "note: {} also holds {} that this run did not write ({}{}), from an earlier run with another format or \
+             name; diagnostics.csv describes this run only",
+            dir.display(),
+            crate::count(others.len(), "cache file", "cache files"),
+            shown.join(", "),
+            if others.len() > 3 { ", …" } else { "" }
+        );
+    }
     if args.preview && baked.failure.is_none() {
         let path = dir.join("preview.png");
         let ctx = preview.as_ref().expect("opened before the run when --preview is given");
@@ -330,6 +342,23 @@ pub fn run(args: RunArgs) -> Result<()> {
         bail!("{failure}; the {written} frames before it (0–{}) were written", written - 1);
     }
     Ok(())
+}
+
+/// The cache files (`.usda`, `.obj`, `.pc2`) in `dir` that are not among `written`, sorted
+/// by name: an earlier run's, left beside this one's when the format or the scene's or a
+/// body's name changed (a run removes only its own earlier frames).
+fn other_caches(dir: &Path, written: &[PathBuf]) -> Vec<String> {
+    let ours: std::collections::HashSet<&std::ffi::OsStr> = written.iter().filter_map(|f| f.file_name()).collect();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut others: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| !ours.contains(n.as_os_str()))
+        .filter_map(|n| n.to_str().map(str::to_string))
+        .filter(|n| !n.starts_with('.') && [".usda", ".obj", ".pc2"].iter().any(|x| n.ends_with(x)))
+        .collect();
+    others.sort();
+    others
 }
 
 /// A flag set by Ctrl-C or SIGTERM, for the whole process: a bake stops after its current

@@ -1118,3 +1118,25 @@ fn gpu_contact_lists_bake_the_cache_of_the_cells() {
     let csv = std::fs::read_to_string(tmp.path().join("cpu/diagnostics.csv")).unwrap();
     assert!(column(&csv, "contact_list_overflows").iter().all(|&c| c == 0.0));
 }
+
+/// A run into a folder holding another run's cache of another format says so, naming the
+/// files (it leaves them: they may be wanted), so that a folder of two runs is not taken for
+/// one; a run that rewrites its own files says nothing.
+#[test]
+fn a_run_beside_another_runs_cache_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = "[solver]\nframes = 3\n[[cloth]]\nrows = 3\ncolumns = 3\nspacing = 0.1\n";
+    std::fs::write(tmp.path().join("s.toml"), scene).unwrap();
+    let run = |format: &str| hooke(&["run", "s.toml", "--out", "out", "--format", format], tmp.path());
+    for (format, note) in [("usda", None), ("usda", None), ("pc2", Some("(s.usda)"))] {
+        let o = run(format);
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        match note {
+            None => assert!(!t.contains("also holds"), "{t}"),
+            Some(files) => {
+                assert!(t.contains(&format!("also holds 1 cache file that this run did not write {files}")), "{t}")
+            }
+        }
+    }
+}
