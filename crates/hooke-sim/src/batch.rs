@@ -316,7 +316,25 @@ impl Manifest {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let entry: SampleEntry = serde_json::from_str(line).map_err(|e| err(format!("line {}: {e}", n + 1)))?;
+                let value: serde_json::Value =
+                    serde_json::from_str(line).map_err(|e| err(format!("line {}: {e}", n + 1)))?;
+                // A line is one sample: an object. (An array was read as a struct's fields in
+                // order: "invalid type: map, expected a string".)
+                if !value.is_object() {
+                    let what = match value {
+                        serde_json::Value::Array(_) => "an array",
+                        serde_json::Value::String(_) => "a string",
+                        serde_json::Value::Number(_) => "a number",
+                        _ => "not an object",
+                    };
+                    return Err(err(format!(
+                        "line {}: each line is one sample, a JSON object such as {{\"scene\": \"scenes/flag.toml\"}}; \
+                         this one is {what}",
+                        n + 1
+                    )));
+                }
+                let entry: SampleEntry =
+                    serde_json::from_value(value).map_err(|e| err(format!("line {}: {e}", n + 1)))?;
                 if samples.len() >= MAX_SAMPLES {
                     return Err(err(format!("more than {MAX_SAMPLES} samples")));
                 }
