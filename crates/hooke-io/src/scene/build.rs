@@ -84,7 +84,7 @@ pub(super) fn build(
     // Colliders are named in messages and in the caches, as bodies are: one name, one collider.
     let mut collider_names = std::collections::HashSet::new();
     for (k, c) in f.collider.iter().enumerate() {
-        let name = c.name.clone().unwrap_or(format!("{}{k}", c.shape));
+        let name = collider_name(k, c);
         if !collider_names.insert(name.clone()) {
             return Err(format!("collider[{k}] {name:?}: two colliders are named {name:?}; names must be unique"));
         }
@@ -758,6 +758,11 @@ fn add_rope(
     push_pins(pins, global, r.release_pins_at, &format!("{key}: release_pins_at"))
 }
 
+/// The name of `[[collider]]` number `k`: its `name`, or its shape and number.
+fn collider_name(k: usize, c: &ColliderSection) -> String {
+    c.name.clone().unwrap_or(format!("{}{k}", c.shape))
+}
+
 /// Adds `[[collider]]` number `k`; returns its keyframed motion, if any.
 fn add_collider(
     b: &mut ModelBuilder,
@@ -766,7 +771,7 @@ fn add_collider(
     base_dir: Option<&Path>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Arc<Motion>>, String> {
-    let name = c.name.clone().unwrap_or(format!("{}{k}", c.shape));
+    let name = collider_name(k, c);
     let key = format!("collider[{k}] {name:?}");
     let need = |v: Option<[f32; 3]>, field: &str| -> Result<Vec3, String> {
         vec3(v.ok_or(format!("{key}: a {} needs `{field}`", c.shape))?, &format!("{key}: {field}"))

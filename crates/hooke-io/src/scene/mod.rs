@@ -150,6 +150,7 @@ pub fn parse(
     let err = |message: String| SceneError { file: file.to_string(), message };
     let table: toml::Table = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
     check_f32_range(&table).map_err(err)?;
+    // Parsed again from the text, not from the table, so that its errors keep their lines.
     let scene: SceneFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
     build::build(&scene, default_name, base_dir, memory_limit, &Meshes::new()).map_err(err)
 }
