@@ -85,6 +85,20 @@ impl Stage {
     }
 }
 
+/// Values per parallel task of [`zero`].
+const ZERO_CHUNK: usize = 1 << 15;
+
+/// Sets `values` (the multipliers λ of a set, say) to zero, in parallel chunks when `parallel`
+/// and there are at least two: one thread zeroing the 7 MB of a 512² cloth's multipliers at
+/// every substep was a sequential part of the frame that many threads waited on.
+pub(crate) fn zero(values: &mut [f32], parallel: bool) {
+    if parallel && values.len() >= 2 * ZERO_CHUNK {
+        values.par_chunks_mut(ZERO_CHUNK).for_each(|c| c.fill(0.0));
+    } else {
+        values.fill(0.0);
+    }
+}
+
 /// Particles per parallel task of the particle stages.
 pub(crate) const PARTICLE_CHUNK: usize = 2048;
 

@@ -23,7 +23,6 @@ use super::projection::project;
 use crate::model::{ConstraintSet, DihedralBending};
 use crate::solver::state::Particle;
 use glam::Vec4;
-use rayon::prelude::*;
 
 /// Hinges per parallel task (a multiple of 8).
 const CHUNK: usize = 1024;
@@ -259,23 +258,22 @@ pub(crate) fn sweep_hinges<const PBD: bool>(
     sweep: Sweep,
     parallel: bool,
 ) {
-    let p = Shared(particles.as_mut_ptr());
-    let p = &p;
-    for range in set.colour_ranges() {
-        let r = range.start as usize..range.end as usize;
-        let cons = &set.constraints()[r.clone()];
-        let lam = &mut lambda[r];
-        if parallel && cons.len() >= 2 * CHUNK {
-            cons.par_chunks(CHUNK).zip(lam.par_chunks_mut(CHUNK)).for_each(|(cc, ll)| {
-                // SAFETY: the hinges of one colour touch disjoint particles (the colouring was
-                // validated when the model was built); indices are in range.
-                unsafe { project_all::<PBD>(cc, ll, p.0, sweep) };
-            });
-        } else {
-            // SAFETY: sequential; indices were validated when the model was built.
-            unsafe { project_all::<PBD>(cons, lam, p.0, sweep) };
+    let ranges: Vec<std::ops::Range<usize>> =
+        set.colour_ranges().iter().map(|r| r.start as usize..r.end as usize).collect();
+    let sizes: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+    let (p, lam) = (Shared(particles.as_mut_ptr()), Shared(lambda.as_mut_ptr()));
+    let (p, lam) = (&p, &lam);
+    // Eight hinges: the eight-lane kernel's width.
+    super::team::sweep_colours(&sizes, parallel, CHUNK, 8, |c, units, _| {
+        let r = ranges[c].start + units.start..ranges[c].start + units.end;
+        // SAFETY: the hinges of one colour touch disjoint particles (the colouring was
+        // validated when the model was built), and the calls of one colour get disjoint
+        // hinges and multipliers (`team::sweep_colours`); indices are in range.
+        unsafe {
+            let ll = std::slice::from_raw_parts_mut(lam.0.add(r.start), r.len());
+            project_all::<PBD>(&set.constraints()[r], ll, p.0, sweep);
         }
-    }
+    });
 }
 
 #[cfg(target_arch = "x86_64")]

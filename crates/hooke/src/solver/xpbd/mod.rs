@@ -38,6 +38,7 @@ pub(crate) mod lanes;
 pub(crate) mod lanes8;
 mod projection;
 pub mod stability;
+mod team;
 
 use super::health;
 use super::plan::SubstepPlan;
@@ -471,9 +472,9 @@ impl XpbdSolver {
             check(self, Stage::Predict)?;
             watch.lap(&mut times, Some(Stage::Predict));
             // 3. Constraint sets.
-            self.lambda.iter_mut().for_each(|l| *l = 0.0);
-            self.lambda_dihedral.iter_mut().for_each(|l| *l = 0.0);
-            self.lambda_rope_bending.iter_mut().for_each(|l| *l = 0.0);
+            stages::zero(&mut self.lambda, parallel);
+            stages::zero(&mut self.lambda_dihedral, parallel);
+            stages::zero(&mut self.lambda_rope_bending, parallel);
             let mut done = 0;
             // The most particles touching a collider in one projection of this substep.
             let mut substep_contacts = 0;
@@ -624,22 +625,24 @@ impl XpbdSolver {
         let model = Arc::clone(&self.model);
         let set = model.distance();
         let method = self.settings.method;
-        for ((range, blocks), _) in
-            set.colour_ranges().iter().zip(&self.distance.ranges).zip(&self.swept).filter(|(_, swept)| **swept)
-        {
-            let r = range.start as usize..range.end as usize;
-            let cons = &set.constraints()[r.clone()];
-            let lam = &mut self.lambda[r.clone()];
-            let blocks = &self.distance.blocks[blocks.clone()];
-            let pp = Shared(self.state.particles.as_mut_ptr());
-            let pp = &pp;
-            if let Some(t0) = trace {
-                for (k, (c, l)) in cons.iter().zip(lam.iter_mut()).enumerate() {
+        // The swept colours: their constraints, and their blocks of four.
+        let colours: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = set
+            .colour_ranges()
+            .iter()
+            .zip(&self.distance.ranges)
+            .zip(&self.swept)
+            .filter(|(_, swept)| **swept)
+            .map(|((range, blocks), _)| (range.start as usize..range.end as usize, blocks.clone()))
+            .collect();
+        if let Some(t0) = trace {
+            for (r, _) in &colours {
+                for ci in r.clone() {
+                    let c = &set.constraints()[ci];
+                    let pp = Shared(self.state.particles.as_mut_ptr());
                     // SAFETY: sequential; indices were validated when the model was built.
-                    unsafe { project_one_dispatch(method, c, l, pp.0, sweep) };
+                    unsafe { project_one_dispatch(method, c, &mut self.lambda[ci], pp.0, sweep) };
                     for q in [c.i, c.j] {
                         if !self.state.particles[q as usize].d.is_finite() {
-                            let ci = r.start + k;
                             let fam = set.families()[ci];
                             let what =
                                 format!("while projecting {} constraint {ci} (particles {}–{})", fam.name(), c.i, c.j);
@@ -647,24 +650,35 @@ impl XpbdSolver {
                         }
                     }
                 }
-                continue;
             }
-            let (block_lam, tail_lam) = lam.split_at_mut(4 * blocks.len());
-            let tail = &cons[4 * blocks.len()..];
-            if parallel && blocks.len() >= 2 * BLOCK_CHUNK {
-                blocks.par_chunks(BLOCK_CHUNK).zip(block_lam.par_chunks_mut(4 * BLOCK_CHUNK)).for_each(|(bb, ll)| {
-                    // SAFETY: all constraints of one colour touch disjoint particles
-                    // (colouring::validate ran in ModelBuilder::finalize), so the chunks
-                    // of this colour never touch the same particle.
-                    unsafe { project_dispatch(method, bb, ll, &[], &mut [], *pp, sweep) }
-                });
-                // SAFETY: as above; the parallel chunks have finished.
-                unsafe { project_dispatch(method, &[], &mut [], tail, tail_lam, *pp, sweep) };
-            } else {
-                // SAFETY: sequential; indices were validated when the model was built.
-                unsafe { project_dispatch(method, blocks, block_lam, tail, tail_lam, *pp, sweep) };
-            }
+            return Ok(());
         }
+        let sizes: Vec<usize> = colours.iter().map(|(_, blocks)| blocks.len()).collect();
+        let pp = Shared(self.state.particles.as_mut_ptr());
+        let lam = Shared(self.lambda.as_mut_ptr());
+        let (pp, lam, all_blocks) = (&pp, &lam, &self.distance.blocks);
+        // Two blocks of four: the eight-lane kernel's width.
+        team::sweep_colours(&sizes, parallel, BLOCK_CHUNK, 2, |c, units, last| {
+            let (range, blocks) = &colours[c];
+            let cons = &set.constraints()[range.clone()];
+            let in_blocks = 4 * blocks.len();
+            let blocks = &all_blocks[blocks.clone()][units.clone()];
+            // SAFETY: all constraints of one colour touch disjoint particles
+            // (colouring::validate ran in ModelBuilder::finalize), and the calls of one
+            // colour get disjoint blocks and multipliers (`team::sweep_colours`); indices were
+            // validated when the model was built.
+            unsafe {
+                let block_lam =
+                    std::slice::from_raw_parts_mut(lam.0.add(range.start + 4 * units.start), 4 * units.len());
+                let (tail, tail_lam): (&[DistanceConstraint], &mut [f32]) = if last {
+                    let tail = &cons[in_blocks..];
+                    (tail, std::slice::from_raw_parts_mut(lam.0.add(range.start + in_blocks), tail.len()))
+                } else {
+                    (&[], &mut [])
+                };
+                project_dispatch(method, blocks, block_lam, tail, tail_lam, *pp, sweep);
+            }
+        });
         Ok(())
     }
 

@@ -1,0 +1,190 @@
+//! A team of threads for the colour sweeps: every thread of the pool takes a fixed part of each
+//! colour, and the team waits at a barrier between colours.
+//!
+//! A Gauss–Seidel sweep over a coloured set is a sequence of parallel loops, one per colour
+//! (no two constraints of a colour share a particle, so a colour's constraints can be projected
+//! in any order and on any thread with the same bits; see the [module above](super)). Run as
+//! one rayon loop per colour, each colour wakes the pool, hands out chunks by work stealing and
+//! joins; a 512² cloth at 20 substeps makes several hundred such loops per frame, and on many
+//! threads their start and end — threads put to sleep and woken, chunks landing on whichever
+//! thread steals them, so that each colour reads its particles from another core's cache —
+//! cost as much as the work. Here the whole set is one rayon [`broadcast`](rayon::broadcast):
+//! thread *t* of *T* projects the *t*-th of *T* contiguous parts of every colour (the same part
+//! of the cloth in every colour, substep and iteration, so its particles stay in that core's
+//! cache), then waits at a spinning barrier for the others before the next colour — the
+//! bulk-synchronous schedule of OpenMP codes, with no thread woken between colours.
+//!
+//! Each constraint is projected once per sweep by the same kernel, so the result is the
+//! sequential sweep's bit for bit, whichever way a sweep runs. One team runs at a time (a
+//! second simulation sweeping at the same moment on the same pool takes the per-colour loops
+//! instead, so that two teams never wait on each other's threads).
+
+use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Held while a team sweeps: teams on one pool would wait on each other's threads.
+static TEAM: Mutex<()> = Mutex::new(());
+
+/// Spins before a waiting thread starts yielding its core (a colour's part takes microseconds
+/// to milliseconds; yielding keeps an oversubscribed machine moving).
+const SPINS: u32 = 1 << 12;
+
+/// A barrier for a fixed number of threads that spins, then yields, instead of sleeping.
+struct SpinBarrier {
+    threads: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+}
+
+impl SpinBarrier {
+    fn new(threads: usize) -> SpinBarrier {
+        SpinBarrier { threads, arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0) }
+    }
+
+    /// Returns once all `threads` threads have called it; what each wrote before it is
+    /// visible to all after it.
+    fn wait(&self) {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let mut spins = 0;
+        while self.generation.load(Ordering::Acquire) == generation {
+            if spins < SPINS {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// The `part`-th of `parts` contiguous pieces of `0..len`, each but the last a multiple of
+/// `align` long.
+fn piece(len: usize, part: usize, parts: usize, align: usize) -> Range<usize> {
+    let step = len.div_ceil(parts).div_ceil(align) * align;
+    (part * step).min(len)..((part + 1) * step).min(len)
+}
+
+/// Sweeps the colours of a set in order: `work(colour, units, last)` projects the units
+/// `units` (constraints, or blocks of them; indices within the colour) of colour `colour`,
+/// and with `last` whatever the colour has beyond its units (a tail of constraints not in a
+/// block). `sizes[c]` is colour c's number of units. Every unit of every colour is passed to
+/// `work` exactly once, each colour's after all of the colour before.
+///
+/// Sequential unless `parallel`. In parallel, a colour of fewer than 2·`chunk` units runs on
+/// one thread; a larger one is split among the team's threads in parts that are multiples of
+/// `align` units (the kernels' lane width), or — when no team can be formed (one thread, or
+/// another team sweeping) — into rayon tasks of `chunk` units, its `last` call after them.
+///
+/// # Safety contract (for `work`)
+/// Calls for different units of one colour run at the same time on different threads: `work`
+/// may write only what its units own (the particles of a colour's constraints are disjoint).
+pub(crate) fn sweep_colours<F>(sizes: &[usize], parallel: bool, chunk: usize, align: usize, work: F)
+where
+    F: Fn(usize, Range<usize>, bool) + Sync,
+{
+    let large = |n: usize| n >= 2 * chunk;
+    let threads = rayon::current_num_threads();
+    if !parallel || !sizes.iter().any(|&n| large(n)) {
+        for (c, &n) in sizes.iter().enumerate() {
+            work(c, 0..n, true);
+        }
+        return;
+    }
+    if threads > 1
+        && let Ok(_team) = TEAM.try_lock()
+    {
+        let barrier = SpinBarrier::new(threads);
+        rayon::broadcast(|ctx| {
+            let (t, count) = (ctx.index(), ctx.num_threads());
+            debug_assert_eq!(count, threads);
+            for (c, &n) in sizes.iter().enumerate() {
+                let parts = if large(n) { count } else { 1 };
+                if t < parts {
+                    work(c, piece(n, t, parts, align), t == parts - 1);
+                }
+                if c + 1 < sizes.len() {
+                    barrier.wait();
+                }
+            }
+        });
+        return;
+    }
+    for (c, &n) in sizes.iter().enumerate() {
+        if large(n) {
+            (0..n.div_ceil(chunk)).into_par_iter().for_each(|k| work(c, k * chunk..((k + 1) * chunk).min(n), false));
+            work(c, n..n, true);
+        } else {
+            work(c, 0..n, true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn pieces_cover_the_range_once_in_aligned_parts() {
+        for len in [0, 1, 7, 8, 9, 100, 1023, 4096, 10_001] {
+            for parts in [1, 2, 3, 16] {
+                for align in [1, 2, 8] {
+                    let mut next = 0;
+                    for part in 0..parts {
+                        let r = piece(len, part, parts, align);
+                        assert_eq!(r.start, next.min(len), "len {len} parts {parts} align {align}");
+                        if part + 1 < parts && r.end < len {
+                            assert_eq!(r.len() % align, 0);
+                        }
+                        next = r.end;
+                    }
+                    assert_eq!(next, len);
+                }
+            }
+        }
+    }
+
+    /// Every unit of every colour once, each colour after the whole colour before it (a unit
+    /// of colour c sees every unit of colour c − 1 done), with a team, without one and in
+    /// sequence.
+    #[test]
+    fn every_unit_once_and_colours_in_order() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        let sizes = [5000, 3, 4097, 0, 2048, 9000];
+        let check = |parallel: bool, hold_team: bool| {
+            let _held = hold_team.then(|| TEAM.lock().unwrap());
+            let counts: Vec<Vec<AtomicU32>> =
+                sizes.iter().map(|&n| (0..n + 1).map(|_| AtomicU32::new(0)).collect()).collect();
+            let done: Vec<AtomicUsize> = sizes.iter().map(|_| AtomicUsize::new(0)).collect();
+            pool.install(|| {
+                sweep_colours(&sizes, parallel, 1024, 8, |c, units, last| {
+                    if c > 0 {
+                        assert_eq!(done[c - 1].load(Ordering::SeqCst), sizes[c - 1] + 1, "colour {c} began early");
+                    }
+                    for u in units.clone() {
+                        counts[c][u].fetch_add(1, Ordering::SeqCst);
+                    }
+                    let mut n = units.len();
+                    if last {
+                        counts[c][sizes[c]].fetch_add(1, Ordering::SeqCst);
+                        n += 1;
+                    }
+                    done[c].fetch_add(n, Ordering::SeqCst);
+                });
+            });
+            for (c, row) in counts.iter().enumerate() {
+                assert!(row.iter().all(|k| k.load(Ordering::SeqCst) == 1), "colour {c}: a unit or its tail not once");
+            }
+        };
+        check(false, false);
+        check(true, false);
+        check(true, true);
+    }
+}
