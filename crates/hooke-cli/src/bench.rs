@@ -91,8 +91,9 @@ pub struct BenchArgs {
     /// After the timed frames, time each stage of more frames and report ms per frame per
     /// stage: on the GPU 10 frames with timestamps inside the compute pass (where the adapter
     /// offers them), on the CPU as many frames as timed with the wall clock read between the
-    /// stages (XPBD, PBD, implicit Euler; not with --tearing). The end strain and residual are
-    /// then measured after those frames.
+    /// stages (XPBD, PBD, implicit Euler; not with --tearing; XPBD/PBD count the finish of each
+    /// substep but a frame's last under predict, the pass that does both). The end strain and
+    /// residual are then measured after those frames.
     #[arg(long)]
     stages: bool,
     /// Print one JSON object instead of text.

@@ -46,7 +46,10 @@ pub enum Stage {
     Contacts,
     /// Collisions with colliders and friction (article §4).
     Colliders,
-    /// Velocities and positions of the substep's end.
+    /// Velocities and positions of the substep's end. (The CPU's XPBD/PBD solver finishes a
+    /// substep in the next one's prediction pass where no stage comes between them — without
+    /// aerodynamics, and but for the frame's last substep —, so its stage times count that
+    /// work under Predict.)
     Finish,
 }
 

@@ -9,17 +9,26 @@ use glam::{Vec3, Vec4};
 /// v ← v·e^{−c h} + h (g + w f) and d ← h v for every free particle (w > 0), d ← 0 for pinned
 /// ones. `force` is the external (aerodynamic) force per particle (N), if any; g is the gravity
 /// of the particle's world.
+///
+/// With `finish` (1/h of the substep before) each particle is first finished
+/// ([`finish_one`](super::finish::finish_one)): the previous substep's finish and this
+/// prediction in one pass over the particles, with the bits of the two passes, where no stage
+/// comes between them (no aerodynamics, which reads the finished velocities of every particle).
 pub(crate) fn predict(
     state: &mut SolverState,
     force: Option<&[Vec3]>,
     model: &crate::Model,
     h: f32,
     decay: f32,
+    finish: Option<f32>,
     parallel: bool,
 ) {
     let (worlds, particle_world) = (model.worlds(), model.particle_world());
     let run = |start: usize, p: &mut [Particle], v: &mut [Vec3]| {
         for k in 0..p.len() {
+            if let Some(inv_h) = finish {
+                super::finish::finish_one(&mut p[k], &mut v[k], inv_h);
+            }
             let w = p[k].x.w;
             if w > 0.0 {
                 let gravity = match particle_world.get(start + k) {
