@@ -45,6 +45,25 @@ fn pool() -> &'static rayon::ThreadPool {
     })
 }
 
+/// The pool a batch of several jobs runs its shard from. Its samples run on threads of their
+/// own (one sample each, not in parallel inside), and the thread that waits for them is kept
+/// off [`pool`]: a thread of that pool waiting there for the whole batch would hold up every
+/// simulation's colour sweeps, which use all of its threads at once
+/// (`hooke::solver::xpbd`'s team of threads). One thread, flushing subnormals as [`pool`]'s do.
+fn batch_pool() -> &'static rayon::ThreadPool {
+    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|i| format!("hooke-batch-{i}"))
+            .start_handler(|_| {
+                hooke::fp::flush_subnormals();
+            })
+            .build()
+            .expect("a thread pool can be built")
+    })
+}
+
 /// Memory a model may use (bytes).
 const MEMORY_LIMIT: u64 = hooke::model::DEFAULT_MEMORY_LIMIT;
 
@@ -639,11 +658,20 @@ fn interruptible<T: Send>(
     py: Python<'_>,
     work: impl FnOnce(&std::sync::atomic::AtomicBool) -> T + Send,
 ) -> PyResult<(T, Option<PyErr>)> {
+    interruptible_in(py, pool(), work)
+}
+
+/// [`interruptible`] with `work` run on `pool`.
+fn interruptible_in<T: Send>(
+    py: Python<'_>,
+    on: &'static rayon::ThreadPool,
+    work: impl FnOnce(&std::sync::atomic::AtomicBool) -> T + Send,
+) -> PyResult<(T, Option<PyErr>)> {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut signal = None;
     let out = py.detach(|| {
         std::thread::scope(|scope| {
-            let handle = scope.spawn(|| pool().install(|| work(&stop)));
+            let handle = scope.spawn(|| on.install(|| work(&stop)));
             while !handle.is_finished() {
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 if signal.is_none()
@@ -714,7 +742,8 @@ fn run_batch(
         jobs: jobs as usize,
         worlds: worlds as usize,
     };
-    let (result, signal) = interruptible(py, |stop| {
+    let on = if settings.jobs > 1 { batch_pool() } else { pool() };
+    let (result, signal) = interruptible_in(py, on, |stop| {
         let mut records = Vec::new();
         hooke_sim::batch::run_shard(&m, &settings, stop, |r| records.push(r.clone()))?;
         // As `hooke batch` does: the index of what is complete when the shard ends.

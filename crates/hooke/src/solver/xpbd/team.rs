@@ -15,14 +15,24 @@
 //! bulk-synchronous schedule of OpenMP codes, with no thread woken between colours.
 //!
 //! Each constraint is projected once per sweep by the same kernel, so the result is the
-//! sequential sweep's bit for bit, whichever way a sweep runs. One team runs at a time (a
-//! second simulation sweeping at the same moment on the same pool takes the per-colour loops
-//! instead, so that two teams never wait on each other's threads).
+//! sequential sweep's bit for bit, whichever way a sweep runs.
+//!
+//! A broadcast needs every thread of the pool: one team runs at a time (a second simulation
+//! sweeping at the same moment on the same pool takes the per-colour loops instead), and a
+//! team waits for threads busy with other work on the pool — for a thread blocked there until
+//! it returns, which is why hooke-py runs a batch of several jobs outside the simulations'
+//! pool. (Claiming parts instead of assigning them, so that a late thread's parts are taken by
+//! the others, was tried: with the pool's threads started one after another by a scope's
+//! spawns, it gave back most of the gain — 2 threads, `grid:256`: 67–70 ms a frame against
+//! 59–69 with the broadcast and 64–73 with one loop per colour.) A panic in a part is caught,
+//! the rest of the sweep is skipped (every thread still meets every barrier), and the panic
+//! is raised again when the broadcast has ended.
 
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, TryLockError};
 
 /// Held while a team sweeps: teams on one pool would wait on each other's threads.
 static TEAM: Mutex<()> = Mutex::new(());
@@ -31,29 +41,34 @@ static TEAM: Mutex<()> = Mutex::new(());
 /// to milliseconds; yielding keeps an oversubscribed machine moving).
 const SPINS: u32 = 1 << 12;
 
+/// A counter alone on its cache line (the waiting threads poll one while the others add to
+/// the other).
+#[repr(align(128))]
+struct Padded(AtomicUsize);
+
 /// A barrier for a fixed number of threads that spins, then yields, instead of sleeping.
 struct SpinBarrier {
     threads: usize,
-    arrived: AtomicUsize,
-    generation: AtomicUsize,
+    arrived: Padded,
+    generation: Padded,
 }
 
 impl SpinBarrier {
     fn new(threads: usize) -> SpinBarrier {
-        SpinBarrier { threads, arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0) }
+        SpinBarrier { threads, arrived: Padded(AtomicUsize::new(0)), generation: Padded(AtomicUsize::new(0)) }
     }
 
     /// Returns once all `threads` threads have called it; what each wrote before it is
     /// visible to all after it.
     fn wait(&self) {
-        let generation = self.generation.load(Ordering::Acquire);
-        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
-            self.arrived.store(0, Ordering::Relaxed);
-            self.generation.fetch_add(1, Ordering::Release);
+        let generation = self.generation.0.load(Ordering::Acquire);
+        if self.arrived.0.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
+            self.arrived.0.store(0, Ordering::Relaxed);
+            self.generation.0.fetch_add(1, Ordering::Release);
             return;
         }
         let mut spins = 0;
-        while self.generation.load(Ordering::Acquire) == generation {
+        while self.generation.0.load(Ordering::Acquire) == generation {
             if spins < SPINS {
                 std::hint::spin_loop();
                 spins += 1;
@@ -85,6 +100,9 @@ fn piece(len: usize, part: usize, parts: usize, align: usize) -> Range<usize> {
 /// # Safety contract (for `work`)
 /// Calls for different units of one colour run at the same time on different threads: `work`
 /// may write only what its units own (the particles of a colour's constraints are disjoint).
+///
+/// # Panics
+/// If `work` panics, with its panic, once the sweep has stopped.
 pub(crate) fn sweep_colours<F>(sizes: &[usize], parallel: bool, chunk: usize, align: usize, work: F)
 where
     F: Fn(usize, Range<usize>, bool) + Sync,
@@ -97,23 +115,39 @@ where
         }
         return;
     }
+    let team = match TEAM.try_lock() {
+        Ok(team) => Some(team),
+        // A panic in a team's part is raised after the team (below), with the lock released.
+        Err(TryLockError::Poisoned(team)) => Some(team.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    };
     if threads > 1
-        && let Ok(_team) = TEAM.try_lock()
+        && let Some(team) = team
     {
         let barrier = SpinBarrier::new(threads);
+        let failed = AtomicBool::new(false);
+        let panic = Mutex::new(None);
         rayon::broadcast(|ctx| {
             let (t, count) = (ctx.index(), ctx.num_threads());
             debug_assert_eq!(count, threads);
             for (c, &n) in sizes.iter().enumerate() {
                 let parts = if large(n) { count } else { 1 };
-                if t < parts {
-                    work(c, piece(n, t, parts, align), t == parts - 1);
+                if t < parts && !failed.load(Ordering::Acquire) {
+                    let part = || work(c, piece(n, t, parts, align), t == parts - 1);
+                    if let Err(e) = catch_unwind(AssertUnwindSafe(part)) {
+                        failed.store(true, Ordering::Release);
+                        panic.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+                    }
                 }
                 if c + 1 < sizes.len() {
                     barrier.wait();
                 }
             }
         });
+        drop(team);
+        if let Some(e) = panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            resume_unwind(e);
+        }
         return;
     }
     for (c, &n) in sizes.iter().enumerate() {
@@ -151,40 +185,64 @@ mod tests {
         }
     }
 
-    /// Every unit of every colour once, each colour after the whole colour before it (a unit
-    /// of colour c sees every unit of colour c − 1 done), with a team, without one and in
-    /// sequence.
+    /// Every unit of every colour once (each colour's tail too), each colour after the whole
+    /// colour before it: a unit of colour c sees every unit of colour c − 1 done.
+    fn check(pool: &rayon::ThreadPool, parallel: bool) {
+        let sizes = [5000, 3, 4097, 0, 2048, 9000];
+        let counts: Vec<Vec<AtomicU32>> =
+            sizes.iter().map(|&n| (0..n + 1).map(|_| AtomicU32::new(0)).collect()).collect();
+        let done: Vec<AtomicUsize> = sizes.iter().map(|_| AtomicUsize::new(0)).collect();
+        let early = AtomicBool::new(false);
+        pool.install(|| {
+            sweep_colours(&sizes, parallel, 1024, 8, |c, units, last| {
+                if c > 0 && done[c - 1].load(Ordering::SeqCst) != sizes[c - 1] + 1 {
+                    early.store(true, Ordering::SeqCst);
+                }
+                for u in units.clone() {
+                    counts[c][u].fetch_add(1, Ordering::SeqCst);
+                }
+                let mut n = units.len();
+                if last {
+                    counts[c][sizes[c]].fetch_add(1, Ordering::SeqCst);
+                    n += 1;
+                }
+                done[c].fetch_add(n, Ordering::SeqCst);
+            });
+        });
+        assert!(!early.load(Ordering::SeqCst), "a colour began before the one before it was done");
+        for (c, row) in counts.iter().enumerate() {
+            assert!(row.iter().all(|k| k.load(Ordering::SeqCst) == 1), "colour {c}: a unit or its tail not once");
+        }
+    }
+
     #[test]
     fn every_unit_once_and_colours_in_order() {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
-        let sizes = [5000, 3, 4097, 0, 2048, 9000];
-        let check = |parallel: bool, hold_team: bool| {
-            let _held = hold_team.then(|| TEAM.lock().unwrap());
-            let counts: Vec<Vec<AtomicU32>> =
-                sizes.iter().map(|&n| (0..n + 1).map(|_| AtomicU32::new(0)).collect()).collect();
-            let done: Vec<AtomicUsize> = sizes.iter().map(|_| AtomicUsize::new(0)).collect();
-            pool.install(|| {
-                sweep_colours(&sizes, parallel, 1024, 8, |c, units, last| {
-                    if c > 0 {
-                        assert_eq!(done[c - 1].load(Ordering::SeqCst), sizes[c - 1] + 1, "colour {c} began early");
-                    }
-                    for u in units.clone() {
-                        counts[c][u].fetch_add(1, Ordering::SeqCst);
-                    }
-                    let mut n = units.len();
-                    if last {
-                        counts[c][sizes[c]].fetch_add(1, Ordering::SeqCst);
-                        n += 1;
-                    }
-                    done[c].fetch_add(n, Ordering::SeqCst);
-                });
-            });
-            for (c, row) in counts.iter().enumerate() {
-                assert!(row.iter().all(|k| k.load(Ordering::SeqCst) == 1), "colour {c}: a unit or its tail not once");
-            }
-        };
-        check(false, false);
-        check(true, false);
-        check(true, true);
+        for threads in [1, 2, 3, 4] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            check(&pool, false);
+            check(&pool, true);
+        }
+    }
+
+    /// A panic in one part ends the sweep with that panic instead of leaving the others
+    /// waiting for the part.
+    #[test]
+    fn a_panic_in_a_part_is_raised_not_hung() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let (finished, result) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                pool.install(|| {
+                    sweep_colours(&[6000, 6000, 6000], true, 1024, 8, |c, units, _| {
+                        if c == 1 && units.contains(&10) {
+                            panic!("part of colour 1");
+                        }
+                    })
+                })
+            }));
+            finished.send(outcome.is_err()).unwrap();
+        });
+        let raised = result.recv_timeout(std::time::Duration::from_secs(60));
+        assert_eq!(raised, Ok(true), "the panic was not raised within 60 s");
     }
 }
