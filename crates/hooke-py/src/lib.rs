@@ -45,7 +45,7 @@ fn pool() -> &'static rayon::ThreadPool {
     })
 }
 
-/// The pool a batch of several jobs runs its shard from. Its samples run on threads of their
+/// The pool a batch of several jobs (and no packs of worlds) runs its shard from. Its samples run on threads of their
 /// own (one sample each, not in parallel inside), and the thread that waits for them is kept
 /// off [`pool`]: a thread of that pool waiting there for the whole batch would hold up every
 /// simulation's colour sweeps, which use all of its threads at once
@@ -742,7 +742,9 @@ fn run_batch(
         jobs: jobs as usize,
         worlds: worlds as usize,
     };
-    let on = if settings.jobs > 1 { batch_pool() } else { pool() };
+    // Packs of worlds run on the thread that waits for the jobs, before them, and sweep in
+    // parallel on its pool: they keep `pool`.
+    let on = if settings.jobs > 1 && settings.worlds <= 1 { batch_pool() } else { pool() };
     let (result, signal) = interruptible_in(py, on, |stop| {
         let mut records = Vec::new();
         hooke_sim::batch::run_shard(&m, &settings, stop, |r| records.push(r.clone()))?;

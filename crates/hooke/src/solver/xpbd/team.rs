@@ -115,15 +115,15 @@ where
         }
         return;
     }
-    let team = match TEAM.try_lock() {
-        Ok(team) => Some(team),
+    // The lock only where a team can be formed (held through the per-colour loops, it would
+    // keep another simulation's team from forming for nothing).
+    let team = match (threads > 1).then(|| TEAM.try_lock()) {
+        Some(Ok(team)) => Some(team),
         // A panic in a team's part is raised after the team (below), with the lock released.
-        Err(TryLockError::Poisoned(team)) => Some(team.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
+        Some(Err(TryLockError::Poisoned(team))) => Some(team.into_inner()),
+        Some(Err(TryLockError::WouldBlock)) | None => None,
     };
-    if threads > 1
-        && let Some(team) = team
-    {
+    if let Some(team) = team {
         let barrier = SpinBarrier::new(threads);
         let failed = AtomicBool::new(false);
         let panic = Mutex::new(None);
