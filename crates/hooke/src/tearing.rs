@@ -40,6 +40,7 @@ use crate::{Model, ModelError, State};
 use glam::{Vec2, Vec3};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What [`tear`] made of a model.
 #[derive(Clone, Debug)]
@@ -113,19 +114,22 @@ pub fn strained(model: &Model, positions: &[Vec3]) -> Vec<u32> {
     if limit.iter().flatten().all(|l| !l.is_finite()) || positions.len() != model.particle_count() {
         return Vec::new();
     }
-    let mut candidates: Vec<(f32, u32)> = Vec::new();
-    for (k, (c, family)) in set.constraints().iter().zip(set.families()).enumerate() {
-        let slot = match family {
-            ConstraintFamily::Structural => 0,
-            ConstraintFamily::Shear => 1,
-            ConstraintFamily::BendSpring | ConstraintFamily::Bending => continue,
-        };
-        let Some(body) = set.body_of(k) else { continue };
-        let strain = (positions[c.i as usize] - positions[c.j as usize]).length() / c.rest_length - 1.0;
-        if strain > limit[body][slot] {
-            candidates.push((strain, k as u32));
-        }
-    }
+    let mut candidates: Vec<(f32, u32)> = set
+        .constraints()
+        .par_iter()
+        .zip(set.families())
+        .enumerate()
+        .filter_map(|(k, (c, family))| {
+            let slot = match family {
+                ConstraintFamily::Structural => 0,
+                ConstraintFamily::Shear => 1,
+                ConstraintFamily::BendSpring | ConstraintFamily::Bending => return None,
+            };
+            let body = set.body_of(k)?;
+            let strain = (positions[c.i as usize] - positions[c.j as usize]).length() / c.rest_length - 1.0;
+            (strain > limit[body][slot]).then_some((strain, k as u32))
+        })
+        .collect();
     candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut taken = HashSet::default();
     let mut out = Vec::new();
@@ -150,14 +154,13 @@ pub fn cut(model: &Model, positions: &[Vec3], blade: &Cut) -> Vec<u32> {
         return Vec::new();
     }
     let set = model.distance();
-    let mut out = Vec::new();
-    for (k, c) in set.constraints().iter().enumerate() {
+    let cut = |k: usize, c: &crate::model::DistanceConstraint| {
         let cloth = set.body_of(k).is_some_and(|b| model.bodies()[b].is_cloth());
         if !cloth {
-            continue;
+            return false;
         }
         let (p, q) = (positions[c.i as usize], positions[c.j as usize]);
-        let crosses = blade.points.windows(2).any(|w| {
+        blade.points.windows(2).any(|w| {
             let (a, b) = (w[0], w[1]);
             // The blade's plane through a, b along d; p and q on its two sides, and the crossing
             // point within the segment ab (measured along ab, across d).
@@ -170,12 +173,9 @@ pub fn cut(model: &Model, positions: &[Vec3], blade: &Cut) -> Vec<u32> {
             let along = b - a - d * (b - a).dot(d);
             let s = (x - a - d * (x - a).dot(d)).dot(along) / along.length_squared();
             (0.0..=1.0).contains(&s)
-        });
-        if crosses {
-            out.push(k as u32);
-        }
-    }
-    out
+        })
+    };
+    set.constraints().par_iter().enumerate().filter(|&(k, c)| cut(k, c)).map(|(k, _)| k as u32).collect()
 }
 
 /// The model without the distance constraints `broken` (indices into [`Model::distance`]),
@@ -347,10 +347,10 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     let cracked = |p: u32| body_cracked.get(body_of[p as usize] as usize).copied().unwrap_or(false);
     let cell = set
         .constraints()
-        .iter()
+        .par_iter()
         .filter(|c| cracked(c.i))
         .map(|c| (uv[c.i as usize] - uv[c.j as usize]).abs().max_element())
-        .fold(0.0f32, f32::max)
+        .reduce(|| 0.0f32, f32::max)
         .max(1e-6);
     let key = |b: u32, x: Vec2| (b, floor_i64(x.x / cell), floor_i64(x.y / cell));
     let cells = |b: u32, lo: Vec2, hi: Vec2| {
@@ -401,89 +401,127 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     let mut count_broken = broken.len() as u32;
     // Triangles, each corner on its group's copy.
     let triangles: Vec<[u32; 3]> =
-        model.triangles().iter().enumerate().map(|(t, tri)| tri.map(|p| id(p, group_at(p, t as u32)))).collect();
+        model.triangles().par_iter().enumerate().map(|(t, tri)| tri.map(|p| id(p, group_at(p, t as u32)))).collect();
     let body_cracked_particle = cracked;
-    // Distance constraints, with their colours (the index of their colour range).
-    let colour_of = |ranges: &[std::ops::Range<u32>], k: usize| {
-        ranges.iter().position(|r| r.contains(&(k as u32))).unwrap_or(0) as u32
+    // Distance constraint k on its particles' copies; `Err(spans)` when it is left out: broken
+    // (false) or spanning a crack (true).
+    let map_distance = |k: usize| -> Result<crate::model::DistanceConstraint, bool> {
+        if removed[k] {
+            return Err(false);
+        }
+        let c = &set.constraints()[k];
+        let (mut i, mut j) = (new_of[c.i as usize], new_of[c.j as usize]);
+        if body_cracked_particle(c.i) {
+            if spans_crack(c.i, c.j) {
+                return Err(true);
+            }
+            let (ui, uj) = (uv[c.i as usize], uv[c.j as usize]);
+            i = id(c.i, sector(c.i, uj - ui));
+            j = id(c.j, sector(c.j, ui - uj));
+        }
+        Ok(crate::model::DistanceConstraint { i, j, ..*c })
     };
-    let m = set.len();
-    let (mut items, mut families, mut elements, mut colours) =
-        (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
-    // Each constraint on its particles' copies, in parallel: `None` when broken, `Some(None)`
-    // when it spans a crack.
-    let mapped: Vec<Option<Option<crate::model::DistanceConstraint>>> = set
-        .constraints()
-        .par_iter()
-        .enumerate()
-        .map(|(k, c)| {
-            if removed[k] {
-                return None;
-            }
-            let (mut i, mut j) = (new_of[c.i as usize], new_of[c.j as usize]);
-            if body_cracked_particle(c.i) {
-                if spans_crack(c.i, c.j) {
-                    return Some(None);
+    // The distance constraints, with their colours (the index of their colour range), in
+    // parallel; those that span a crack are counted and listed.
+    let spanning = std::sync::Mutex::new(Vec::new());
+    let kept: Vec<(u32, crate::model::DistanceConstraint)> = (0..set.len())
+        .into_par_iter()
+        .filter_map(|k| match map_distance(k) {
+            Ok(c) => Some((k as u32, c)),
+            Err(spans) => {
+                if spans {
+                    spanning.lock().unwrap_or_else(|e| e.into_inner()).push(k as u32);
                 }
-                let (ui, uj) = (uv[c.i as usize], uv[c.j as usize]);
-                i = id(c.i, sector(c.i, uj - ui));
-                j = id(c.j, sector(c.j, ui - uj));
+                None
             }
-            Some(Some(crate::model::DistanceConstraint { i, j, ..*c }))
         })
         .collect();
-    for (k, kept) in mapped.into_iter().enumerate() {
-        match kept {
-            None => {}
-            Some(None) => count_broken += 1,
-            Some(Some(c)) => {
-                items.push(c);
-                families.push(set.family[k]);
-                elements.push(set.element[k]);
-                colours.push(colour_of(set.colour_ranges(), k));
-            }
-        }
-    }
+    let spanning = spanning.into_inner().unwrap_or_else(|e| e.into_inner());
+    count_broken += spanning.len() as u32;
     let n_new = parent.len();
+    // Whether a value of the torn model may fail the arithmetic check (a split particle's
+    // share of the mass, a flap's rest length); every other value is the checked model's.
+    let mut unchecked = false;
     // Flaps: a triangle corner held by no constraint is tied to the triangle's other corners.
-    let mut held = vec![false; n_new];
-    for c in &items {
-        held[c.i as usize] = true;
-        held[c.j as usize] = true;
+    // Only a split particle's copies, the ends of constraints left out and a particle that
+    // had no constraint can be held by none: `loose` are those of them held by none, each
+    // found from its parent's constraints.
+    let mut candidates: Vec<u32> = Vec::new();
+    for &p in &split_points {
+        candidates.extend((0..groups[p as usize]).map(|g| id(p, g)));
     }
-    // The colours at each particle and the constraints by their particles are needed only
-    // where there is a flap to tie.
-    if triangles.iter().flatten().any(|&p| !held[p as usize]) {
-        // Only the corners of the flaps' triangles need their colours, and only the old
-        // constraints between their parents their indices.
-        let mut corner = vec![false; n_new];
-        for tri in triangles.iter().filter(|t| t.iter().any(|&p| !held[p as usize])) {
-            for &p in tri {
-                corner[p as usize] = true;
+    for &k in broken.iter().chain(&spanning) {
+        let c = set.constraints()[k as usize];
+        for p in [c.i, c.j] {
+            if groups[p as usize] <= 1 {
+                candidates.push(new_of[p as usize]);
             }
         }
-        let mut colours_at: HashMap<u32, Vec<u32>> = HashMap::default();
-        for (c, &colour) in items.iter().zip(&colours) {
-            for p in [c.i, c.j] {
-                if corner[p as usize] {
-                    colours_at.entry(p).or_default().push(colour);
-                }
-            }
-        }
-        let mut parent_corner = vec![false; n];
-        for (p, _) in corner.iter().enumerate().filter(|(_, c)| **c) {
-            parent_corner[parent[p] as usize] = true;
-        }
-        let old_pair: HashMap<(u32, u32), usize> = set
-            .constraints()
+    }
+    let (offsets, _) = set.adjacency();
+    candidates.extend(
+        (0..n as u32)
+            .filter(|&p| {
+                offsets[p as usize] == offsets[p as usize + 1] && !model.particle_triangles(p as usize).is_empty()
+            })
+            .flat_map(|p| (0..groups[p as usize]).map(move |g| id(p, g))),
+    );
+    candidates.sort_unstable();
+    candidates.dedup();
+    // The kept constraints at new particle q, as (old index, colour), in increasing order.
+    let at = |q: u32| {
+        set.particle_constraints(parent[q as usize] as usize).iter().filter_map(move |&k| {
+            let c = map_distance(k as usize).ok()?;
+            (c.i == q || c.j == q).then(|| (k, colour_index(set.colour_ranges(), k)))
+        })
+    };
+    let mut loose: HashSet<u32> = candidates.iter().copied().filter(|&q| at(q).next().is_none()).collect();
+    // The flaps' constraints, after the kept ones.
+    let mut flaps: Vec<(crate::model::DistanceConstraint, u32, u32)> = Vec::new();
+    if !loose.is_empty() {
+        // The flaps' triangles, in order (a triangle none of whose corners is loose has none
+        // to tie), and their corners.
+        let mut flap_triangles: Vec<u32> = loose
             .iter()
-            .enumerate()
-            .filter(|(_, c)| parent_corner[c.i as usize] && parent_corner[c.j as usize])
-            .map(|(k, c)| (edge(c.i, c.j), k))
+            .flat_map(|&q| {
+                let triangles = &triangles;
+                model
+                    .particle_triangles(parent[q as usize] as usize)
+                    .iter()
+                    .copied()
+                    .filter(move |&t| triangles[t as usize].contains(&q))
+            })
             .collect();
-        for tri in &triangles {
+        flap_triangles.sort_unstable();
+        flap_triangles.dedup();
+        let mut corners: Vec<u32> = flap_triangles.iter().flat_map(|&t| triangles[t as usize]).collect();
+        corners.sort_unstable();
+        corners.dedup();
+        // The colours at each corner, and the old constraints between the corners' parents by
+        // their particles (the last of a pair, as in a map filled in order).
+        let mut colours_at: HashMap<u32, Vec<u32>> =
+            corners.iter().map(|&p| (p, at(p).map(|(_, colour)| colour).collect())).collect();
+        let parent_corner: HashSet<u32> = corners.iter().map(|&p| parent[p as usize]).collect();
+        let mut pairs: Vec<u32> = parent_corner
+            .iter()
+            .flat_map(|&pp| set.particle_constraints(pp as usize).iter().copied())
+            .filter(|&k| {
+                let c = set.constraints()[k as usize];
+                parent_corner.contains(&c.i) && parent_corner.contains(&c.j)
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let old_pair: HashMap<(u32, u32), usize> = pairs
+            .iter()
+            .map(|&k| {
+                let c = set.constraints()[k as usize];
+                (edge(c.i, c.j), k as usize)
+            })
+            .collect();
+        for tri in flap_triangles.iter().map(|&t| triangles[t as usize]) {
             for (e, &p) in tri.iter().enumerate() {
-                if held[p as usize] {
+                if !loose.contains(&p) {
                     continue;
                 }
                 for q in [tri[(e + 1) % 3], tri[(e + 2) % 3]] {
@@ -493,72 +531,69 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
                     if length.is_nan() || length <= 0.0 {
                         continue;
                     }
+                    unchecked |= !length.is_normal();
                     // The first colour free at both particles.
                     let taken = |x: u32, c: &u32| colours_at.get(&x).is_some_and(|v| v.contains(c));
                     let colour = (0u32..).find(|c| !taken(p, c) && !taken(q, c)).unwrap_or(0);
                     colours_at.entry(p).or_default().push(colour);
                     colours_at.entry(q).or_default().push(colour);
-                    items.push(crate::model::DistanceConstraint {
-                        i: p,
-                        j: q,
-                        rest_length: length,
-                        ..set.constraints()[k]
-                    });
-                    families.push(set.family[k]);
-                    elements.push(set.element[k]);
-                    colours.push(colour);
+                    let c =
+                        crate::model::DistanceConstraint { i: p, j: q, rest_length: length, ..set.constraints()[k] };
+                    flaps.push((c, k as u32, colour));
                 }
-                held[p as usize] = true;
+                loose.remove(&p);
             }
         }
     }
+    let (items, families, elements, colours) = compact(set, &kept, &flaps);
+    drop(kept);
     let distance = crate::model::ConstraintSet::build::<2>(n_new, items, families, elements, colours)?;
     // Hinges of angle bending.
     let dihedral = {
         let set = model.dihedral();
-        let m = set.len();
-        let (mut items, mut families, mut elements, mut colours) =
-            (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
         // Each hinge on its triangles' copies, in parallel; `None` when it no longer joins two
         // triangles.
-        let mapped: Vec<Option<[u32; 4]>> = set
+        let lost = AtomicU32::new(0);
+        let kept: Vec<(u32, crate::model::DihedralBending)> = set
             .constraints()
             .par_iter()
-            .map(|h| {
-                let [a, b, c, d] = h.particles;
-                // A hinge none of whose particles was split, whose edge is no crack, keeps its
-                // particles (renumbered); only the others need their triangles' copies.
-                let whole = h.particles.iter().all(|&p| groups[p as usize] <= 1)
-                    && !(on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)));
-                if !body_cracked_particle(a) || whole {
-                    return Some(h.particles.map(|p| new_of[p as usize]));
+            .enumerate()
+            .filter_map(|(k, h)| {
+                let mapped = (|| {
+                    let [a, b, c, d] = h.particles;
+                    // A hinge none of whose particles was split, whose edge is no crack, keeps its
+                    // particles (renumbered); only the others need their triangles' copies.
+                    let whole = h.particles.iter().all(|&p| groups[p as usize] <= 1)
+                        && !(on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)));
+                    if !body_cracked_particle(a) || whole {
+                        return Some(h.particles.map(|p| new_of[p as usize]));
+                    }
+                    if cracks.contains(&edge(a, b)) {
+                        return None;
+                    }
+                    // The hinge's two triangles, and their corners' copies.
+                    let find = |x: u32, y: u32, z: u32| {
+                        model.particle_triangles(x as usize).iter().copied().find(|&t| {
+                            let tri = model.triangles()[t as usize];
+                            tri.contains(&y) && tri.contains(&z)
+                        })
+                    };
+                    let (t1, t2) = (find(a, b, c)?, find(a, b, d)?);
+                    let (a1, b1) = (id(a, group_at(a, t1)), id(b, group_at(b, t1)));
+                    let (a2, b2) = (id(a, group_at(a, t2)), id(b, group_at(b, t2)));
+                    ((a1, b1) == (a2, b2)).then(|| [a1, b1, id(c, group_at(c, t1)), id(d, group_at(d, t2))])
+                })();
+                match mapped {
+                    Some(particles) => Some((k as u32, crate::model::DihedralBending { particles, ..*h })),
+                    None => {
+                        lost.fetch_add(1, Ordering::Relaxed);
+                        None
+                    }
                 }
-                if cracks.contains(&edge(a, b)) {
-                    return None;
-                }
-                // The hinge's two triangles, and their corners' copies.
-                let find = |x: u32, y: u32, z: u32| {
-                    model.particle_triangles(x as usize).iter().copied().find(|&t| {
-                        let tri = model.triangles()[t as usize];
-                        tri.contains(&y) && tri.contains(&z)
-                    })
-                };
-                let (t1, t2) = (find(a, b, c)?, find(a, b, d)?);
-                let (a1, b1) = (id(a, group_at(a, t1)), id(b, group_at(b, t1)));
-                let (a2, b2) = (id(a, group_at(a, t2)), id(b, group_at(b, t2)));
-                ((a1, b1) == (a2, b2)).then(|| [a1, b1, id(c, group_at(c, t1)), id(d, group_at(d, t2))])
             })
             .collect();
-        for (k, (h, particles)) in set.constraints().iter().zip(mapped).enumerate() {
-            let Some(particles) = particles else {
-                count_broken += 1;
-                continue;
-            };
-            items.push(crate::model::DihedralBending { particles, ..*h });
-            families.push(set.family[k]);
-            elements.push(set.element[k]);
-            colours.push(colour_of(set.colour_ranges(), k));
-        }
+        count_broken += lost.into_inner();
+        let (items, families, elements, colours) = compact(set, &kept, &[]);
         crate::model::ConstraintSet::build::<4>(n_new, items, families, elements, colours)?
     };
     // Rope bending: ropes do not tear; renumbered only.
@@ -566,7 +601,7 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         let set = model.rope_bending();
         let items =
             set.constraints().iter().map(|r| r.with_particles(r.particles().map(|p| new_of[p as usize]))).collect();
-        let colours = (0..set.len()).map(|k| colour_of(set.colour_ranges(), k)).collect();
+        let colours = (0..set.len()).map(|k| colour_index(set.colour_ranges(), k as u32)).collect();
         crate::model::ConstraintSet::build::<3>(n_new, items, set.family.clone(), set.element.clone(), colours)?
     };
     // Particles: copies take their triangles' share of the mass.
@@ -639,8 +674,58 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
         cracks: new_cracks,
     }
     .with_triangle_adjacency();
-    torn.check_arithmetic()?;
+    // The model torn was checked when it was made (as every model is); only the new values
+    // need it.
+    unchecked |= split_points.iter().any(|&p| {
+        (0..groups[p as usize]).any(|g| {
+            let m = torn.particle_mass[id(p, g) as usize];
+            !(m.is_normal() && m > 0.0 && (1.0 / m).is_normal())
+        })
+    });
+    if unchecked {
+        torn.check_arithmetic()?;
+    }
     Ok(Some(Torn { model: torn, parent, broken: count_broken, split }))
+}
+
+/// The index of the colour range of `ranges` (contiguous, in order, from 0) that holds
+/// constraint `k`.
+fn colour_index(ranges: &[std::ops::Range<u32>], k: u32) -> u32 {
+    ranges.partition_point(|r| r.end <= k) as u32
+}
+
+/// The constraints `kept` of `set` (each with its index in `set`, in increasing order) and
+/// then `added` (each with the index in `set` whose family and element it takes, and its
+/// colour) as the parallel lists a [`ConstraintSet`](crate::model::ConstraintSet) is built
+/// from: the constraints, their families, elements and colours (a kept one's is the index of
+/// its colour range in `set`).
+#[allow(clippy::type_complexity)]
+fn compact<T, const N: usize>(
+    set: &crate::model::ConstraintSet<T>,
+    kept: &[(u32, T)],
+    added: &[(T, u32, u32)],
+) -> (Vec<T>, Vec<ConstraintFamily>, Vec<crate::model::Element>, Vec<u32>)
+where
+    T: ParticleConstraint<N>,
+{
+    let from = |k: u32| k as usize;
+    (
+        kept.par_iter().map(|&(_, c)| c).chain(added.par_iter().map(|&(c, _, _)| c)).collect(),
+        kept.par_iter()
+            .map(|(k, _)| k)
+            .chain(added.par_iter().map(|(_, k, _)| k))
+            .map(|k| set.family[from(*k)])
+            .collect(),
+        kept.par_iter()
+            .map(|(k, _)| k)
+            .chain(added.par_iter().map(|(_, k, _)| k))
+            .map(|k| set.element[from(*k)])
+            .collect(),
+        kept.par_iter()
+            .map(|&(k, _)| colour_index(set.colour_ranges(), k))
+            .chain(added.par_iter().map(|&(_, _, colour)| colour))
+            .collect(),
+    )
 }
 
 /// ⌊v⌋ as an integer, as `v.floor() as i64` (saturating, NaN to 0) but without the library

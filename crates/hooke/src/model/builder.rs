@@ -10,6 +10,7 @@ use super::{Air, Body, BodyKind, ClothGrid, ClothMesh, Model, Rope, World};
 use crate::collision::{Collider, Shape};
 use crate::error::{self, ModelError};
 use glam::{Vec2, Vec3};
+use rayon::prelude::*;
 
 /// Default memory limit of a builder: 16 GiB.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 16 << 30;
@@ -512,7 +513,30 @@ impl Model {
     /// naming the body, the element and the material key.
     pub(crate) fn check_arithmetic(&self) -> Result<(), ModelError> {
         let body_of = |p: usize| self.body_of_particle(p as u32).map_or(String::new(), |b| format!("{:?}", b.name));
-        for (p, (x, &m)) in self.particle_position.iter().zip(&self.particle_mass).enumerate() {
+        // Each list is searched for its first fault in parallel; the loops below, from there,
+        // name it (a valid model — a torn one, say, of a million constraints — costs one
+        // parallel pass).
+        let bad_alpha = |alpha: f32| !alpha.is_finite() || (alpha != 0.0 && !alpha.is_normal());
+        let from = |faulty: Option<usize>, len: usize| faulty.unwrap_or(len);
+        let first_particle = from(
+            self.particle_position.par_iter().zip(&self.particle_mass).position_first(|(x, &m)| {
+                !x.is_finite() || x.abs().max_element() > 1e9 || !(m.is_normal() && m > 0.0 && (1.0 / m).is_normal())
+            }),
+            self.particle_position.len(),
+        );
+        let first_distance = from(
+            self.distance.items.par_iter().position_first(|c| {
+                !c.rest_length.is_normal() || bad_alpha(c.compliance_stretch) || bad_alpha(c.compliance_compression)
+            }),
+            self.distance.items.len(),
+        );
+        let first_hinge =
+            from(self.dihedral.items.par_iter().position_first(|c| bad_alpha(c.compliance)), self.dihedral.items.len());
+        let first_joint = from(
+            self.rope_bending.items.par_iter().position_first(|c| bad_alpha(c.compliance)),
+            self.rope_bending.items.len(),
+        );
+        for (p, (x, &m)) in self.particle_position.iter().zip(&self.particle_mass).enumerate().skip(first_particle) {
             if !x.is_finite() || x.abs().max_element() > 1e9 {
                 return Err(ModelError::invalid(
                     format!("body {} particle {p}", body_of(p)),
@@ -527,7 +551,7 @@ impl Model {
             }
         }
         let set = &self.distance;
-        for (k, (c, family)) in set.items.iter().zip(&set.family).enumerate() {
+        for (k, (c, family)) in set.items.iter().zip(&set.family).enumerate().skip(first_distance) {
             let what = || {
                 format!("body {} {} constraint {k} (particles {}–{})", body_of(c.i as usize), family.name(), c.i, c.j)
             };
@@ -548,12 +572,12 @@ impl Model {
                 check_compliance(alpha, &format_args!("its stiffness in {mode}"), "N/m", key, what)?;
             }
         }
-        for (k, c) in self.dihedral.items.iter().enumerate() {
+        for (k, c) in self.dihedral.items.iter().enumerate().skip(first_hinge) {
             let [a, b, ..] = c.particles;
             let what = || format!("body {} bending hinge {k} (edge {a}–{b})", body_of(a as usize));
             check_compliance(c.compliance, &"its angular stiffness", "J/rad²", "bending_modulus", what)?;
         }
-        for (k, c) in self.rope_bending.items.iter().enumerate() {
+        for (k, c) in self.rope_bending.items.iter().enumerate().skip(first_joint) {
             let j = c.particles[1];
             let what = || format!("body {} bending joint {k} (particle {j})", body_of(j as usize));
             check_compliance(c.compliance, &"its angular stiffness", "J/rad²", "bending_modulus", what)?;

@@ -5,7 +5,9 @@ use super::colouring;
 use super::constraint::{ConstraintFamily, ParticleConstraint};
 use super::material::Element;
 use crate::error::ModelError;
+use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The constraints of one type `T` (an N-particle [`ParticleConstraint`]) in a
 /// [`Model`](super::Model).
@@ -98,14 +100,14 @@ impl<T> ConstraintSet<T> {
     where
         T: ParticleConstraint<N>,
     {
-        let tuples: Vec<[u32; N]> = items.iter().map(|c| c.particles()).collect();
-        colouring::validate(particle_count, &tuples, &colours)?;
         // Sorted by colour, stably; constraints that come in colour order already (a torn
         // model's, say) are taken as they are.
+        // `order`: the given index of each sorted constraint (None: the identity).
+        let mut order: Option<Vec<u32>> = None;
         let (sorted_items, sorted_family, sorted_element, sorted_colours) = if colours.is_sorted() {
             (items, family, element, colours)
         } else {
-            let mut order: Vec<u32> = (0..items.len() as u32).collect();
+            let order = order.insert((0..items.len() as u32).collect());
             order.sort_by_key(|&k| colours[k as usize]);
             let pick = |k: &u32| *k as usize;
             (
@@ -123,23 +125,52 @@ impl<T> ConstraintSet<T> {
                 start = k;
             }
         }
+        // The colouring proved conflict-free, colour by colour in parallel (each particle
+        // remembers the last colour that touched it); on a conflict the sequential proof
+        // names it.
+        let last: Vec<AtomicU32> = (0..particle_count).map(|_| AtomicU32::new(u32::MAX)).collect();
+        let conflict_free = colour_ranges.iter().enumerate().all(|(c, range)| {
+            sorted_items[range.start as usize..range.end as usize].par_iter().all(|item| {
+                item.particles().iter().all(|&p| {
+                    last.get(p as usize).is_some_and(|slot| slot.swap(c as u32, Ordering::Relaxed) != c as u32)
+                })
+            })
+        });
+        if !conflict_free {
+            // The same walk as over the given order (colour by colour, stably), its indices
+            // given back in that order.
+            let tuples: Vec<[u32; N]> = sorted_items.iter().map(|c| c.particles()).collect();
+            colouring::validate(particle_count, &tuples, &sorted_colours).map_err(|mut e| {
+                if let Some(order) = &order {
+                    (e.first, e.second) = (order[e.first] as usize, order[e.second] as usize);
+                }
+                e
+            })?;
+        }
+        // The adjacency, colour by colour: within a colour a particle is touched at most once,
+        // so each particle's list fills in increasing constraint order whatever the threads do.
+        let count: Vec<AtomicU32> = last;
+        count.par_iter().for_each(|c| c.store(0, Ordering::Relaxed));
+        sorted_items.par_iter().for_each(|c| {
+            for p in c.particles() {
+                count[p as usize].fetch_add(1, Ordering::Relaxed);
+            }
+        });
         let mut offsets = vec![0u32; particle_count + 1];
-        for c in &sorted_items {
-            for p in c.particles() {
-                offsets[p as usize + 1] += 1;
-            }
-        }
         for k in 0..particle_count {
-            offsets[k + 1] += offsets[k];
+            offsets[k + 1] = offsets[k] + count[k].load(Ordering::Relaxed);
         }
-        let mut fill = offsets.clone();
-        let mut incidence = vec![0u32; offsets[particle_count] as usize];
-        for (k, c) in sorted_items.iter().enumerate() {
-            for p in c.particles() {
-                incidence[fill[p as usize] as usize] = k as u32;
-                fill[p as usize] += 1;
-            }
+        let fill: Vec<AtomicU32> = offsets[..particle_count].iter().map(|&o| AtomicU32::new(o)).collect();
+        let incidence: Vec<AtomicU32> = (0..offsets[particle_count]).map(|_| AtomicU32::new(0)).collect();
+        for range in &colour_ranges {
+            (range.start..range.end).into_par_iter().for_each(|k| {
+                for p in sorted_items[k as usize].particles() {
+                    let slot = fill[p as usize].fetch_add(1, Ordering::Relaxed);
+                    incidence[slot as usize].store(k, Ordering::Relaxed);
+                }
+            });
         }
+        let incidence: Vec<u32> = incidence.into_par_iter().map(AtomicU32::into_inner).collect();
         Ok(ConstraintSet {
             items: sorted_items,
             family: sorted_family,

@@ -57,7 +57,7 @@ pub use rope_bending::{RopeBending, bending_angle};
 use crate::collision::{Collider, Shape};
 use crate::error::{self, ModelError};
 use glam::{Vec2, Vec3};
-use material::Element;
+pub(crate) use material::Element;
 pub(crate) use material::MassSource;
 use std::ops::Range;
 
