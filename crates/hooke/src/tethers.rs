@@ -221,6 +221,15 @@ pub fn build(model: &Model, pinned: &[u32]) -> Vec<Tether> {
     let mut out = Vec::new();
     for (b, body) in model.bodies().iter().enumerate() {
         let scale = (1.0 + slack(model, b)) * (1.0 + TOLERANCE);
+        // A torn grid (split, or with a crack not yet opened) is no longer flat to the pins:
+        // a path around a crack is longer than the straight distance, which would hold the
+        // crack closed. It keeps the distance along its edges, as a mesh does.
+        let flat = match body.kind {
+            BodyKind::ClothGrid { rows, columns } => {
+                body.particles.len() == rows * columns && !model.cracks.iter().any(|c| body.particles.contains(&c[0]))
+            }
+            _ => false,
+        };
         for p in body.particles.clone() {
             let pi = p as usize;
             let Search { pin, settled, found, .. } = at[pi];
@@ -229,12 +238,9 @@ pub fn build(model: &Model, pinned: &[u32]) -> Vec<Tether> {
             }
             let mut t = Tether { particle: p, count: settled as u32, pins: [0; 2], length: [0.0; 2] };
             for (k, &(q, along)) in found.iter().enumerate().take(settled as usize) {
-                // A flat grid's geodesic is the straight distance; ropes and meshes keep the
-                // distance along their edges.
-                let rest = match body.kind {
-                    BodyKind::ClothGrid { .. } => (x[pi] - x[q as usize]).length(),
-                    _ => along,
-                };
+                // A flat grid's geodesic is the straight distance; ropes, meshes and torn grids
+                // keep the distance along their edges.
+                let rest = if flat { (x[pi] - x[q as usize]).length() } else { along };
                 t.pins[k] = q;
                 t.length[k] = rest * scale;
             }

@@ -372,3 +372,58 @@ fn a_cloth_without_a_tear_strain_never_tears() {
     let model = b.finalize().unwrap();
     assert!(!tearing::strained(&model, &stretched).is_empty());
 }
+
+/// A slit cut into a hanging grid from its edge: the tethers of the particles below the slit
+/// reach their pins around its end, not straight through it (the straight distance, which a
+/// flat grid's tethers use, would hold the slit closed).
+#[test]
+fn tethers_of_a_slit_grid_go_around_the_slit() {
+    let (n, spacing) = (12, 0.04f32);
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("cloth", n, n, spacing);
+    g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    g.center = Vec3::new(0.0, 1.0, 0.0);
+    b.add_cloth_grid(&g).unwrap();
+    let model = b.finalize().unwrap();
+    let x = model.particle_position();
+    let top = x.iter().map(|p| p.y).fold(f32::MIN, f32::max);
+    // The slit: from beyond the left edge to x = 0 (between two columns), between the third
+    // and fourth rows.
+    let (slit_y, slit_end) = (top - 2.5 * spacing, 0.0f32);
+    let blade =
+        Cut { points: vec![Vec3::new(-1.0, slit_y, 0.0), Vec3::new(slit_end, slit_y, 0.0)], direction: Vec3::Z };
+    let cut = tearing::cut(&model, x, &blade);
+    assert!(!cut.is_empty(), "the blade cut nothing");
+    let torn = tearing::tear(&model, x, &cut).unwrap().unwrap();
+    let torn = torn.model;
+    let x = torn.particle_position();
+    let pins: Vec<u32> = (0..torn.particle_count() as u32).filter(|&p| x[p as usize].y > top - 1e-4).collect();
+    assert_eq!(pins.len(), n);
+    let tethers = hooke::tethers::build(&torn, &pins);
+    let tip = Vec3::new(slit_end, slit_y, 0.0);
+    let mut checked = 0;
+    for t in &tethers {
+        let p = x[t.particle as usize];
+        // Below the slit by more than a row (the row just below it stays, in part, with the
+        // triangles above it), left of its end.
+        if p.y > slit_y - spacing || p.x > slit_end {
+            continue;
+        }
+        for k in 0..t.count as usize {
+            let q = x[t.pins[k] as usize];
+            // The shortest way in the plane: straight, unless the straight line crosses the
+            // slit; then around its end.
+            let s = (q.y - slit_y) / (q.y - p.y);
+            let crossing = q.x + s * (p.x - q.x);
+            let geodesic = if crossing < slit_end { (q - tip).length() + (tip - p).length() } else { (q - p).length() };
+            assert!(
+                t.length[k] >= geodesic * (1.0 - 1e-5),
+                "particle {} at {p}: tether to {q} of {} m, shorter than the way around the slit, {geodesic} m",
+                t.particle,
+                t.length[k]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "only {checked} tethers below the slit");
+}
