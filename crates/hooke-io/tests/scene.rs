@@ -53,6 +53,19 @@ fn syntax_errors_give_line_and_column() {
     assert!(e.contains("line 1"), "{e}");
 }
 
+/// A cloth's sub-table written before any `[[cloth]]` makes TOML call the `[[cloth]]` that
+/// follows a duplicate key; the error names the misplaced header and its line, and a file
+/// with the header after its cloth loads.
+#[test]
+fn a_sub_table_before_its_cloth_is_named() {
+    let pins = "[[cloth.pin_groups]]\nindices = [0]\nkeyframes = [{ time = 0.0, translation = [0.0, 0.0, 0.0] }]\n";
+    let e = err(&format!("{pins}\n{GRID}"));
+    assert!(e.contains("`[[cloth.pin_groups]]` at line 1") && e.contains("`[[cloth]]` at line 5"), "{e}");
+    let e = err(&format!("[materials.paper]\ndensity = 0.1\n{GRID}[[cloth]]\n[[cloth]]\nrows = x\n"));
+    assert!(!e.contains("comes before"), "no hint where no sub-table comes first: {e}");
+    parse(&format!("{GRID}{pins}")).unwrap();
+}
+
 #[test]
 fn unknown_keys_are_rejected() {
     let e = err(&format!("{GRID}stifness = 3\n"));

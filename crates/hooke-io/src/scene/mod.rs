@@ -148,11 +148,55 @@ pub fn parse(
     memory_limit: u64,
 ) -> Result<Scene, SceneError> {
     let err = |message: String| SceneError { file: file.to_string(), message };
-    let table: toml::Table = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+    let table: toml::Table = toml::from_str(text).map_err(|e| {
+        let message = e.to_string().trim_end().to_string();
+        err(match orphan_subtable(text) {
+            Some(hint) => format!("{message}\n{hint}"),
+            None => message,
+        })
+    })?;
     check_f32_range(&table).map_err(err)?;
     // Parsed again from the text, not from the table, so that its errors keep their lines.
     let scene: SceneFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
     build::build(&scene, default_name, base_dir, memory_limit, &Meshes::new()).map_err(err)
+}
+
+/// A header `[[a.b]]` (or `[a.b]`) before the first `[[a]]` of a text that has `[[a]]`s: TOML
+/// then makes `a` a table, and the later `[[a]]` fails as a "duplicate key", at its own line.
+/// Names the header, its line, and where it belongs.
+fn orphan_subtable(text: &str) -> Option<String> {
+    let header = |line: &str| {
+        let t = line.trim();
+        let inner = t
+            .strip_prefix("[[")
+            .and_then(|r| r.split("]]").next())
+            .or_else(|| t.strip_prefix('[').and_then(|r| r.split(']').next()))?;
+        Some(inner.trim().to_string())
+    };
+    let arrays: Vec<(usize, String)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[["))
+        .filter_map(|(k, l)| Some((k, header(l)?)))
+        .collect();
+    for (k, line) in text.lines().enumerate() {
+        let Some(name) = header(line) else { continue };
+        let Some((parent, _)) = name.split_once('.') else { continue };
+        let parent = parent.trim();
+        let first = arrays.iter().find(|(_, a)| a == parent).map(|(l, _)| *l);
+        if let Some(first) = first
+            && first > k
+        {
+            return Some(format!(
+                "(`{}` at line {} comes before any `[[{parent}]]`: it belongs to the `[[{parent}]]` above it — move it \
+                 after the {parent} it is for; the `[[{parent}]]` at line {} is then no longer a duplicate)",
+                line.trim(),
+                k + 1,
+                first + 1
+            ));
+        }
+    }
+    None
 }
 
 /// Refuses a number that is not zero but below f32's smallest normal magnitude (1.18·10⁻³⁸),
