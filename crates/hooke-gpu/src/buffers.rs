@@ -257,13 +257,7 @@ impl Buffers {
         let colliders = collider_records(model);
         let structural = structural_constraints(model);
         let triangles: Vec<u32> = model.triangles().iter().flatten().copied().collect();
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut around = Vec::new();
-        offsets.push(0u32);
-        for p in 0..n {
-            around.extend_from_slice(model.particle_triangles(p));
-            offsets.push(around.len() as u32);
-        }
+        let (offsets, around) = model.particle_triangle_adjacency();
         // UVs of a model with triangles to take tangents of; empty otherwise.
         let uv = model.particle_uv().filter(|_| !model.triangles().is_empty()).unwrap_or(&[]);
         let v4 = |count: usize| count as u64 * VEC4;
@@ -311,8 +305,8 @@ impl Buffers {
             worlds: storage(device, "hooke worlds", &crate::worlds::records(model, substeps as u32, None)),
             triangles: storage_with(device, "hooke triangles", &triangles, wgpu::BufferUsages::INDEX),
             triangle_force: zeroed(device, "hooke triangle force", v4(model.triangles().len())),
-            particle_triangle_offsets: storage(device, "hooke particle triangle offsets", &offsets),
-            particle_triangles: storage(device, "hooke particle triangles", &around),
+            particle_triangle_offsets: storage(device, "hooke particle triangle offsets", offsets),
+            particle_triangles: storage(device, "hooke particle triangles", around),
             normal_accumulator: zeroed(device, "hooke normal accumulator", 12 * n as u64),
             normal: storage_with(device, "hooke normal", &vec![[0.0f32; 4]; n], wgpu::BufferUsages::VERTEX),
             uv: storage(device, "hooke uv", &crate::tangents::device_uvs(uv)),
@@ -352,8 +346,19 @@ impl Buffers {
 
 /// Indices of the structural constraints (checked for runaway strain).
 pub(crate) fn structural_constraints(model: &hooke::Model) -> Vec<u32> {
+    use rayon::prelude::*;
     let families = model.distance().families();
-    (0..families.len() as u32).filter(|&k| families[k as usize] == hooke::ConstraintFamily::Structural).collect()
+    (0..families.len() as u32)
+        .into_par_iter()
+        .filter(|&k| families[k as usize] == hooke::ConstraintFamily::Structural)
+        .collect()
+}
+
+/// How many of the model's distance constraints are structural (the length of
+/// [`structural_constraints`]).
+pub(crate) fn structural_count(model: &hooke::Model) -> usize {
+    use rayon::prelude::*;
+    model.distance().families().par_iter().filter(|&&f| f == hooke::ConstraintFamily::Structural).count()
 }
 
 /// The distance grids of the model's mesh colliders, one after another.

@@ -16,6 +16,7 @@
 
 use crate::buffers::Buffers;
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+use rayon::prelude::*;
 
 /// The file's pipelines and bindings, in binding order.
 pub(crate) const SPEC: KernelSpec = KernelSpec {
@@ -44,16 +45,25 @@ impl Normals {
 /// Fixed-point scale S and per-contribution clamp for a mesh (see the module docs).
 pub(crate) fn fixed_point_scale(model: &hooke::Model) -> (f32, f32) {
     let x = model.particle_position();
-    let mut largest = 0.0f32;
-    for t in model.triangles() {
-        let [a, b, c] = t.map(|i| x[i as usize]);
-        largest = largest.max((b - a).cross(c - a).length());
-    }
-    let valence =
-        (0..model.particle_count()).map(|p| model.particle_triangles(p).len()).max().unwrap_or(0).max(1) as f32;
+    // (Largest of each thread's largest: the same maximum in any order.)
+    let largest = model
+        .triangles()
+        .par_iter()
+        .map(|t| {
+            let [a, b, c] = t.map(|i| x[i as usize]);
+            (b - a).cross(c - a).length()
+        })
+        .reduce(|| 0.0f32, f32::max);
+    let valence = largest_valence(model);
     if largest <= 0.0 || !largest.is_finite() {
         return (1.0, i32::MAX as f32 / valence);
     }
     let max = i32::MAX as f32;
     (max / (16.0 * valence * largest), (max / valence).floor())
+}
+
+/// The most triangles around one particle of `model` (at least 1).
+pub(crate) fn largest_valence(model: &hooke::Model) -> f32 {
+    (0..model.particle_count()).into_par_iter().map(|p| model.particle_triangles(p).len()).max().unwrap_or(0).max(1)
+        as f32
 }

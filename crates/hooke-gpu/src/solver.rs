@@ -527,7 +527,7 @@ impl GpuXpbdSolver {
         let k = Bindings::new(&kernels, device, &b, &model, &settings, ctx.loop_budget(), ctx.is_cpu());
         write_colour_slots(ctx.queue(), &b, &model);
         let mut solver = GpuXpbdSolver {
-            structural: buffers::structural_constraints(&model).len() as u32,
+            structural: buffers::structural_count(&model) as u32,
             normal_scale: normals::fixed_point_scale(&model),
             tangent_scale: tangents::fixed_point_scale(&model),
             time: 0.0,
@@ -1536,7 +1536,7 @@ impl Solver for GpuXpbdSolver {
         self.list_tally = [0; 2];
         write_colour_slots(self.ctx.queue(), &b, &model);
         self.b = b;
-        self.structural = buffers::structural_constraints(&model).len() as u32;
+        self.structural = buffers::structural_count(&model) as u32;
         self.normal_scale = normals::fixed_point_scale(&model);
         self.tangent_scale = tangents::fixed_point_scale(&model);
         // The colliders go on from where they are, when the model keeps them.

@@ -20,6 +20,7 @@
 
 use crate::buffers::Buffers;
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
+use rayon::prelude::*;
 
 /// The file's pipelines and bindings, in binding order.
 pub(crate) const SPEC: KernelSpec = KernelSpec {
@@ -57,18 +58,18 @@ pub(crate) fn device_uvs(uv: &[glam::Vec2]) -> Vec<[f32; 2]> {
 
 /// Fixed-point scale S and per-contribution clamp (see the module docs).
 pub(crate) fn fixed_point_scale(model: &hooke::Model) -> (f32, f32) {
-    let valence =
-        (0..model.particle_count()).map(|p| model.particle_triangles(p).len()).max().unwrap_or(0).max(1) as f32;
+    let valence = crate::normals::largest_valence(model);
     let max = i32::MAX as f32;
     let clamp = (max / valence).floor();
     let Some(uv) = model.particle_uv() else { return (1.0, clamp) };
     let x = model.particle_position();
-    let mut largest = 0.0f32;
-    for t in model.triangles() {
-        if let Some(d) = hooke::surface::triangle_tangent(t.map(|i| x[i as usize]), t.map(|i| uv[i as usize])) {
-            largest = largest.max(d.length());
-        }
-    }
+    // (Largest of each thread's largest: the same maximum in any order.)
+    let largest = model
+        .triangles()
+        .par_iter()
+        .filter_map(|t| hooke::surface::triangle_tangent(t.map(|i| x[i as usize]), t.map(|i| uv[i as usize])))
+        .map(|d| d.length())
+        .reduce(|| 0.0f32, f32::max);
     if largest <= 0.0 || !largest.is_finite() {
         return (1.0, clamp);
     }

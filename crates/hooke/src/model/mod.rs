@@ -244,6 +244,13 @@ impl Model {
         let r = self.particle_triangles_offsets[p] as usize..self.particle_triangles_offsets[p + 1] as usize;
         &self.particle_triangles[r]
     }
+    /// The triangles around every particle in CSR form: `offsets` has one entry per particle
+    /// plus one, and particle p's triangles (indices into [`Model::triangles`], in increasing
+    /// order) are `list[offsets[p]..offsets[p + 1]]` — what [`Model::particle_triangles`]
+    /// gives one particle at a time.
+    pub fn particle_triangle_adjacency(&self) -> (&[u32], &[u32]) {
+        (&self.particle_triangles_offsets, &self.particle_triangles)
+    }
     /// The cloths and ropes, in the order they were added.
     pub fn bodies(&self) -> &[Body] {
         &self.bodies
