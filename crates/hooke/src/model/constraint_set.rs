@@ -161,16 +161,20 @@ impl<T> ConstraintSet<T> {
             offsets[k + 1] = offsets[k] + count[k].load(Ordering::Relaxed);
         }
         let fill: Vec<AtomicU32> = offsets[..particle_count].iter().map(|&o| AtomicU32::new(o)).collect();
-        let incidence: Vec<AtomicU32> = (0..offsets[particle_count]).map(|_| AtomicU32::new(0)).collect();
-        for range in &colour_ranges {
-            (range.start..range.end).into_par_iter().for_each(|k| {
-                for p in sorted_items[k as usize].particles() {
-                    let slot = fill[p as usize].fetch_add(1, Ordering::Relaxed);
-                    incidence[slot as usize].store(k, Ordering::Relaxed);
-                }
-            });
+        let mut incidence = vec![0u32; offsets[particle_count] as usize];
+        {
+            // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32`, and the
+            // list is reached only through this view while it lives.
+            let slots: &[AtomicU32] = unsafe { &*(incidence.as_mut_slice() as *mut [u32] as *const [AtomicU32]) };
+            for range in &colour_ranges {
+                (range.start..range.end).into_par_iter().for_each(|k| {
+                    for p in sorted_items[k as usize].particles() {
+                        let slot = fill[p as usize].fetch_add(1, Ordering::Relaxed);
+                        slots[slot as usize].store(k, Ordering::Relaxed);
+                    }
+                });
+            }
         }
-        let incidence: Vec<u32> = incidence.into_par_iter().map(AtomicU32::into_inner).collect();
         Ok(ConstraintSet {
             items: sorted_items,
             family: sorted_family,
@@ -179,5 +183,90 @@ impl<T> ConstraintSet<T> {
             incidence_offsets: offsets,
             incidence,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::DistanceConstraint;
+    use crate::model::material::ElementStiffness;
+
+    /// Edges of a random graph on `n` particles (a small linear congruential generator).
+    fn random_edges(n: u32, m: usize, seed: u64) -> Vec<[u32; 2]> {
+        let mut state = seed;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as u32 % n
+        };
+        (0..m)
+            .filter_map(|_| {
+                let (i, j) = (next(), next());
+                (i != j).then_some([i, j])
+            })
+            .collect()
+    }
+
+    fn set(n: usize, edges: &[[u32; 2]], colours: Vec<u32>) -> Result<ConstraintSet<DistanceConstraint>, ModelError> {
+        let items = edges
+            .iter()
+            .map(|&[i, j]| DistanceConstraint {
+                i,
+                j,
+                rest_length: 1.0,
+                compliance_stretch: 0.0,
+                compliance_compression: 0.0,
+                damping: 0.0,
+            })
+            .collect();
+        let family = vec![ConstraintFamily::Structural; edges.len()];
+        let element = vec![Element { body: 0, stiffness: ElementStiffness::Fixed }; edges.len()];
+        ConstraintSet::build::<2>(n, items, family, element, colours)
+    }
+
+    /// The set built in parallel, colour by colour: sorted stably by colour, and each
+    /// particle's constraints those that touch it in increasing order — as a sequential build
+    /// gives them — on a colouring given in order and on a shuffled one.
+    #[test]
+    fn the_adjacency_lists_each_particles_constraints_in_order() {
+        let n = 300;
+        for seed in 0..6 {
+            let edges = random_edges(n as u32, 2000, seed);
+            let mut colours = colouring::greedy(n, &edges);
+            if seed % 2 == 1 {
+                // Colours given out of order: the build sorts them.
+                let count = colouring::count(&colours) as u32;
+                colours.iter_mut().for_each(|c| *c = count - 1 - *c);
+            }
+            let mut order: Vec<usize> = (0..edges.len()).collect();
+            order.sort_by_key(|&k| colours[k]);
+            let s = set(n, &edges, colours.clone()).unwrap();
+            let sorted: Vec<[u32; 2]> = order.iter().map(|&k| edges[k]).collect();
+            assert_eq!(s.constraints().iter().map(|c| [c.i, c.j]).collect::<Vec<_>>(), sorted);
+            for p in 0..n as u32 {
+                let expected: Vec<u32> =
+                    (0..sorted.len() as u32).filter(|&k| sorted[k as usize].contains(&p)).collect();
+                assert_eq!(s.particle_constraints(p as usize), &expected[..], "particle {p}, seed {seed}");
+            }
+        }
+    }
+
+    /// A colouring with a conflict is refused naming the constraints that the sequential proof
+    /// names on the constraints as given (not as sorted).
+    #[test]
+    fn a_conflict_names_the_constraints_as_given() {
+        let n = 200;
+        let edges = random_edges(n as u32, 1500, 11);
+        let mut colours = colouring::greedy(n, &edges);
+        // Give the last constraint the colour of another at one of its particles.
+        let last = edges.len() - 1;
+        let other = (0..last).rev().find(|&k| edges[k].contains(&edges[last][0])).unwrap();
+        colours[last] = colours[other];
+        let tuples = edges.clone();
+        let expected = colouring::validate(n, &tuples, &colours).unwrap_err();
+        match set(n, &edges, colours) {
+            Err(ModelError::Colouring(e)) => assert_eq!((e.first, e.second), (expected.first, expected.second)),
+            other => panic!("expected a colouring conflict, got {other:?}"),
+        }
     }
 }
