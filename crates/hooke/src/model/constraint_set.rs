@@ -127,12 +127,22 @@ impl<T> ConstraintSet<T> {
         }
         // The colouring proved conflict-free, colour by colour in parallel (each particle
         // remembers the last colour that touched it); on a conflict the sequential proof
-        // names it.
+        // names it. The same pass counts each particle's constraints: within a colour a
+        // particle is touched at most once, so its count is read and written by one thread
+        // (plain loads and stores; only the proof's exchange is a locked operation) — and a
+        // conflict, which would make the count race, ends the build with an error.
         let last: Vec<AtomicU32> = (0..particle_count).map(|_| AtomicU32::new(u32::MAX)).collect();
+        let count: Vec<AtomicU32> = (0..particle_count).map(|_| AtomicU32::new(0)).collect();
         let conflict_free = colour_ranges.iter().enumerate().all(|(c, range)| {
             sorted_items[range.start as usize..range.end as usize].par_iter().all(|item| {
                 item.particles().iter().all(|&p| {
-                    last.get(p as usize).is_some_and(|slot| slot.swap(c as u32, Ordering::Relaxed) != c as u32)
+                    let fresh =
+                        last.get(p as usize).is_some_and(|slot| slot.swap(c as u32, Ordering::Relaxed) != c as u32);
+                    if fresh {
+                        let n = &count[p as usize];
+                        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                    }
+                    fresh
                 })
             })
         });
@@ -147,15 +157,9 @@ impl<T> ConstraintSet<T> {
                 e
             })?;
         }
-        // The adjacency, colour by colour: within a colour a particle is touched at most once,
-        // so each particle's list fills in increasing constraint order whatever the threads do.
-        let count: Vec<AtomicU32> = last;
-        count.par_iter().for_each(|c| c.store(0, Ordering::Relaxed));
-        sorted_items.par_iter().for_each(|c| {
-            for p in c.particles() {
-                count[p as usize].fetch_add(1, Ordering::Relaxed);
-            }
-        });
+        // The adjacency, colour by colour: each particle's list fills in increasing
+        // constraint order whatever the threads do. (The counts are whole: the parallel
+        // `all` above stops early only on a conflict, which has returned.)
         let mut offsets = vec![0u32; particle_count + 1];
         for k in 0..particle_count {
             offsets[k + 1] = offsets[k] + count[k].load(Ordering::Relaxed);
@@ -168,8 +172,11 @@ impl<T> ConstraintSet<T> {
             let slots: &[AtomicU32] = unsafe { &*(incidence.as_mut_slice() as *mut [u32] as *const [AtomicU32]) };
             for range in &colour_ranges {
                 (range.start..range.end).into_par_iter().for_each(|k| {
+                    // (One thread per particle within a colour, as above: no locked add.)
                     for p in sorted_items[k as usize].particles() {
-                        let slot = fill[p as usize].fetch_add(1, Ordering::Relaxed);
+                        let next = &fill[p as usize];
+                        let slot = next.load(Ordering::Relaxed);
+                        next.store(slot + 1, Ordering::Relaxed);
                         slots[slot as usize].store(k, Ordering::Relaxed);
                     }
                 });
