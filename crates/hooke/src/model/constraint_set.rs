@@ -167,8 +167,10 @@ impl<T> ConstraintSet<T> {
         let fill: Vec<AtomicU32> = offsets[..particle_count].iter().map(|&o| AtomicU32::new(o)).collect();
         let mut incidence = vec![0u32; offsets[particle_count] as usize];
         {
-            // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32`, and the
-            // list is reached only through this view while it lives.
+            // SAFETY: `AtomicU32` has the size and bit validity of `u32`, and its alignment
+            // (checked at compile time), and the list is reached only through this view while
+            // it lives.
+            const { assert!(align_of::<AtomicU32>() == align_of::<u32>()) };
             let slots: &[AtomicU32] = unsafe { &*(incidence.as_mut_slice() as *mut [u32] as *const [AtomicU32]) };
             for range in &colour_ranges {
                 (range.start..range.end).into_par_iter().for_each(|k| {
