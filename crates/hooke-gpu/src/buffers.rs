@@ -9,6 +9,7 @@
 
 use crate::context::GpuError;
 use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
 use wgpu::util::DeviceExt;
 
 /// Uniform slots (per substep, per colour) are this far apart, the largest
@@ -346,7 +347,6 @@ impl Buffers {
 
 /// Indices of the structural constraints (checked for runaway strain).
 pub(crate) fn structural_constraints(model: &hooke::Model) -> Vec<u32> {
-    use rayon::prelude::*;
     let families = model.distance().families();
     (0..families.len() as u32)
         .into_par_iter()
@@ -357,7 +357,6 @@ pub(crate) fn structural_constraints(model: &hooke::Model) -> Vec<u32> {
 /// How many of the model's distance constraints are structural (the length of
 /// [`structural_constraints`]).
 pub(crate) fn structural_count(model: &hooke::Model) -> usize {
-    use rayon::prelude::*;
     model.distance().families().par_iter().filter(|&&f| f == hooke::ConstraintFamily::Structural).count()
 }
 

@@ -551,44 +551,42 @@ pub fn tear(model: &Model, positions: &[Vec3], broken: &[u32]) -> Result<Option<
     // Hinges of angle bending.
     let dihedral = {
         let set = model.dihedral();
-        // Each hinge on its triangles' copies, in parallel; `None` when it no longer joins two
-        // triangles.
+        // Hinge h on its triangles' copies; `None` when it no longer joins two triangles.
+        let map_hinge = |h: &crate::model::DihedralBending| -> Option<[u32; 4]> {
+            let [a, b, c, d] = h.particles;
+            // A hinge none of whose particles was split, whose edge is no crack, keeps its
+            // particles (renumbered); only the others need their triangles' copies.
+            let whole = h.particles.iter().all(|&p| groups[p as usize] <= 1)
+                && !(on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)));
+            if !body_cracked_particle(a) || whole {
+                return Some(h.particles.map(|p| new_of[p as usize]));
+            }
+            if cracks.contains(&edge(a, b)) {
+                return None;
+            }
+            // The hinge's two triangles, and their corners' copies.
+            let find = |x: u32, y: u32, z: u32| {
+                model.particle_triangles(x as usize).iter().copied().find(|&t| {
+                    let tri = model.triangles()[t as usize];
+                    tri.contains(&y) && tri.contains(&z)
+                })
+            };
+            let (t1, t2) = (find(a, b, c)?, find(a, b, d)?);
+            let (a1, b1) = (id(a, group_at(a, t1)), id(b, group_at(b, t1)));
+            let (a2, b2) = (id(a, group_at(a, t2)), id(b, group_at(b, t2)));
+            ((a1, b1) == (a2, b2)).then(|| [a1, b1, id(c, group_at(c, t1)), id(d, group_at(d, t2))])
+        };
+        // The hinges kept, in parallel; those lost are counted.
         let lost = AtomicU32::new(0);
         let kept: Vec<(u32, crate::model::DihedralBending)> = set
             .constraints()
             .par_iter()
             .enumerate()
-            .filter_map(|(k, h)| {
-                let mapped = (|| {
-                    let [a, b, c, d] = h.particles;
-                    // A hinge none of whose particles was split, whose edge is no crack, keeps its
-                    // particles (renumbered); only the others need their triangles' copies.
-                    let whole = h.particles.iter().all(|&p| groups[p as usize] <= 1)
-                        && !(on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)));
-                    if !body_cracked_particle(a) || whole {
-                        return Some(h.particles.map(|p| new_of[p as usize]));
-                    }
-                    if cracks.contains(&edge(a, b)) {
-                        return None;
-                    }
-                    // The hinge's two triangles, and their corners' copies.
-                    let find = |x: u32, y: u32, z: u32| {
-                        model.particle_triangles(x as usize).iter().copied().find(|&t| {
-                            let tri = model.triangles()[t as usize];
-                            tri.contains(&y) && tri.contains(&z)
-                        })
-                    };
-                    let (t1, t2) = (find(a, b, c)?, find(a, b, d)?);
-                    let (a1, b1) = (id(a, group_at(a, t1)), id(b, group_at(b, t1)));
-                    let (a2, b2) = (id(a, group_at(a, t2)), id(b, group_at(b, t2)));
-                    ((a1, b1) == (a2, b2)).then(|| [a1, b1, id(c, group_at(c, t1)), id(d, group_at(d, t2))])
-                })();
-                match mapped {
-                    Some(particles) => Some((k as u32, crate::model::DihedralBending { particles, ..*h })),
-                    None => {
-                        lost.fetch_add(1, Ordering::Relaxed);
-                        None
-                    }
+            .filter_map(|(k, h)| match map_hinge(h) {
+                Some(particles) => Some((k as u32, crate::model::DihedralBending { particles, ..*h })),
+                None => {
+                    lost.fetch_add(1, Ordering::Relaxed);
+                    None
                 }
             })
             .collect();
@@ -708,19 +706,12 @@ fn compact<T, const N: usize>(
 where
     T: ParticleConstraint<N>,
 {
-    let from = |k: u32| k as usize;
+    // The index in `set` each constraint takes its family and element from.
+    let source = || kept.par_iter().map(|&(k, _)| k as usize).chain(added.par_iter().map(|&(_, k, _)| k as usize));
     (
         kept.par_iter().map(|&(_, c)| c).chain(added.par_iter().map(|&(c, _, _)| c)).collect(),
-        kept.par_iter()
-            .map(|(k, _)| k)
-            .chain(added.par_iter().map(|(_, k, _)| k))
-            .map(|k| set.family[from(*k)])
-            .collect(),
-        kept.par_iter()
-            .map(|(k, _)| k)
-            .chain(added.par_iter().map(|(_, k, _)| k))
-            .map(|k| set.element[from(*k)])
-            .collect(),
+        source().map(|k| set.family[k]).collect(),
+        source().map(|k| set.element[k]).collect(),
         kept.par_iter()
             .map(|&(k, _)| colour_index(set.colour_ranges(), k))
             .chain(added.par_iter().map(|&(_, _, colour)| colour))

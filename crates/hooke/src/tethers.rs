@@ -17,9 +17,10 @@
 //! sets in every iteration.
 //!
 //! **Rest distances.** For a grid the body is flat at rest and the geodesic is the straight
-//! distance. For a rope it is the arc length. For a mesh it is the shortest path along the
-//! rest mesh's edges (Dijkstra), which is at least the geodesic — a tether too long is merely
-//! looser, never wrong. The two nearest pins are found with the same multi-source Dijkstra over
+//! distance — until it tears: a path around a crack is longer, so a torn grid (split, or with
+//! a crack not yet opened) is treated as a mesh. For a rope it is the arc length. For a mesh it
+//! is the shortest path along the rest mesh's edges (Dijkstra), which is at least the
+//! geodesic — a tether too long is merely looser, never wrong. The two nearest pins are found with the same multi-source Dijkstra over
 //! the body's structural and shear edges (each particle settled by at most two sources).
 //!
 //! **Slack for the material.** A tether of exactly L would make an elastic body inextensible
