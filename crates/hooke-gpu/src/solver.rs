@@ -1556,6 +1556,22 @@ impl Solver for GpuXpbdSolver {
         Ok(())
     }
 
+    /// As `rebuild`, keeping the tethers' search: the next frame searches only where the tear
+    /// cut paths.
+    fn rebuild_torn(&mut self, model: Arc<Model>, parent: &[u32], state: &State) -> Result<(), SolverError> {
+        hooke::solver::check_parent(&model, parent, self.model.particle_count())?;
+        let cache = self.k.tethers.as_mut().map(Tethers::take_cache);
+        let result = self.rebuild(model, state);
+        if let (Some(tethers), Some(cache)) = (&mut self.k.tethers, cache) {
+            match result {
+                Ok(()) => tethers.carry(cache, parent),
+                // The solver is unchanged on error, its tethers' search too.
+                Err(_) => tethers.put_back(cache),
+            }
+        }
+        result
+    }
+
     /// Reads positions (with the inverse masses the last substep used), velocities and the
     /// last substep's λ back in one read-back and computes the residuals on the host with
     /// [`hooke::diagnostics::distance_residuals`], the CPU solver's function: equal states

@@ -1,11 +1,12 @@
 //! Long-range attachments on the GPU (`tethers.wgsl`): hooke's [`hooke::tethers`], one thread
 //! per tethered particle, after the constraint sets in every iteration. The tethers are built
-//! on the host (`hooke::tethers::build`) when the set of pins changes and uploaded into the
-//! frame's command encoder, so frames recorded back to back each get their own.
+//! on the host (`hooke::tethers::TetherCache`) when the set of pins changes, updated after a
+//! tear where it cut their paths, and uploaded into the frame's command encoder, so frames
+//! recorded back to back each get their own.
 
 use crate::buffers::{self, Buffers, ColourSlot, UNIFORM_SLOT};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels, SharedLayouts};
-use hooke::tethers::Tether;
+use hooke::tethers::{Tether, TetherCache};
 
 /// The file's pipelines and bindings, in binding order.
 pub(crate) const SPEC: KernelSpec = KernelSpec {
@@ -25,8 +26,8 @@ pub(crate) struct Tethers {
     slot_group: wgpu::BindGroup,
     /// Tethered particles of the last upload.
     count: u32,
-    /// The pins the tethers were built for (sorted), `None` before the first frame.
-    pins: Option<Vec<u32>>,
+    /// The search behind the tethers uploaded, kept across a tear.
+    cache: TetherCache,
 }
 
 impl Tethers {
@@ -49,11 +50,11 @@ impl Tethers {
         });
         let slot_group =
             SharedLayouts::uniform_group(device, &kernels.layouts.slot, &slot, size_of::<ColourSlot>() as u64);
-        Tethers { bound, alternate, records, slot, slot_group, count: 0, pins: None }
+        Tethers { bound, alternate, records, slot, slot_group, count: 0, cache: TetherCache::default() }
     }
 
     /// Rebuilds and uploads (into `encoder`) the tethers of `pins` if they differ from the
-    /// last ones.
+    /// last ones (other pins, a tear or a material change since).
     pub fn update(
         &mut self,
         device: &wgpu::Device,
@@ -61,20 +62,30 @@ impl Tethers {
         model: &hooke::Model,
         pins: &[u32],
     ) {
-        let mut pins = pins.to_vec();
-        pins.sort_unstable();
-        pins.dedup();
-        if self.pins.as_ref() == Some(&pins) {
-            return;
-        }
-        let tethers = hooke::tethers::build(model, &pins);
+        let Some(tethers) = self.cache.update(model, pins) else { return };
         // The local sweep (`local_sweep.wgsl`) finds a body's records by bisection.
         debug_assert!(tethers.windows(2).all(|w| w[0].particle < w[1].particle), "tethers sorted by particle");
         crate::solver::upload(device, encoder, &self.records, bytemuck::cast_slice(&tethers));
         let slot = ColourSlot { start: 0, count: tethers.len() as u32, first: 0, _pad: 0 };
         crate::solver::upload(device, encoder, &self.slot, bytemuck::bytes_of(&slot));
         self.count = tethers.len() as u32;
-        self.pins = Some(pins);
+    }
+
+    /// The search behind the tethers, to carry across a rebuild ([`Tethers::carry`]).
+    pub fn take_cache(&mut self) -> TetherCache {
+        std::mem::take(&mut self.cache)
+    }
+
+    /// Puts back what [`Tethers::take_cache`] took (a rebuild that failed).
+    pub fn put_back(&mut self, cache: TetherCache) {
+        self.cache = cache;
+    }
+
+    /// Takes the search of the solver's tethers before a tear whose `parent` map made this
+    /// solver's model: the next frame searches only where the tear cut paths.
+    pub fn carry(&mut self, mut cache: TetherCache, parent: &[u32]) {
+        cache.torn(parent);
+        self.cache = cache;
     }
 
     /// The records' buffer and the slot group holding their count (for the local sweep).
@@ -84,7 +95,7 @@ impl Tethers {
 
     /// Forgets the pins, so that the next frame rebuilds (after a material change).
     pub fn invalidate(&mut self) {
-        self.pins = None;
+        self.cache.material_changed();
     }
 
     /// Records one projection of every tether, on the main displacement buffer or the

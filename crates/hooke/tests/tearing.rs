@@ -427,3 +427,77 @@ fn tethers_of_a_slit_grid_go_around_the_slit() {
     }
     assert!(checked > 20, "only {checked} tethers below the slit");
 }
+
+/// A solver moved onto a torn model with `rebuild_torn` (which keeps its tethers' search and
+/// searches again only where the tear cut paths) goes on bit for bit as one rebuilt from
+/// scratch: a 24 × 24 sheet with tethers, pinned along its left and right columns and pulled
+/// apart until it tears, both solvers' tethers and states equal after every frame. A parent
+/// map that does not fit is refused, naming it, and leaves the solver as it was.
+#[test]
+fn a_solver_torn_in_place_goes_on_as_one_rebuilt() {
+    let n = 24;
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("sheet", n, n, 0.3 / (n - 1) as f32);
+    g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
+    g.material = ClothMaterial { stretch_stiffness: 1e4, shear_stiffness: 1e4, tear_strain: 0.2, ..Default::default() };
+    let sheet = b.add_cloth_grid(&g).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let body = &model.bodies()[sheet.0];
+    let x0 = model.particle_position();
+    let mut pins: Vec<(u32, Vec3)> = Vec::new();
+    for r in 0..n {
+        for c in [0, n - 1] {
+            let p = body.grid_index(r, c).unwrap();
+            pins.push((p, x0[p as usize]));
+        }
+    }
+    let s = XpbdSettings { substeps: 10, iterations: 4, tethers: true, ..XpbdSettings::default() };
+    let mut kept = XpbdSolver::new(model.clone(), s).unwrap();
+    let mut fresh = XpbdSolver::new(model.clone(), s).unwrap();
+    let (mut tears, mut state, mut other) = (0, State::from_model(&model), State::from_model(&model));
+    for frame in 0..300 {
+        let mut control = Control::new();
+        for (p, target) in pins.iter_mut() {
+            target.x += target.x.signum() * 0.05 / 60.0;
+            control.pin_to(*p, *target);
+        }
+        kept.step(&control, 1.0 / 60.0).unwrap();
+        fresh.step(&control, 1.0 / 60.0).unwrap();
+        let (a, b) = (kept.tethers(), fresh.tethers());
+        if let Some(k) = (0..a.len().max(b.len())).find(|&k| a.get(k) != b.get(k)) {
+            panic!("frame {frame}: tether {k} differs: {:?} kept, {:?} rebuilt", a.get(k), b.get(k));
+        }
+        assert!(!kept.tethers().is_empty());
+        kept.read_state(&mut state);
+        fresh.read_state(&mut other);
+        let bits =
+            |s: &State| s.particle_position.iter().flat_map(|p| p.to_array().map(f32::to_bits)).collect::<Vec<_>>();
+        assert_eq!(bits(&state), bits(&other), "frame {frame}: the positions differ");
+        let model = kept.model().clone();
+        let broken = tearing::strained(&model, &state.particle_position);
+        let Some(torn) = tearing::tear(&model, &state.particle_position, &broken).unwrap() else { continue };
+        tears += 1;
+        let next = torn.state(&state);
+        let old: Vec<(u32, Vec3)> = std::mem::take(&mut pins);
+        for (new, &parent) in torn.parent.iter().enumerate() {
+            if let Some(&(_, target)) = old.iter().find(|(p, _)| *p == parent) {
+                pins.push((new as u32, target));
+            }
+        }
+        let torn_model = Arc::new(torn.model);
+        if tears == 1 {
+            // A parent map one short, and one naming a particle that was not there.
+            let short = &torn.parent[1..];
+            let e = kept.rebuild_torn(torn_model.clone(), short, &next).unwrap_err().to_string();
+            assert!(e.contains("parent map") && e.contains("entries"), "{e}");
+            let mut beyond = torn.parent.clone();
+            beyond[3] = model.particle_count() as u32;
+            let e = kept.rebuild_torn(torn_model.clone(), &beyond, &next).unwrap_err().to_string();
+            assert!(e.contains("parent map") && e.contains("beyond"), "{e}");
+            assert!(Arc::ptr_eq(kept.model(), &model), "a refused rebuild changed the solver");
+        }
+        kept.rebuild_torn(torn_model.clone(), &torn.parent, &next).unwrap();
+        fresh.rebuild(torn_model, &next).unwrap();
+    }
+    assert!(tears >= 3, "only {tears} tears");
+}

@@ -218,6 +218,20 @@ pub trait Solver: Send {
     /// As the solver's constructor for `model`, and [`SolverError::StateMismatch`] for a
     /// state that does not fit it. The solver is unchanged on error.
     fn rebuild(&mut self, model: Arc<Model>, state: &State) -> Result<(), SolverError>;
+    /// As [`Solver::rebuild`], for `model` made by a tear or cut from the solver's model
+    /// ([`crate::tearing::tear`]): `parent` (length: `model`'s particle count) gives each of
+    /// its particles the particle of the solver's model it comes from
+    /// ([`Torn::parent`](crate::tearing::Torn::parent)), so that what the tear leaves valid is
+    /// kept (the XPBD solvers' tethers are searched again only where the tear cut their
+    /// paths). The default rebuilds.
+    ///
+    /// # Errors
+    /// As [`Solver::rebuild`], and [`SolverError::StateMismatch`] if `parent` does not fit
+    /// (another length, an index beyond the solver's particle count).
+    fn rebuild_torn(&mut self, model: Arc<Model>, parent: &[u32], state: &State) -> Result<(), SolverError> {
+        check_parent(&model, parent, self.model().particle_count())?;
+        self.rebuild(model, state)
+    }
     /// The residual of every distance constraint's XPBD equation after the last substep of the
     /// last frame — |C + α̃λ + γΔC|/L₀ and whether the constraint is compliance-dominated,
     /// see [`diagnostics`](crate::diagnostics) — into `out`; returns whether there is one.
@@ -253,6 +267,25 @@ pub trait Solver: Send {
     fn contact_list_totals(&mut self) -> Option<(u64, u64)> {
         None
     }
+}
+
+/// Checks a tear's `parent` map ([`Solver::rebuild_torn`]): one entry per particle of `model`,
+/// each below `before`, the particle count of the model torn.
+pub fn check_parent(model: &Model, parent: &[u32], before: usize) -> Result<(), SolverError> {
+    if parent.len() != model.particle_count() {
+        return Err(SolverError::StateMismatch(format!(
+            "the tear's parent map has {} entries for {} particles",
+            parent.len(),
+            model.particle_count()
+        )));
+    }
+    if let Some(p) = parent.iter().position(|&q| q as usize >= before) {
+        return Err(SolverError::StateMismatch(format!(
+            "the tear's parent map gives particle {p} the particle {}, beyond the {before} before the tear",
+            parent[p]
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a model of several worlds for `solver`, which solves one.

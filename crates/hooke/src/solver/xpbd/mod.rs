@@ -45,7 +45,7 @@ use super::plan::SubstepPlan;
 use super::stage_times::{StageTimes, Stopwatch};
 use super::stages::{self, Stage, colliders::Velocity, predict::PinMove};
 use super::state::SolverState;
-use super::{SolverError, SolverInfo, StepReport, check_state};
+use super::{SolverError, SolverInfo, StepReport, check_parent, check_state};
 use crate::collision::Pose;
 use crate::collision::TriangleContact;
 use crate::collision::self_collision::SelfCollision;
@@ -325,9 +325,10 @@ pub struct XpbdSolver {
     /// Whether each colour of the distance set is solved by Gauss–Seidel (not a rope colour
     /// under the direct solver).
     swept: Vec<bool>,
-    /// The tethers of the current pins, and those pins (sorted) — rebuilt when they change.
+    /// The tethers of the current pins, and the search behind them — searched when the pins
+    /// change, updated after a tear.
     tethers: Vec<crate::tethers::Tether>,
-    tether_pins: Option<Vec<u32>>,
+    tether_cache: crate::tethers::TetherCache,
     /// The particle contacts (self-collision) and their scratch.
     self_collision: SelfCollision,
     triangle_contact: TriangleContact,
@@ -385,7 +386,7 @@ impl XpbdSolver {
             cloths: cloth_systems(&model, settings),
             swept: solver_swept_colours(&model, settings),
             tethers: Vec::new(),
-            tether_pins: None,
+            tether_cache: Default::default(),
             self_collision: SelfCollision::new(&model),
             triangle_contact: TriangleContact::new(&model),
             force: vec![Vec3::ZERO; n],
@@ -689,14 +690,12 @@ impl XpbdSolver {
         Ok(())
     }
 
-    /// Rebuilds the tethers when the plan's pins differ from those they were built for.
+    /// Rebuilds the tethers when the plan's pins differ from those they were built for, or
+    /// the model was torn or its materials changed since.
     fn update_tethers(&mut self, plan: &SubstepPlan) {
-        let mut pins: Vec<u32> = plan.pins.iter().map(|p| p.particle).collect();
-        pins.sort_unstable();
-        pins.dedup();
-        if self.tether_pins.as_ref() != Some(&pins) {
-            self.tethers = crate::tethers::build(&self.model, &pins);
-            self.tether_pins = Some(pins);
+        let pins: Vec<u32> = plan.pins.iter().map(|p| p.particle).collect();
+        if let Some(tethers) = self.tether_cache.update(&self.model, &pins) {
+            self.tethers = tethers;
         }
     }
 
@@ -1082,7 +1081,7 @@ impl Solver for XpbdSolver {
         };
         self.cloths = cloth_systems(&model, self.settings);
         // A material change may change the tethers' slack.
-        self.tether_pins = None;
+        self.tether_cache.material_changed();
         // A material change may switch self-collision on or off.
         self.self_collision = SelfCollision::new(&model);
         self.triangle_contact = TriangleContact::new(&model);
@@ -1102,6 +1101,20 @@ impl Solver for XpbdSolver {
         }
         fresh.stage_times = self.stage_times.take();
         *self = fresh;
+        Ok(())
+    }
+
+    /// As `rebuild`, keeping the tethers' search: the next frame searches only where the tear
+    /// cut paths.
+    fn rebuild_torn(&mut self, model: Arc<Model>, parent: &[u32], state: &State) -> Result<(), SolverError> {
+        check_parent(&model, parent, self.model.particle_count())?;
+        let cache = std::mem::take(&mut self.tether_cache);
+        if let Err(e) = self.rebuild(model, state) {
+            self.tether_cache = cache;
+            return Err(e);
+        }
+        self.tether_cache = cache;
+        self.tether_cache.torn(parent);
         Ok(())
     }
 
