@@ -133,18 +133,19 @@ fn a_sheet_pulled_apart_tears_into_two() {
     assert_eq!(pull_apart(by_energy), counts, "tearing by energy differs from tearing by strain");
 }
 
-/// Pulls the sheet of [`a_sheet_pulled_apart_tears_into_two`] apart with `material`, checks
-/// what that test says, and returns (constraints broken, particles split, first broken).
-fn pull_apart(material: ClothMaterial) -> (u32, u32, u32) {
-    let n = 16;
+/// An n × n sheet 0.3 m wide of `material`, upright (in the x–y plane), with or without
+/// gravity, and its left and right columns pinned where they are: the model and the pins
+/// (particle, target).
+fn sheet_held_by_its_sides(n: usize, material: ClothMaterial, gravity: bool) -> (Arc<Model>, Vec<(u32, Vec3)>) {
     let mut b = ModelBuilder::new();
-    b.set_gravity(Vec3::ZERO).unwrap();
+    if !gravity {
+        b.set_gravity(Vec3::ZERO).unwrap();
+    }
     let mut g = ClothGrid::new("sheet", n, n, 0.3 / (n - 1) as f32);
     g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
     g.material = material;
     let sheet = b.add_cloth_grid(&g).unwrap();
     let model = Arc::new(b.finalize().unwrap());
-    let total: f64 = model.particle_mass().iter().map(|&m| m as f64).sum();
     let body = &model.bodies()[sheet.0];
     let x0 = model.particle_position();
     let mut pins: Vec<(u32, Vec3)> = Vec::new();
@@ -154,6 +155,14 @@ fn pull_apart(material: ClothMaterial) -> (u32, u32, u32) {
             pins.push((p, x0[p as usize]));
         }
     }
+    (model, pins)
+}
+
+/// Pulls the sheet of [`a_sheet_pulled_apart_tears_into_two`] apart with `material`, checks
+/// what that test says, and returns (constraints broken, particles split, first broken).
+fn pull_apart(material: ClothMaterial) -> (u32, u32, u32) {
+    let (model, mut pins) = sheet_held_by_its_sides(16, material, false);
+    let total: f64 = model.particle_mass().iter().map(|&m| m as f64).sum();
     let s = XpbdSettings { substeps: 20, iterations: 4, tethers: false, parallel: false, ..XpbdSettings::default() };
     let mut solver = XpbdSolver::new(model.clone(), s).unwrap();
     let (mut broken, mut split, mut first) = (0u32, 0u32, None);
@@ -435,22 +444,9 @@ fn tethers_of_a_slit_grid_go_around_the_slit() {
 /// map that does not fit is refused, naming it, and leaves the solver as it was.
 #[test]
 fn a_solver_torn_in_place_goes_on_as_one_rebuilt() {
-    let n = 24;
-    let mut b = ModelBuilder::new();
-    let mut g = ClothGrid::new("sheet", n, n, 0.3 / (n - 1) as f32);
-    g.rotation = Quat::from_rotation_x(std::f32::consts::FRAC_PI_2);
-    g.material = ClothMaterial { stretch_stiffness: 1e4, shear_stiffness: 1e4, tear_strain: 0.2, ..Default::default() };
-    let sheet = b.add_cloth_grid(&g).unwrap();
-    let model = Arc::new(b.finalize().unwrap());
-    let body = &model.bodies()[sheet.0];
-    let x0 = model.particle_position();
-    let mut pins: Vec<(u32, Vec3)> = Vec::new();
-    for r in 0..n {
-        for c in [0, n - 1] {
-            let p = body.grid_index(r, c).unwrap();
-            pins.push((p, x0[p as usize]));
-        }
-    }
+    let material =
+        ClothMaterial { stretch_stiffness: 1e4, shear_stiffness: 1e4, tear_strain: 0.2, ..Default::default() };
+    let (model, mut pins) = sheet_held_by_its_sides(24, material, true);
     let s = XpbdSettings { substeps: 10, iterations: 4, tethers: true, ..XpbdSettings::default() };
     let mut kept = XpbdSolver::new(model.clone(), s).unwrap();
     let mut fresh = XpbdSolver::new(model.clone(), s).unwrap();
