@@ -155,3 +155,34 @@ fn tethers_are_rebuilt_when_a_pin_is_released() {
     println!("the released corner fell {fall:.3} m in 0.5 s");
     assert!(fall > 0.3, "the released corner fell only {fall} m");
 }
+
+/// A material change measures the tethers again without a new search: the sheet hung by its
+/// corners made ten times softer (K = 1e3 N/m) — the slack ε, twice the strain at a pin holding
+/// the whole weight, ten times larger — gets the tethers a search of the softer model gives,
+/// longer than before; changed back, the first ones again, bit for bit.
+#[test]
+fn a_material_change_measures_the_tethers_again() {
+    let (model, pins) = sheet(11, true);
+    let mut solver = XpbdSolver::new(model.clone(), XpbdSettings::default()).unwrap();
+    let mut control = Control::new();
+    for &p in &pins {
+        control.pin(p);
+    }
+    solver.step(&control, 1.0 / 60.0).unwrap();
+    let stiff = solver.tethers().to_vec();
+    assert_eq!(stiff, hooke::tethers::build(&model, &pins));
+    let hooke::BodyMaterial::Cloth(mut material) = model.bodies()[0].material else { panic!("a cloth") };
+    material.stretch_stiffness = 1e3;
+    let softer = Arc::new(model.with_cloth_material(0, material).unwrap());
+    solver.notify_model_changed(softer.clone()).unwrap();
+    solver.step(&control, 1.0 / 60.0).unwrap();
+    let soft = solver.tethers().to_vec();
+    assert_eq!(soft, hooke::tethers::build(&softer, &pins));
+    assert!(
+        soft.iter().zip(&stiff).all(|(s, t)| s.length[0] > t.length[0]),
+        "the softer sheet's tethers are not longer"
+    );
+    solver.notify_model_changed(model.clone()).unwrap();
+    solver.step(&control, 1.0 / 60.0).unwrap();
+    assert_eq!(solver.tethers(), &stiff[..]);
+}
