@@ -868,11 +868,12 @@ mod tests {
             .unwrap();
     }
 
-    /// After a tear, the search updated where the tear cut paths is the full search of the
-    /// torn model, tether for tether and bit for bit: random cuts (one, or two in a row through
-    /// the cache) across a grid (many pins exactly as far) and a jittered mesh, pinned along a
-    /// row, at corners or at random particles (on every copy of a split pin, or on one). Many cuts leave most paths: the update searches
-    /// fewer than half the particles the full search does in over an eighth of the cases.
+    /// After a tear, the search updated where the tear cut paths is the full search of the torn
+    /// model, tether for tether and bit for bit: random cuts (one, or two in a row through the
+    /// cache) across a grid (many pins exactly as far) and a jittered mesh, pinned along a row,
+    /// at corners or at random particles (on every copy of a split pin, or on one). Many cuts
+    /// leave most paths: the update searches fewer than half the particles the full search does
+    /// in over an eighth of the cases.
     #[test]
     fn after_a_tear_the_updated_search_is_the_full_search() {
         use crate::model::ClothMesh;

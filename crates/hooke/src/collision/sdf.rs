@@ -63,7 +63,7 @@ fn cell_size(resolution: GridResolution, longest: f64) -> Result<f64, MeshCollid
 
 /// A signed distance field on a grid of `dims[0] × dims[1] × dims[2]` nodes spaced `cell`
 /// metres apart from `origin` (the lower corner), x fastest: node (i, j, k) holds φ at
-/// origin + cell·(i, j, k), at index i + dims[0]·(j + dims[1]·k).
+/// origin + cell·(i, j, k), at index `i + dims[0]·(j + dims[1]·k)`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SdfGrid {
     origin: Vec3,
@@ -217,7 +217,7 @@ impl SdfGrid {
     }
 
     /// A grid from its parts (e.g. read back from a cache file): `values` of length
-    /// dims[0]·dims[1]·dims[2], x fastest; `centre` is the point the collider turns about (m).
+    /// `dims[0]·dims[1]·dims[2]`, x fastest; `centre` is the point the collider turns about (m).
     ///
     /// # Errors
     /// A message if a value is not finite, the length does not match, an axis has fewer than

@@ -3,10 +3,11 @@
 //!
 //! # The mass–spring system
 //!
-//! Every [`DistanceConstraint`] of the model is a Hooke spring ([`Spring`], article §1.2–1.3)
-//! between particles i and j with rest length L₀ (m), stiffness k = 1/α (N/m) from its
-//! compliance α (m/N) — separately in stretch and in compression — and axial damping
-//! k_d = τ k (N·s/m) with τ the constraint's `damping` time (s):
+//! Every [`DistanceConstraint`](crate::model::DistanceConstraint) of the model is a Hooke
+//! spring ([`Spring`], article §1.2–1.3) between particles i and j with rest length L₀ (m),
+//! stiffness k = 1/α (N/m) from its compliance α (m/N) — separately in stretch and in
+//! compression — and axial damping k_d = τ k (N·s/m) with τ the constraint's `damping` time
+//! (s):
 //!
 //! fᵢ = −k(‖Δx‖ − L₀) Δx/‖Δx‖ − k_d ((vᵢ − vⱼ)·d̂) d̂ = −fⱼ,  Δx = xᵢ − xⱼ, d̂ = Δx/‖Δx‖.
 //!
@@ -14,9 +15,9 @@
 //! constraint (α = 0, k = ∞) has no force form: [`ForceSolver::new`] rejects it.
 //!
 //! The force on particle p of mass m_p (kg) is the sum of its springs, gravity m_p g and the
-//! aerodynamic drag and lift of its triangles ([`aerodynamics`], a third of each triangle's
-//! force per vertex, with the frame's [`Control::wind`], limited for the step h so that it
-//! never carries a particle past the wind:
+//! aerodynamic drag and lift of its triangles ([`aerodynamics`](crate::forces::aerodynamics), a
+//! third of each triangle's force per vertex, with the frame's [`Control::wind`], limited for
+//! the step h so that it never carries a particle past the wind:
 //! [`limited_force`](crate::forces::aerodynamics::limited_force)); its acceleration is
 //! a_p = g + f_p/m_p. An air damping rate c (1/s, [`ForceSettings::air_damping`]) multiplies
 //! velocities by e^{−c h} per step of h seconds, so the decay e^{−c t} does not depend on the
@@ -55,12 +56,12 @@
 //! rounded positions; the implicit solve is in `f64`.
 //!
 //! **Shared update rules.** Each integrator's update is a small generic function
-//! ([`forward_euler::step`],
-//! [`symplectic_euler::step`],
-//! [`verlet::step`]) over [`Integrable`](super::integrate::Integrable) — implemented for `f64`, `f32`,
-//! `Vec3`, `DVec3`. The solver's particle loop calls them with `Vec3`/`f32`; the tests call the
-//! same functions with `f64` to check, e.g., forward Euler's amplification √(1 + (ωh)²) to
-//! 1e-9, which `f32` positions could not show.
+//! ([`forward_euler::step`](super::forward_euler::step),
+//! [`symplectic_euler::step`](super::symplectic_euler::step),
+//! [`verlet::step`](super::verlet::step)) over [`Integrable`](super::integrate::Integrable) —
+//! implemented for `f64`, `f32`, `Vec3`, `DVec3`. The solver's particle loop calls them with
+//! `Vec3`/`f32`; the tests call the same functions with `f64` to check, e.g., forward Euler's
+//! amplification √(1 + (ωh)²) to 1e-9, which `f32` positions could not show.
 //!
 //! # Failure
 //!
@@ -107,10 +108,10 @@ pub enum Integrator {
     /// oscillation at any step. See [`forward_euler`](super::forward_euler).
     ForwardEuler,
     /// Symplectic Euler, v⁺ = v + h a, x⁺ = x + h v⁺; no energy drift, needs h < 2/ω_max. See
-    /// [`symplectic_euler`].
+    /// [`symplectic_euler`](super::symplectic_euler).
     SymplecticEuler,
     /// Position Verlet with damping, x⁺ = x + (x − x⁻)(1 − damping) + a h² (article §2.3). See
-    /// [`verlet`].
+    /// [`verlet`](super::verlet).
     Verlet,
     /// Linearised backward Euler of Baraff & Witkin 1998 (article §2.2), stable at large steps.
     /// See [`implicit_euler`](super::implicit_euler).
@@ -411,7 +412,7 @@ impl ForceSolver {
     }
 
     /// Current velocities (m/s), one per particle, without copying. For Verlet this is
-    /// (x⁺ − x)/h of the last step (see [`verlet`]).
+    /// (x⁺ − x)/h of the last step (see [`verlet`](super::verlet)).
     pub fn velocities(&self) -> &[Vec3] {
         &self.state.velocity
     }
