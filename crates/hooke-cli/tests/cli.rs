@@ -171,6 +171,8 @@ fn bad_input_fails_cleanly() {
         ("[solver\nsubsteps = 2\n".into(), "line 1"),
         (format!("{grid}colour = \"red\"\n"), "colour"),
         (format!("{grid}particle_mass = -0.5\n"), "particle mass"),
+        (format!("[materials.cotton]\ndensity = -0.2\n{grid}material = \"cotton\"\n"), "materials.cotton.density: must be a finite number > 0"),
+        ("[materials.cable]\ndensity = 0.0\n[[rope]]\nmaterial = \"cable\"\npoints = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]\nparticles = 5\n".into(), "materials.cable.density"),
         (format!("[solver]\nfps = 0.0\n{grid}"), "solver.fps"),
         (format!("[solver]\nfps = -60.0\n{grid}"), "solver.fps"),
         (format!("[solver]\nfps = 1e30\n{grid}"), "solver.fps: the frame rate must be between"),

@@ -342,10 +342,19 @@ fn environment(f: &SceneFile, b: &mut ModelBuilder) -> Result<(Vec3, Option<hook
 fn material(f: &SceneFile, name: &Option<String>, key: &str) -> Result<MaterialSection, String> {
     match name {
         None => Ok(MaterialSection::default()),
-        Some(n) => f.materials.get(n).cloned().ok_or_else(|| {
-            let known: Vec<&String> = f.materials.keys().collect();
-            format!("{key}.material: no material named {n:?} (defined: {known:?})")
-        }),
+        Some(n) => {
+            let m = f.materials.get(n).cloned().ok_or_else(|| {
+                let known: Vec<&String> = f.materials.keys().collect();
+                format!("{key}.material: no material named {n:?} (defined: {known:?})")
+            })?;
+            // Named by its key here; the model's own check names the body and the quantity.
+            if let Some(d) = m.density.filter(|d| !(d.is_finite() && *d > 0.0)) {
+                return Err(format!(
+                    "materials.{n}.density: must be a finite number > 0 (kg/m² for a cloth, kg/m for a rope), got {d}"
+                ));
+            }
+            Ok(m)
+        }
     }
 }
 
