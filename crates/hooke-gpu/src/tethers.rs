@@ -93,7 +93,8 @@ impl Tethers {
         (&self.records, &self.slot_group)
     }
 
-    /// Forgets the pins, so that the next frame rebuilds (after a material change).
+    /// After a material change: the next frame measures the tethers' lengths again (the
+    /// slack depends on the material) from the search it has, without searching anew.
     pub fn invalidate(&mut self) {
         self.cache.material_changed();
     }

@@ -364,8 +364,9 @@ impl TetherSearch {
     /// (length: `model`'s particle count) gives each particle of `model` the particle it comes
     /// from ([`Torn::parent`](crate::tearing::Torn::parent)).
     ///
-    /// A tear only removes edges and splits particles (and ties a flap's corner by edges at
-    /// least as long as before), so no path gets shorter. A particle both of whose paths
+    /// A tear removes edges and splits particles, so no path gets shorter (it may also tie a
+    /// flap's corner by new edges at their present lengths; where one is shorter than the edge
+    /// it comes from, see below). A particle both of whose paths
     /// still exist — each step an edge to a copy of the same particle, the same distance bit
     /// for bit, back to a copy of the same pin, through particles kept themselves — keeps its
     /// pins: they are still its two nearest. Only the others are searched again, from the
