@@ -195,6 +195,278 @@ impl<T> ConstraintSet<T> {
     }
 }
 
+/// What becomes of one constraint of a set in [`ConstraintSet::patched`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Fate<T> {
+    /// Left out of the new set.
+    Removed,
+    /// Kept, on these particles (already in the new numbering).
+    Moved(T),
+}
+
+impl<T> ConstraintSet<T> {
+    /// The set that [`ConstraintSet::build`] would make of this set's constraints in order —
+    /// each on its particles renumbered by `renumber` (old particle → new; `None`: the same
+    /// numbers), except those `changes` names (sorted by index, each once), removed or moved
+    /// onto other particles — followed by `added` (each with the index of the constraint whose
+    /// family and element it takes, and its colour: an index into this set's colour ranges, or
+    /// beyond them for a new colour), each in its own colour after the kept ones: the same
+    /// constraints, ranges and adjacency, bit for bit, in time proportional to the changes
+    /// plus one pass over the set's arrays (no sort, no colouring proof of the constraints
+    /// that keep their particles: renumbering one-to-one keeps their colours conflict-free).
+    /// Made for a tear (`tearing::tear`), which changes a few constraints of a large set.
+    ///
+    /// # Errors
+    /// As [`ConstraintSet::build`]: [`ModelError::Colouring`] if a moved or added constraint
+    /// shares a particle with another of its colour (or names a particle out of range) — found
+    /// by building the set anew, which names the pair.
+    pub(crate) fn patched<const N: usize>(
+        &self,
+        particle_count: usize,
+        renumber: Option<&[u32]>,
+        changes: &[(u32, Fate<T>)],
+        added: &[(T, u32, u32)],
+    ) -> Result<ConstraintSet<T>, ModelError>
+    where
+        T: ParticleConstraint<N>,
+    {
+        let m = self.items.len();
+        let old_colours = self.colour_ranges.len();
+        let colour_of = |k: u32| self.colour_ranges.partition_point(|r| r.end <= k);
+        let colours = added.iter().map(|&(_, _, c)| c as usize + 1).max().unwrap_or(0).max(old_colours);
+        // Per colour: the kept constraints' count and the added ones'.
+        let mut kept_count: Vec<u32> =
+            (0..colours).map(|c| self.colour_ranges.get(c).map_or(0, |r| r.len() as u32)).collect();
+        let mut added_count = vec![0u32; colours];
+        for &(k, fate) in changes {
+            if matches!(fate, Fate::Removed) {
+                kept_count[colour_of(k)] -= 1;
+            }
+        }
+        for &(_, _, c) in added {
+            added_count[c as usize] += 1;
+        }
+        // New colour starts (an emptied colour takes no range).
+        let mut start = vec![0u32; colours + 1];
+        for c in 0..colours {
+            start[c + 1] = start[c] + kept_count[c] + added_count[c];
+        }
+        let len = start[colours] as usize;
+        // The new index of each old constraint (u32::MAX: removed), run by run: the runs
+        // between removed constraints and colour boundaries keep a constant offset.
+        let mut runs: Vec<(std::ops::Range<u32>, u32)> = Vec::new(); // (old range, new start)
+        {
+            let mut removed = changes.iter().filter(|(_, f)| matches!(f, Fate::Removed)).map(|&(k, _)| k).peekable();
+            for (c, range) in self.colour_ranges.iter().enumerate() {
+                let mut at = range.start;
+                let mut to = start[c];
+                while at < range.end {
+                    let end = match removed.peek() {
+                        Some(&k) if k < range.end => k,
+                        _ => range.end,
+                    };
+                    if end > at {
+                        runs.push((at..end, to));
+                        to += end - at;
+                    }
+                    at = end;
+                    if end < range.end {
+                        removed.next();
+                        at += 1;
+                    }
+                }
+            }
+        }
+        let mut new_index = vec![u32::MAX; m];
+        {
+            // The runs' slices of `new_index`, in order, filled in parallel.
+            let mut rest = &mut new_index[..];
+            let mut offset = 0u32;
+            let mut parts = Vec::with_capacity(runs.len());
+            for (range, to) in &runs {
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut((range.start - offset) as usize);
+                let (part, tail) = tail.split_at_mut(range.len());
+                parts.push((part, *to));
+                rest = tail;
+                offset = range.end;
+            }
+            parts.into_par_iter().for_each(|(part, to)| {
+                part.iter_mut().enumerate().for_each(|(d, slot)| *slot = to + d as u32);
+            });
+        }
+        // The constraints, families and elements: the runs copied, the added ones at the end of
+        // their colours; then the kept ones renumbered, colour by colour in parallel, and the
+        // moved ones put in place.
+        let mut items: Vec<T> = Vec::with_capacity(len);
+        let mut family = Vec::with_capacity(len);
+        let mut element = Vec::with_capacity(len);
+        let mut sorted_added: Vec<Vec<&(T, u32, u32)>> = vec![Vec::new(); colours];
+        for a in added {
+            sorted_added[a.2 as usize].push(a);
+        }
+        let mut run = runs.iter().peekable();
+        for (c, extra) in sorted_added.iter().enumerate() {
+            let end = self.colour_ranges.get(c).map_or(0, |r| r.end);
+            while let Some((range, _)) = run.next_if(|(range, _)| range.end <= end) {
+                let (a, b) = (range.start as usize, range.end as usize);
+                items.extend_from_slice(&self.items[a..b]);
+                family.extend_from_slice(&self.family[a..b]);
+                element.extend_from_slice(&self.element[a..b]);
+            }
+            for &&(t, source, _) in extra {
+                items.push(t);
+                family.push(self.family[source as usize]);
+                element.push(self.element[source as usize]);
+            }
+        }
+        if let Some(map) = renumber {
+            let mut rest = &mut items[..];
+            let mut kept = Vec::with_capacity(colours);
+            for c in 0..colours {
+                let (part, tail) = std::mem::take(&mut rest).split_at_mut((start[c + 1] - start[c]) as usize);
+                kept.push(&mut part[..kept_count[c] as usize]);
+                rest = tail;
+            }
+            kept.into_par_iter().flat_map(|part| part.par_iter_mut()).for_each(|c| {
+                *c = c.with_particles(c.particles().map(|p| map[p as usize]));
+            });
+        }
+        for &(k, fate) in changes {
+            if let Fate::Moved(t) = fate {
+                items[new_index[k as usize] as usize] = t;
+            }
+        }
+        let colour_ranges: Vec<Range<u32>> =
+            (0..colours).filter(|&c| start[c + 1] > start[c]).map(|c| start[c]..start[c + 1]).collect();
+        // Anything out of the ordinary (a particle out of range) goes through the full build,
+        // which names it.
+        let rebuild = |items: Vec<T>, family: Vec<ConstraintFamily>, element: Vec<Element>| {
+            let colours =
+                colour_ranges.iter().enumerate().flat_map(|(c, r)| std::iter::repeat_n(c as u32, r.len())).collect();
+            ConstraintSet::build::<N>(particle_count, items, family, element, colours)
+        };
+        let new_of_old = |p: u32| renumber.map_or(p, |map| map[p as usize]);
+        // The particles whose lists change: the ends of the removed and moved constraints
+        // (old and new) and of the added ones.
+        let mut touched: Vec<u32> = Vec::new();
+        for &(k, fate) in changes {
+            touched.extend(self.items[k as usize].particles().map(new_of_old));
+            if let Fate::Moved(t) = fate {
+                touched.extend(t.particles());
+            }
+        }
+        for (t, _, _) in added {
+            touched.extend(t.particles());
+        }
+        if touched.iter().any(|&q| q as usize >= particle_count) {
+            return rebuild(items, family, element);
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        // The old particle each new one takes its list from (u32::MAX: none).
+        let mut source = vec![u32::MAX; particle_count];
+        let old_count = self.incidence_offsets.len() - 1;
+        for p in 0..old_count as u32 {
+            if let Some(slot) = source.get_mut(new_of_old(p) as usize) {
+                *slot = p;
+            }
+        }
+        let old_list = |q: u32| -> &[u32] {
+            match source[q as usize] {
+                u32::MAX => &[],
+                p => {
+                    &self.incidence
+                        [self.incidence_offsets[p as usize] as usize..self.incidence_offsets[p as usize + 1] as usize]
+                }
+            }
+        };
+        // The touched particles' lists, made whole.
+        let moved_or_added: Vec<u32> = changes
+            .iter()
+            .filter(|(_, f)| matches!(f, Fate::Moved(_)))
+            .map(|&(k, _)| new_index[k as usize])
+            .chain({
+                let mut at: Vec<u32> = (0..colours).map(|c| start[c] + kept_count[c]).collect();
+                added.iter().map(move |&(_, _, c)| {
+                    let k = at[c as usize];
+                    at[c as usize] += 1;
+                    k
+                })
+            })
+            .collect();
+        // The touched particles' lists, by their index in `touched` (`slot`).
+        let mut slot = vec![u32::MAX; particle_count];
+        for (at, &q) in touched.iter().enumerate() {
+            slot[q as usize] = at as u32;
+        }
+        let mut lists: Vec<Vec<u32>> = touched
+            .iter()
+            .map(|&q| {
+                old_list(q)
+                    .iter()
+                    .map(|&k| new_index[k as usize])
+                    .filter(|&k| k != u32::MAX && items[k as usize].particles().contains(&q))
+                    .collect()
+            })
+            .collect();
+        for &k in &moved_or_added {
+            for q in items[k as usize].particles() {
+                let list = &mut lists[slot[q as usize] as usize];
+                if !list.contains(&k) {
+                    list.push(k);
+                }
+            }
+        }
+        lists.iter_mut().for_each(|l| l.sort_unstable());
+        // The colouring of the moved and added constraints: no other constraint of its colour
+        // at any of its particles.
+        let colour_of_new = |k: u32| colour_ranges.partition_point(|r| r.end <= k);
+        let conflict = moved_or_added.iter().any(|&k| {
+            let c = colour_of_new(k);
+            items[k as usize]
+                .particles()
+                .iter()
+                .any(|&q| lists[slot[q as usize] as usize].iter().any(|&o| o != k && colour_of_new(o) == c))
+        });
+        if conflict {
+            return rebuild(items, family, element);
+        }
+        // The adjacency: the other particles' lists are their old ones renumbered.
+        let mut offsets = vec![0u32; particle_count + 1];
+        for q in 0..particle_count {
+            let count = match slot[q] {
+                u32::MAX => old_list(q as u32).len(),
+                at => lists[at as usize].len(),
+            };
+            offsets[q + 1] = offsets[q] + count as u32;
+        }
+        let mut incidence = vec![0u32; offsets[particle_count] as usize];
+        {
+            const CHUNK: usize = 4096;
+            let mut rest = &mut incidence[..];
+            let mut parts = Vec::with_capacity(particle_count / CHUNK + 1);
+            for q0 in (0..particle_count).step_by(CHUNK) {
+                let q1 = (q0 + CHUNK).min(particle_count);
+                let (part, tail) = std::mem::take(&mut rest).split_at_mut((offsets[q1] - offsets[q0]) as usize);
+                parts.push((q0, q1, part));
+                rest = tail;
+            }
+            parts.into_par_iter().for_each(|(q0, q1, part)| {
+                let mut at = 0;
+                for q in q0 as u32..q1 as u32 {
+                    let out = &mut part[at..(offsets[q as usize + 1] - offsets[q0]) as usize];
+                    match slot[q as usize] {
+                        u32::MAX => out.iter_mut().zip(old_list(q)).for_each(|(o, &k)| *o = new_index[k as usize]),
+                        at => out.copy_from_slice(&lists[at as usize]),
+                    }
+                    at += out.len();
+                }
+            });
+        }
+        Ok(ConstraintSet { items, family, element, colour_ranges, incidence_offsets: offsets, incidence })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
