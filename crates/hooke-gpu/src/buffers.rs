@@ -10,7 +10,6 @@
 use crate::context::GpuError;
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
-use wgpu::util::DeviceExt;
 
 /// Uniform slots (per substep, per colour) are this far apart, the largest
 /// `min_uniform_buffer_offset_alignment` wgpu allows.
@@ -309,10 +308,10 @@ impl Buffers {
             particle_triangle_offsets: storage(device, "hooke particle triangle offsets", offsets),
             particle_triangles: storage(device, "hooke particle triangles", around),
             normal_accumulator: zeroed(device, "hooke normal accumulator", 12 * n as u64),
-            normal: storage_with(device, "hooke normal", &vec![[0.0f32; 4]; n], wgpu::BufferUsages::VERTEX),
+            normal: zeroed_with(device, "hooke normal", v4(n), wgpu::BufferUsages::VERTEX),
             uv: storage(device, "hooke uv", &crate::tangents::device_uvs(uv)),
             tangent_accumulator: zeroed(device, "hooke tangent accumulator", 12 * uv.len() as u64),
-            tangent: storage_with(device, "hooke tangent", &vec![[0.0f32; 4]; uv.len()], wgpu::BufferUsages::VERTEX),
+            tangent: zeroed_with(device, "hooke tangent", v4(uv.len()), wgpu::BufferUsages::VERTEX),
             health: zeroed(device, "hooke health", size_of::<HealthRecord>() as u64),
             tension: zeroed(device, "hooke rope tension", 16),
             params: uniform("hooke params", substeps * UNIFORM_SLOT),
@@ -452,21 +451,36 @@ pub(crate) fn storage_with<T: Pod>(
 ) -> wgpu::Buffer {
     let one = [T::zeroed()];
     let bytes: &[u8] = bytemuck::cast_slice(if data.is_empty() { &one[..] } else { data });
-    let mut padded = bytes.to_vec();
-    padded.resize(bytes.len().max(16).next_multiple_of(4), 0);
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+    let size = bytes.len().max(16).next_multiple_of(4);
+    // Filled through its mapping at creation (no copy of the data on the host besides that
+    // one), the padding zeroed.
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
-        contents: &padded,
+        size: size as u64,
         usage: STORAGE | extra,
-    })
+        mapped_at_creation: true,
+    });
+    {
+        // (A buffer made mapped can be viewed whole until it is unmapped.)
+        let mut view = buffer.get_mapped_range_mut(..).expect("a buffer mapped at creation");
+        view.slice(..bytes.len()).copy_from_slice(bytes);
+        view.slice(bytes.len()..).copy_from_slice(&[0; 16][..size - bytes.len()]);
+    }
+    buffer.unmap();
+    buffer
 }
 
-/// A zeroed storage buffer of `size` bytes (at least 16).
+/// A zeroed storage buffer of `size` bytes (at least 16; wgpu zeroes every buffer it makes).
 pub(crate) fn zeroed(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    zeroed_with(device, label, size, wgpu::BufferUsages::empty())
+}
+
+/// As [`zeroed`], with `extra` usages.
+pub(crate) fn zeroed_with(device: &wgpu::Device, label: &str, size: u64, extra: wgpu::BufferUsages) -> wgpu::Buffer {
     device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: size.max(16).next_multiple_of(4),
-        usage: STORAGE,
+        usage: STORAGE | extra,
         mapped_at_creation: false,
     })
 }

@@ -8,6 +8,7 @@ use crate::buffers::{self, Buffers};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
 use hooke::Model;
 use hooke::collision::TriangleContact as Plan;
+use rayon::prelude::*;
 
 /// The file's pipelines and bindings, in binding order.
 pub(crate) const SPEC: KernelSpec = KernelSpec {
@@ -33,15 +34,16 @@ impl TriangleContact {
         }
         let slots = plan.triangles().len() as u32;
         let (offsets, entries) = plan.adjacency();
+        // The slot count, then per slot the triangle's corners and the range of the colliders
+        // of its world (that of its first corner, as on the CPU), filled in parallel.
         let mut contact = Vec::with_capacity(1 + 5 * slots as usize + offsets.len() + entries.len());
-        contact.push(slots);
-        for &t in plan.triangles() {
+        contact.resize(1 + 5 * slots as usize, 0u32);
+        contact[0] = slots;
+        contact[1..].par_chunks_mut(5).zip(plan.triangles()).for_each(|(record, &t)| {
             let corners = model.triangles()[t as usize];
-            contact.extend_from_slice(&corners);
-            // The colliders of the triangle's world: that of its first corner, as on the CPU.
             let within = model.colliders_of_particle(corners[0] as usize);
-            contact.extend_from_slice(&[within.start as u32, within.end as u32]);
-        }
+            record.copy_from_slice(&[corners[0], corners[1], corners[2], within.start as u32, within.end as u32]);
+        });
         contact.extend_from_slice(offsets);
         contact.extend_from_slice(entries);
         let contact = buffers::storage(device, "hooke triangle contact", &contact);
