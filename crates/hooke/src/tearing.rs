@@ -349,11 +349,11 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     let id = |p: u32, g: u32| if g == 0 { new_of[p as usize] } else { first_copy[p as usize] + g - 1 };
     // The group at p of incident triangle t.
     let group_at = |p: u32, t: u32| -> u32 {
-        let tris = model.particle_triangles(p as usize);
-        match (group_of[p as usize].is_empty(), tris.iter().position(|&x| x == t)) {
-            (false, Some(slot)) => group_of[p as usize][slot],
-            _ => 0,
+        let groups = &group_of[p as usize];
+        if groups.is_empty() {
+            return 0;
         }
+        model.particle_triangles(p as usize).iter().position(|&x| x == t).map_or(0, |slot| groups[slot])
     };
     // The group at p of the direction `dir` in texture space: the triangle whose corner at p
     // holds it (the nearest by angle when none does exactly).
