@@ -47,6 +47,58 @@ pub struct TriangleContact {
     delta: Vec<[Vec3; POINTS_PER_TRIANGLE]>,
 }
 
+/// The per-particle lists of (slot, corner) entries of the listed `triangles` (see
+/// [`TriangleContact::adjacency`]): a counting sort over the slots.
+fn lists_of(model: &Model, triangles: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let n = model.particle_count();
+    let mut count = vec![0u32; n + 1];
+    for &t in triangles {
+        for &p in &model.triangles()[t as usize] {
+            count[p as usize + 1] += 1;
+        }
+    }
+    for p in 0..n {
+        count[p + 1] += count[p];
+    }
+    let mut next = count.clone();
+    let mut entries = vec![0u32; count[n] as usize];
+    for (slot, &t) in triangles.iter().enumerate() {
+        for (corner, &p) in model.triangles()[t as usize].iter().enumerate() {
+            entries[next[p as usize] as usize] = (slot as u32) << 2 | corner as u32;
+            next[p as usize] += 1;
+        }
+    }
+    (count, entries)
+}
+
+/// [`lists_of`] every triangle of the model, from the model's own triangles around each
+/// particle (the same order: a counting sort over the triangles), each with its corner there;
+/// in parallel, a block of particles at a time.
+fn lists_of_all(model: &Model) -> (Vec<u32>, Vec<u32>) {
+    let n = model.particle_count();
+    let (offsets, around) = model.particle_triangle_adjacency();
+    let mut entries = vec![0u32; around.len()];
+    let mut rest = &mut entries[..];
+    let mut blocks = Vec::with_capacity(n / CHUNK + 1);
+    for p0 in (0..n).step_by(CHUNK) {
+        let p1 = (p0 + CHUNK).min(n);
+        let (block, tail) = std::mem::take(&mut rest).split_at_mut((offsets[p1] - offsets[p0]) as usize);
+        blocks.push((p0, p1, block));
+        rest = tail;
+    }
+    blocks.into_par_iter().for_each(|(p0, p1, block)| {
+        let base = offsets[p0] as usize;
+        for p in p0..p1 {
+            for e in offsets[p] as usize..offsets[p + 1] as usize {
+                let t = around[e];
+                let corner = model.triangles()[t as usize].iter().position(|&v| v as usize == p).unwrap_or(0);
+                block[e - base] = t << 2 | corner as u32;
+            }
+        }
+    });
+    (offsets.to_vec(), entries)
+}
+
 impl TriangleContact {
     /// The triangles of every cloth whose material has `triangle_contact` on, when the model
     /// has colliders.
@@ -61,26 +113,12 @@ impl TriangleContact {
                 }
             }
         }
-        let n = model.particle_count();
-        let mut count = vec![0u32; n + 1];
-        for &t in &triangles {
-            for &p in &model.triangles()[t as usize] {
-                count[p as usize + 1] += 1;
-            }
-        }
-        for p in 0..n {
-            count[p + 1] += count[p];
-        }
-        let mut next = count.clone();
-        let mut entries = vec![0u32; count[n] as usize];
-        for (slot, &t) in triangles.iter().enumerate() {
-            for (corner, &p) in model.triangles()[t as usize].iter().enumerate() {
-                entries[next[p as usize] as usize] = (slot as u32) << 2 | corner as u32;
-                next[p as usize] += 1;
-            }
-        }
-        let delta = vec![[Vec3::ZERO; POINTS_PER_TRIANGLE]; triangles.len()];
-        TriangleContact { triangles, offsets: count, entries, delta }
+        // Every triangle listed (in order, 0..T): the lists are the model's own, made in
+        // parallel. (The corrections' scratch is made at the first push: the GPU needs none.)
+        let every =
+            triangles.len() == model.triangles().len() && triangles.iter().enumerate().all(|(k, &t)| k as u32 == t);
+        let (offsets, entries) = if every { lists_of_all(model) } else { lists_of(model, &triangles) };
+        TriangleContact { triangles, offsets, entries, delta: Vec::new() }
     }
 
     /// Whether no triangle takes part.
@@ -144,6 +182,9 @@ impl TriangleContact {
             }
             touching
         };
+        if self.delta.len() != self.triangles.len() {
+            self.delta = vec![[Vec3::ZERO; POINTS_PER_TRIANGLE]; self.triangles.len()];
+        }
         if parallel {
             self.triangles.par_iter().zip(self.delta.par_iter_mut()).with_min_len(CHUNK).map(one).sum()
         } else {
@@ -161,7 +202,8 @@ impl TriangleContact {
             let (slot, corner) = ((e >> 2) as usize, (e & 3) as usize);
             let tri = model.triangles()[self.triangles[slot] as usize];
             let wc = tri.map(|v| w(v as usize));
-            let d = &self.delta[slot];
+            // (No correction before the first push.)
+            let Some(d) = self.delta.get(slot) else { continue };
             // Centroid: b = 1/3 for all three corners.
             if d[0] != Vec3::ZERO {
                 let s = (wc[0] + wc[1]) + wc[2];
@@ -247,5 +289,43 @@ pub(crate) fn project_point(
             moved = super::push_out(c, s, x0, moved, n, depth);
         }
         next = k + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ClothGrid, ModelBuilder};
+
+    /// The lists made from the model's own triangles around each particle are those of the
+    /// counting sort over every triangle, entry for entry: on two grids, and on them torn (the
+    /// split particles' copies numbered after their body, their triangles' corners moved).
+    #[test]
+    fn every_triangles_lists_are_the_counting_sorts() {
+        let mut b = ModelBuilder::new();
+        b.add_cloth_grid(&ClothGrid::new("a", 9, 12, 0.1)).unwrap();
+        let mut g = ClothGrid::new("b", 7, 5, 0.1);
+        g.center = Vec3::new(3.0, 0.0, 0.0);
+        b.add_cloth_grid(&g).unwrap();
+        let model = b.finalize().unwrap();
+        // Every third structural or shear constraint of the first grid broken.
+        let set = model.distance();
+        let broken: Vec<u32> = (0..set.len() as u32)
+            .filter(|&k| {
+                let c = set.constraints()[k as usize];
+                k % 3 == 0
+                    && model.bodies()[0].particles.contains(&c.i)
+                    && matches!(
+                        set.families()[k as usize],
+                        crate::ConstraintFamily::Structural | crate::ConstraintFamily::Shear
+                    )
+            })
+            .collect();
+        let torn = crate::tearing::tear(&model, model.particle_position(), &broken).unwrap().unwrap();
+        assert!(torn.split > 0);
+        for m in [&model, &torn.model] {
+            let all: Vec<u32> = (0..m.triangles().len() as u32).collect();
+            assert_eq!(lists_of_all(m), lists_of(m, &all));
+        }
     }
 }
