@@ -76,14 +76,16 @@ impl Torn {
 }
 
 /// Whether body `b` of `model` has the texture coordinates tearing needs (see the module
-/// documentation): some triangle of it with a nonzero area in (u, v). Grids have them; a mesh
-/// has them when its file gave `vt` lines.
+/// documentation): some triangle of it with a finite, nonzero area in (u, v). Grids have them;
+/// a mesh has them when its file gave `vt` lines (a mesh without, in a model where another
+/// body has them, holds NaN, whose area is no area).
 pub fn has_texture_coordinates(model: &Model, b: usize) -> bool {
     let Some(uv) = model.particle_uv() else { return false };
     let body = &model.bodies()[b];
-    !model.triangles()[body.triangles.start as usize..body.triangles.end as usize].iter().all(|t| {
+    model.triangles()[body.triangles.start as usize..body.triangles.end as usize].iter().any(|t| {
         let [a, b, c] = t.map(|k| uv[k as usize]);
-        (b - a).perp_dot(c - a) == 0.0
+        let area = (b - a).perp_dot(c - a);
+        area.is_finite() && area != 0.0
     })
 }
 
@@ -400,7 +402,10 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     // The same cells as flags in a dense grid per cracked body (over its texture coordinates'
     // range), so that a constraint far from every crack — most of them — is passed over
     // without a hash lookup.
-    let occupancy = Occupancy::new(model, uv, &body_cracked, cell, crack_cells.keys().chain(point_cells.keys()));
+    let mut occupancy = Occupancy::new(model, uv, &body_cracked, cell, crack_cells.keys().chain(point_cells.keys()));
+    if how == Sets::Patched {
+        occupancy.mark_near(crack_cells.keys().chain(point_cells.keys()));
+    }
     let spans_crack = |i: u32, j: u32| -> bool {
         let (a, b) = (uv[i as usize], uv[j as usize]);
         let body = body_of[i as usize];
@@ -455,13 +460,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     // at most one cell, two where its ends' cells round apart) and those broken; else all.
     let identity = new_of.par_iter().enumerate().all(|(p, &q)| p as u32 == q);
     let renumber = (!identity).then_some(&new_of[..]);
-    let near = (how == Sets::Patched).then(|| {
-        let within_two =
-            |&(b, x, y): &(u32, i64, i64)| (-2..=2).flat_map(move |dx| (-2..=2).map(move |dy| (b, x + dx, y + dy)));
-        let near: Vec<(u32, i64, i64)> = crack_cells.keys().chain(point_cells.keys()).flat_map(within_two).collect();
-        Occupancy::new(model, uv, &body_cracked, cell, near.iter())
-    });
-    let near_crack = |p: u32| near.as_ref().is_some_and(|near| near.get(key(body_of[p as usize], uv[p as usize])));
+    let near_crack = |p: u32| occupancy.near(key(body_of[p as usize], uv[p as usize]));
     let candidates: Vec<u32> = match how {
         Sets::Rebuilt => (0..set.len() as u32).collect(),
         Sets::Patched => {
@@ -824,8 +823,14 @@ fn floor_i64(v: f32) -> i64 {
 struct Occupancy {
     /// Per body, its grid; `None` for bodies without a crack.
     bodies: Vec<Option<BodyCells>>,
-    flags: Vec<bool>,
+    /// Per cell, [`OCCUPIED`] and [`NEAR`] bits.
+    flags: Vec<u8>,
 }
+
+/// A cell that holds a crack or a split particle.
+const OCCUPIED: u8 = 1;
+/// A cell within two cells (along each axis) of one that is [`OCCUPIED`].
+const NEAR: u8 = 2;
 
 /// A body's grid of [`Occupancy`]: its first flag's index, lowest cell (x, y) and cells along x
 /// and y.
@@ -862,13 +867,26 @@ impl Occupancy {
             bodies.push(Some(BodyCells { start: len, x0, y0, w, h }));
             len += (w * h) as usize;
         }
-        let mut o = Occupancy { bodies, flags: vec![false; len] };
+        let mut o = Occupancy { bodies, flags: vec![0; len] };
         for &k in set {
             if let Some(at) = o.index(k) {
-                o.flags[at] = true;
+                o.flags[at] |= OCCUPIED;
             }
         }
         o
+    }
+
+    /// Marks the cells within two cells of each of `set` (the occupied cells) as [`NEAR`].
+    fn mark_near<'k>(&mut self, set: impl Iterator<Item = &'k (u32, i64, i64)>) {
+        for &(b, x, y) in set {
+            for dx in -2..=2 {
+                for dy in -2..=2 {
+                    if let Some(at) = self.index((b, x + dx, y + dy)) {
+                        self.flags[at] |= NEAR;
+                    }
+                }
+            }
+        }
     }
 
     fn index(&self, (b, x, y): (u32, i64, i64)) -> Option<usize> {
@@ -879,7 +897,12 @@ impl Occupancy {
 
     /// Whether cell `k` holds a crack or a split particle.
     fn get(&self, k: (u32, i64, i64)) -> bool {
-        self.index(k).is_some_and(|at| self.flags[at])
+        self.index(k).is_some_and(|at| self.flags[at] & OCCUPIED != 0)
+    }
+
+    /// Whether cell `k` was marked [`NEAR`] by [`Occupancy::mark_near`].
+    fn near(&self, k: (u32, i64, i64)) -> bool {
+        self.index(k).is_some_and(|at| self.flags[at] & NEAR != 0)
     }
 }
 
@@ -937,16 +960,21 @@ mod patch_tests {
     use crate::model::{Bending, ClothGrid, ClothMesh, ModelBuilder};
     use proptest::prelude::*;
 
-    /// A model of one to three cloths side by side: grids with each bending model, or jittered
-    /// meshes with texture coordinates.
-    fn model(bodies: &[(bool, usize, usize, u8)], seed: u64) -> Model {
+    /// Numbers uniform in [0, 1) from `seed` (xorshift).
+    fn uniform(seed: u64) -> impl FnMut() -> f32 {
         let mut rng = seed | 1;
-        let mut rand = move || {
+        move || {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
             (rng >> 11) as f32 / (1u64 << 53) as f32
-        };
+        }
+    }
+
+    /// A model of one to three cloths side by side: grids with each bending model, or jittered
+    /// meshes with texture coordinates.
+    fn model(bodies: &[(bool, usize, usize, u8)], seed: u64) -> Model {
+        let mut rand = uniform(seed);
         let mut b = ModelBuilder::new();
         for (k, &(mesh, nx, ny, bending)) in bodies.iter().enumerate() {
             let bending = [Bending::None, Bending::Springs, Bending::Angle][bending as usize % 3];
@@ -996,13 +1024,7 @@ mod patch_tests {
     /// built anew; returns the number of tears.
     fn check((bodies, tears, seed): Case) -> Result<u32, TestCaseError> {
         let mut model = model(&bodies, seed);
-        let mut rng = seed | 1;
-        let mut rand = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng >> 11) as f32 / (1u64 << 53) as f32
-        };
+        let mut rand = uniform(seed);
         let mut count = 0;
         for (at, scattered, (u0, v0, u1, v1)) in tears {
             let set = model.distance();

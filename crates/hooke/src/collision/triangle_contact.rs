@@ -75,18 +75,9 @@ fn lists_of(model: &Model, triangles: &[u32]) -> (Vec<u32>, Vec<u32>) {
 /// particle (the same order: a counting sort over the triangles), each with its corner there;
 /// in parallel, a block of particles at a time.
 fn lists_of_all(model: &Model) -> (Vec<u32>, Vec<u32>) {
-    let n = model.particle_count();
     let (offsets, around) = model.particle_triangle_adjacency();
     let mut entries = vec![0u32; around.len()];
-    let mut rest = &mut entries[..];
-    let mut blocks = Vec::with_capacity(n / CHUNK + 1);
-    for p0 in (0..n).step_by(CHUNK) {
-        let p1 = (p0 + CHUNK).min(n);
-        let (block, tail) = std::mem::take(&mut rest).split_at_mut((offsets[p1] - offsets[p0]) as usize);
-        blocks.push((p0, p1, block));
-        rest = tail;
-    }
-    blocks.into_par_iter().for_each(|(p0, p1, block)| {
+    crate::model::csr_blocks(&mut entries, offsets, CHUNK).into_par_iter().for_each(|(p0, p1, block)| {
         let base = offsets[p0] as usize;
         for p in p0..p1 {
             for e in offsets[p] as usize..offsets[p + 1] as usize {
@@ -115,8 +106,9 @@ impl TriangleContact {
         }
         // Every triangle listed (in order, 0..T): the lists are the model's own, made in
         // parallel. (The corrections' scratch is made at the first push: the GPU needs none.)
-        let every =
-            triangles.len() == model.triangles().len() && triangles.iter().enumerate().all(|(k, &t)| k as u32 == t);
+        let every = !triangles.is_empty()
+            && triangles.len() == model.triangles().len()
+            && triangles.iter().enumerate().all(|(k, &t)| k as u32 == t);
         let (offsets, entries) = if every { lists_of_all(model) } else { lists_of(model, &triangles) };
         TriangleContact { triangles, offsets, entries, delta: Vec::new() }
     }

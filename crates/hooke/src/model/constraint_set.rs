@@ -195,6 +195,21 @@ impl<T> ConstraintSet<T> {
     }
 }
 
+/// The list of a CSR adjacency (`offsets`: one per row plus one) cut into blocks of `rows`
+/// rows, each as (first row, end row, its part of `list`), for filling in parallel.
+pub(crate) fn csr_blocks<'a>(list: &'a mut [u32], offsets: &[u32], rows: usize) -> Vec<(usize, usize, &'a mut [u32])> {
+    let n = offsets.len().saturating_sub(1);
+    let mut rest = list;
+    let mut blocks = Vec::with_capacity(n / rows.max(1) + 1);
+    for r0 in (0..n).step_by(rows.max(1)) {
+        let r1 = (r0 + rows).min(n);
+        let (block, tail) = std::mem::take(&mut rest).split_at_mut((offsets[r1] - offsets[r0]) as usize);
+        blocks.push((r0, r1, block));
+        rest = tail;
+    }
+    blocks
+}
+
 /// What becomes of one constraint of a set in [`ConstraintSet::patched`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Fate<T> {
@@ -442,16 +457,7 @@ impl<T> ConstraintSet<T> {
         }
         let mut incidence = vec![0u32; offsets[particle_count] as usize];
         {
-            const CHUNK: usize = 4096;
-            let mut rest = &mut incidence[..];
-            let mut parts = Vec::with_capacity(particle_count / CHUNK + 1);
-            for q0 in (0..particle_count).step_by(CHUNK) {
-                let q1 = (q0 + CHUNK).min(particle_count);
-                let (part, tail) = std::mem::take(&mut rest).split_at_mut((offsets[q1] - offsets[q0]) as usize);
-                parts.push((q0, q1, part));
-                rest = tail;
-            }
-            parts.into_par_iter().for_each(|(q0, q1, part)| {
+            csr_blocks(&mut incidence, &offsets, 4096).into_par_iter().for_each(|(q0, q1, part)| {
                 let mut at = 0;
                 for q in q0 as u32..q1 as u32 {
                     let out = &mut part[at..(offsets[q as usize + 1] - offsets[q0]) as usize];
