@@ -452,8 +452,6 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         }
         Ok(crate::model::DistanceConstraint { i, j, ..*c })
     };
-    // The distance constraints, with their colours (the index of their colour range), in
-    // parallel; those that span a crack are counted and listed.
     // Whether the new numbering of the particles that keep their constraints is the old one
     // (no body after a split one), and the constraints that may change: with patched sets,
     // those at a particle within two cells of a crack or split particle (a constraint spans
@@ -463,17 +461,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     let near_crack = |p: u32| occupancy.near(key(body_of[p as usize], uv[p as usize]));
     let candidates: Vec<u32> = match how {
         Sets::Rebuilt => (0..set.len() as u32).collect(),
-        Sets::Patched => {
-            let mut near: Vec<u32> = (0..n as u32)
-                .into_par_iter()
-                .filter(|&p| cracked(p) && near_crack(p))
-                .flat_map_iter(|p| set.particle_constraints(p as usize).iter().copied())
-                .chain(broken.par_iter().copied())
-                .collect();
-            near.par_sort_unstable();
-            near.dedup();
-            near
-        }
+        Sets::Patched => constraints_at(set, n, |p| cracked(p) && near_crack(p), broken),
     };
     // The candidates mapped, in parallel; those that span a crack are counted and listed.
     let mapped: Vec<(u32, Result<crate::model::DistanceConstraint, bool>)> =
@@ -633,16 +621,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         // none of whose particles is on a crack keeps its particles); else all.
         let candidates: Vec<u32> = match how {
             Sets::Rebuilt => (0..set.len() as u32).collect(),
-            Sets::Patched => {
-                let mut near: Vec<u32> = (0..n as u32)
-                    .into_par_iter()
-                    .filter(|&p| on_crack[p as usize])
-                    .flat_map_iter(|p| set.particle_constraints(p as usize).iter().copied())
-                    .collect();
-                near.par_sort_unstable();
-                near.dedup();
-                near
-            }
+            Sets::Patched => constraints_at(set, n, |p| on_crack[p as usize], &[]),
         };
         // The candidates mapped, in parallel; those lost are counted.
         let mapped: Vec<(u32, Option<crate::model::DihedralBending>)> = candidates
@@ -753,6 +732,28 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         torn.check_arithmetic()?;
     }
     Ok(Some(Torn { model: torn, parent, broken: count_broken, split }))
+}
+
+/// The constraints of `set` at the particles below `n` that `at` picks, and `also`: their
+/// indices, increasing, each once.
+fn constraints_at<T>(
+    set: &crate::model::ConstraintSet<T>,
+    n: usize,
+    at: impl Fn(u32) -> bool + Sync,
+    also: &[u32],
+) -> Vec<u32>
+where
+    T: Sync,
+{
+    let mut list: Vec<u32> = (0..n as u32)
+        .into_par_iter()
+        .filter(|&p| at(p))
+        .flat_map_iter(|p| set.particle_constraints(p as usize).iter().copied())
+        .chain(also.par_iter().copied())
+        .collect();
+    list.par_sort_unstable();
+    list.dedup();
+    list
 }
 
 /// The changes of `set` for [`ConstraintSet::patched`](crate::model::ConstraintSet::patched)

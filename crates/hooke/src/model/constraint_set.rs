@@ -395,7 +395,7 @@ impl<T> ConstraintSet<T> {
                 }
             }
         };
-        // The touched particles' lists, made whole.
+        // The new indices of the moved and the added constraints.
         let moved_or_added: Vec<u32> = changes
             .iter()
             .filter(|(_, f)| matches!(f, Fate::Moved(_)))
@@ -456,19 +456,16 @@ impl<T> ConstraintSet<T> {
             offsets[q + 1] = offsets[q] + count as u32;
         }
         let mut incidence = vec![0u32; offsets[particle_count] as usize];
-        {
-            csr_blocks(&mut incidence, &offsets, 4096).into_par_iter().for_each(|(q0, q1, part)| {
-                let mut at = 0;
-                for q in q0 as u32..q1 as u32 {
-                    let out = &mut part[at..(offsets[q as usize + 1] - offsets[q0]) as usize];
-                    match slot[q as usize] {
-                        u32::MAX => out.iter_mut().zip(old_list(q)).for_each(|(o, &k)| *o = new_index[k as usize]),
-                        at => out.copy_from_slice(&lists[at as usize]),
-                    }
-                    at += out.len();
+        csr_blocks(&mut incidence, &offsets, 4096).into_par_iter().for_each(|(q0, q1, part)| {
+            let base = offsets[q0] as usize;
+            for q in q0..q1 {
+                let out = &mut part[offsets[q] as usize - base..offsets[q + 1] as usize - base];
+                match slot[q] {
+                    u32::MAX => out.iter_mut().zip(old_list(q as u32)).for_each(|(o, &k)| *o = new_index[k as usize]),
+                    at => out.copy_from_slice(&lists[at as usize]),
                 }
-            });
-        }
+            }
+        });
         Ok(ConstraintSet { items, family, element, colour_ranges, incidence_offsets: offsets, incidence })
     }
 }
