@@ -216,10 +216,25 @@ pub(crate) struct Buffers {
 /// Bytes of one `vec4<f32>` record.
 pub(crate) const VEC4: u64 = 16;
 
+/// What [`Buffers::new`] takes from a solver's buffers when it moves onto a model torn from
+/// that solver's model ([`crate::patch`]).
+pub(crate) struct Before<'a> {
+    /// The solver's buffers, holding `model`'s records.
+    pub buffers: &'a Buffers,
+    /// The solver's model.
+    pub model: &'a hooke::Model,
+    /// The runs of constraint records the tear copied ([`hooke::tearing::Torn::copied`]).
+    pub copied: &'a hooke::tearing::CopiedRuns,
+    /// Records the device copies of the runs that hold; submitted before the buffers are used.
+    pub encoder: &'a mut wgpu::CommandEncoder,
+}
+
 impl Buffers {
     /// Every buffer of a solver of `model` with `substeps` substeps: the model's data uploaded,
-    /// the state at the model's initial positions and velocities, scratch zeroed. With
-    /// `snapshot`, the start-of-frame copies for restoring after a blow-up.
+    /// the state at `state`'s positions and velocities (the model's initial ones without),
+    /// scratch zeroed. With `snapshot`, the start-of-frame copies for restoring after a
+    /// blow-up. With `before`, the distance constraints and hinges are patched from those
+    /// buffers ([`crate::patch`]).
     ///
     /// # Errors
     /// [`GpuError::TooLarge`] if a buffer exceeds the device's limits.
@@ -229,6 +244,8 @@ impl Buffers {
         substeps: u32,
         snapshot: bool,
         jacobi: bool,
+        state: Option<&hooke::State>,
+        mut before: Option<Before<'_>>,
     ) -> Result<Buffers, GpuError> {
         let n = model.particle_count();
         let set = model.distance();
@@ -251,9 +268,11 @@ impl Buffers {
             }
         }
         let inv_mass = model.particle_inv_mass();
-        let position: Vec<[f32; 4]> =
-            model.particle_position().iter().zip(inv_mass).map(|(x, &w)| x.extend(w).to_array()).collect();
-        let velocity: Vec<[f32; 4]> = model.particle_velocity().iter().map(|v| v.extend(0.0).to_array()).collect();
+        let (x, v) = state.map_or((model.particle_position(), model.particle_velocity()), |s| {
+            (&s.particle_position[..], &s.particle_velocity[..])
+        });
+        let position: Vec<[f32; 4]> = x.par_iter().zip(inv_mass).map(|(x, &w)| x.extend(w).to_array()).collect();
+        let velocity: Vec<[f32; 4]> = v.par_iter().map(|v| v.extend(0.0).to_array()).collect();
         let colliders = collider_records(model);
         let structural = structural_constraints(model);
         let triangles: Vec<u32> = model.triangles().iter().flatten().copied().collect();
@@ -280,6 +299,33 @@ impl Buffers {
         let substeps = substeps as u64;
         let colour_count =
             (set.colour_count() + model.dihedral().colour_count() + model.rope_bending().colour_count()) as u64;
+        // The constraint sets: patched from the buffers before, or uploaded.
+        let (constraints, dihedral) = match before.as_mut() {
+            Some(b) => (
+                crate::patch::storage_patched(
+                    device,
+                    b.encoder,
+                    "hooke constraints",
+                    set.constraints(),
+                    b.model.distance().constraints(),
+                    &b.buffers.constraints,
+                    &b.copied.distance,
+                ),
+                crate::patch::storage_patched(
+                    device,
+                    b.encoder,
+                    "hooke hinges",
+                    model.dihedral().constraints(),
+                    b.model.dihedral().constraints(),
+                    &b.buffers.dihedral,
+                    &b.copied.dihedral,
+                ),
+            ),
+            None => (
+                storage(device, "hooke constraints", set.constraints()),
+                storage(device, "hooke hinges", model.dihedral().constraints()),
+            ),
+        };
         Ok(Buffers {
             position: storage_with(device, "hooke position", &position, wgpu::BufferUsages::VERTEX),
             displacement: zeroed(device, "hooke displacement", v4(n)),
@@ -287,10 +333,10 @@ impl Buffers {
             inv_mass: storage(device, "hooke inv_mass", inv_mass),
             radius: storage(device, "hooke radius", model.particle_radius()),
             force: zeroed(device, "hooke force", v4(n)),
-            constraints: storage(device, "hooke constraints", set.constraints()),
+            constraints,
             structural: storage(device, "hooke structural", &structural),
             lambda: zeroed(device, "hooke lambda", 4 * set.len() as u64),
-            dihedral: storage(device, "hooke hinges", model.dihedral().constraints()),
+            dihedral,
             lambda_dihedral: zeroed(device, "hooke hinge lambda", 4 * model.dihedral().len() as u64),
             rope_bending: storage(device, "hooke rope joints", model.rope_bending().constraints()),
             lambda_rope_bending: zeroed(device, "hooke rope joint lambda", 4 * model.rope_bending().len() as u64),

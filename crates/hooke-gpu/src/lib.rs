@@ -123,6 +123,7 @@ mod jacobi;
 mod kernel;
 mod local_sweep;
 mod normals;
+mod patch;
 mod predict;
 mod raycast;
 mod readback;

@@ -523,6 +523,8 @@ impl GpuXpbdSolver {
             capacity,
             settings.health_interval == 1,
             matches!(settings.solve, GpuSolve::Jacobi { .. }),
+            None,
+            None,
         )?;
         let k = Bindings::new(&kernels, device, &b, &model, &settings, ctx.loop_budget(), ctx.is_cpu());
         write_colour_slots(ctx.queue(), &b, &model);
@@ -578,6 +580,86 @@ impl GpuXpbdSolver {
     fn read(&self, parts: &[(&wgpu::Buffer, u64)]) -> Vec<u8> {
         self.read_backs.set(self.read_backs.get() + 1);
         readback::read_back(&self.ctx, &self.b.staging, parts)
+    }
+
+    /// Makes the buffers and bind groups of `model` anew (the compiled kernels are kept) with
+    /// `state` in them; with `copied`, `model` was torn from the solver's model and the
+    /// constraint records the tear kept are copied from the old buffers on the device.
+    fn rebuild_from(
+        &mut self,
+        model: Arc<Model>,
+        state: &State,
+        copied: Option<&hooke::tearing::CopiedRuns>,
+    ) -> Result<(), SolverError> {
+        check_state(&model, state)?;
+        check_worlds(&model, &self.settings)?;
+        crate::self_collision::check_bodies(&model)?;
+        let device = self.ctx.device();
+        let jacobi = matches!(self.settings.solve, GpuSolve::Jacobi { .. });
+        let tension_limit = applies_tension_limit(&model, &self.settings);
+        let capacity = substep_capacity(&self.settings, tension_limit);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke patch") });
+        let before = copied.map(|copied| buffers::Before {
+            buffers: &self.b,
+            model: &self.model,
+            copied,
+            encoder: &mut encoder,
+        });
+        let snapshot = self.settings.health_interval == 1;
+        let b = Buffers::new(device, &model, capacity, snapshot, jacobi, Some(state), before)
+            .map_err(|e| SolverError::InvalidSettings { setting: "model", message: e.to_string() })?;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let k =
+            Bindings::new(&self.kernels, device, &b, &model, &self.settings, self.ctx.loop_budget(), self.ctx.is_cpu());
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(SolverError::InvalidSettings { setting: "model", message: format!("wgpu validation: {e}") });
+        }
+        // The copies from the old buffers, before anything uses the new ones (the old ones
+        // live on until the copies are done).
+        self.ctx.queue().submit([encoder.finish()]);
+        self.k = k;
+        self.list_tally = [0; 2];
+        write_colour_slots(self.ctx.queue(), &b, &model);
+        self.b = b;
+        self.structural = buffers::structural_count(&model) as u32;
+        self.normal_scale = normals::fixed_point_scale(&model);
+        self.tangent_scale = tangents::fixed_point_scale(&model);
+        // The colliders go on from where they are, when the model keeps them.
+        if self.collider_pose.len() != model.colliders().len() {
+            self.collider_pose = vec![Pose::IDENTITY; model.colliders().len()];
+        }
+        self.pinned.clear();
+        self.unchecked = 0;
+        self.residual_staging = None;
+        (self.tension_limit, self.capacity, self.tension_peak) = (tension_limit, capacity, None);
+        self.model = model;
+        // The iterations a tolerance asked for go on (a tear changes the cloth, not how
+        // hard it is to converge).
+        let iterations = self.iterations;
+        self.state_written(state);
+        self.iterations = iterations;
+        Ok(())
+    }
+
+    /// After `state`'s positions and velocities are in the buffers: clears the displacements
+    /// and the health record, forgets what the last frame left (a pending blow-up, the
+    /// residuals, the rope tension, the iterations a tolerance asked for), takes the state's
+    /// time and computes its normals.
+    fn state_written(&mut self, state: &State) {
+        let mut enc =
+            self.ctx.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke write") });
+        enc.clear_buffer(&self.b.displacement, 0, None);
+        enc.clear_buffer(&self.b.health, 0, None);
+        self.ctx.queue().submit([enc.finish()]);
+        self.pending = None;
+        self.residual_inv_h2 = None;
+        self.residuals = None;
+        self.tension_peak = None;
+        // Iterating to a tolerance, a written state starts from the settings' count, as a
+        // new solver does.
+        self.iterations = self.settings.xpbd.iterations;
+        self.time = state.time;
+        self.submit_normals();
     }
 
     /// As [`GpuXpbdSolver::read`], with (buffer, byte offset, bytes) parts.
@@ -1450,7 +1532,6 @@ impl Solver for GpuXpbdSolver {
 
     fn write_state(&mut self, state: &State) -> Result<(), SolverError> {
         check_state(&self.model, state)?;
-        let n = self.model.particle_count();
         let x: Vec<[f32; 4]> = state
             .particle_position
             .iter()
@@ -1459,24 +1540,11 @@ impl Solver for GpuXpbdSolver {
             .collect();
         let v: Vec<[f32; 4]> = state.particle_velocity.iter().map(|v| v.extend(0.0).to_array()).collect();
         let queue = self.ctx.queue();
-        if n > 0 {
+        if !x.is_empty() {
             queue.write_buffer(&self.b.position, 0, bytemuck::cast_slice(&x));
             queue.write_buffer(&self.b.velocity, 0, bytemuck::cast_slice(&v));
         }
-        let mut enc =
-            self.ctx.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("hooke write") });
-        enc.clear_buffer(&self.b.displacement, 0, None);
-        enc.clear_buffer(&self.b.health, 0, None);
-        queue.submit([enc.finish()]);
-        self.pending = None;
-        self.residual_inv_h2 = None;
-        self.residuals = None;
-        self.tension_peak = None;
-        // Iterating to a tolerance, a written state starts from the settings' count, as a
-        // new solver does.
-        self.iterations = self.settings.xpbd.iterations;
-        self.time = state.time;
-        self.submit_normals();
+        self.state_written(state);
         Ok(())
     }
 
@@ -1517,51 +1585,22 @@ impl Solver for GpuXpbdSolver {
     /// Makes the buffers and bind groups of `model` anew (the compiled kernels are kept) and
     /// loads `state`.
     fn rebuild(&mut self, model: Arc<Model>, state: &State) -> Result<(), SolverError> {
-        check_state(&model, state)?;
-        check_worlds(&model, &self.settings)?;
-        crate::self_collision::check_bodies(&model)?;
-        let device = self.ctx.device();
-        let jacobi = matches!(self.settings.solve, GpuSolve::Jacobi { .. });
-        let tension_limit = applies_tension_limit(&model, &self.settings);
-        let capacity = substep_capacity(&self.settings, tension_limit);
-        let b = Buffers::new(device, &model, capacity, self.settings.health_interval == 1, jacobi)
-            .map_err(|e| SolverError::InvalidSettings { setting: "model", message: e.to_string() })?;
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let k =
-            Bindings::new(&self.kernels, device, &b, &model, &self.settings, self.ctx.loop_budget(), self.ctx.is_cpu());
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(SolverError::InvalidSettings { setting: "model", message: format!("wgpu validation: {e}") });
-        }
-        self.k = k;
-        self.list_tally = [0; 2];
-        write_colour_slots(self.ctx.queue(), &b, &model);
-        self.b = b;
-        self.structural = buffers::structural_count(&model) as u32;
-        self.normal_scale = normals::fixed_point_scale(&model);
-        self.tangent_scale = tangents::fixed_point_scale(&model);
-        // The colliders go on from where they are, when the model keeps them.
-        if self.collider_pose.len() != model.colliders().len() {
-            self.collider_pose = vec![Pose::IDENTITY; model.colliders().len()];
-        }
-        self.pinned.clear();
-        self.unchecked = 0;
-        self.residual_staging = None;
-        (self.tension_limit, self.capacity, self.tension_peak) = (tension_limit, capacity, None);
-        self.model = model;
-        // The iterations a tolerance asked for go on (a tear changes the cloth, not how
-        // hard it is to converge).
-        let iterations = self.iterations;
-        self.write_state(state)?;
-        self.iterations = iterations;
-        Ok(())
+        self.rebuild_from(model, state, None)
     }
 
-    /// As `rebuild`, keeping the tethers' search: the next frame searches only where the tear
-    /// cut paths.
-    fn rebuild_torn(&mut self, model: Arc<Model>, parent: &[u32], state: &State) -> Result<(), SolverError> {
+    /// As `rebuild`, keeping the tethers' search (the next frame searches only where the tear
+    /// cut paths) and copying the constraint records the tear kept from the old buffers on
+    /// the device ([`crate::patch`]).
+    fn rebuild_torn(
+        &mut self,
+        model: Arc<Model>,
+        parent: &[u32],
+        copied: &hooke::tearing::CopiedRuns,
+        state: &State,
+    ) -> Result<(), SolverError> {
         hooke::solver::check_parent(&model, parent, self.model.particle_count())?;
         let cache = self.k.tethers.as_mut().map(Tethers::take_cache);
-        let result = self.rebuild(model, state);
+        let result = self.rebuild_from(model, state, Some(copied));
         if let (Some(tethers), Some(cache)) = (&mut self.k.tethers, cache) {
             match result {
                 Ok(()) => tethers.carry(cache, parent),

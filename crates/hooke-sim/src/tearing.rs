@@ -164,7 +164,7 @@ impl Tearing {
         let Some(torn) = tearing::tear(model, &state.particle_position, broken)? else { return Ok(None) };
         let next = torn.state(state);
         let start = std::time::Instant::now();
-        solver.rebuild_torn(Arc::new(torn.model), &torn.parent, &next)?;
+        solver.rebuild_torn(Arc::new(torn.model), &torn.parent, &torn.copied, &next)?;
         self.rebuild += start.elapsed();
         self.origin = torn.parent.iter().map(|&p| self.origin[p as usize]).collect();
         self.torn = true;

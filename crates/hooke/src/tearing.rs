@@ -42,6 +42,7 @@
 //! mapped by [`Torn::state`]. Tearing needs the body's texture coordinates; every grid has
 //! them, a mesh needs `vt` in its file.
 
+pub use crate::model::CopiedRun;
 use crate::model::{BodyMaterial, ConstraintFamily, MassSource, ParticleConstraint};
 use crate::{Model, ModelError, State};
 use glam::{Vec2, Vec3};
@@ -60,6 +61,21 @@ pub struct Torn {
     pub broken: u32,
     /// Particles added by splitting (new particle count − old).
     pub split: u32,
+    /// The distance constraints and hinges the new model's sets hold unchanged from the old
+    /// one's, as runs of records ([`CopiedRun`]): what a solver holding the old records on a
+    /// device can copy there instead of uploading. Empty where a body before a torn one had
+    /// its particles renumbered.
+    pub copied: CopiedRuns,
+}
+
+/// Runs of constraint records a tear copied unchanged into the new model's sets
+/// ([`Torn::copied`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CopiedRuns {
+    /// Runs of [`Model::distance`]'s records.
+    pub distance: Vec<CopiedRun>,
+    /// Runs of [`Model::dihedral`]'s records.
+    pub dihedral: Vec<CopiedRun>,
 }
 
 impl Torn {
@@ -576,13 +592,13 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
             }
         }
     }
-    let distance = match how {
+    let (distance, distance_copied) = match how {
         Sets::Rebuilt => {
             let kept: Vec<(u32, crate::model::DistanceConstraint)> =
                 mapped.into_iter().filter_map(|(k, m)| Some((k, m.ok()?))).collect();
             let (items, families, elements, colours) = compact(set, &kept, &flaps);
             drop(kept);
-            crate::model::ConstraintSet::build::<2>(n_new, items, families, elements, colours)?
+            (crate::model::ConstraintSet::build::<2>(n_new, items, families, elements, colours)?, Vec::new())
         }
         Sets::Patched => {
             let changes = fates(set, &new_of, mapped.into_iter().map(|(k, m)| (k, m.ok())));
@@ -590,7 +606,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         }
     };
     // Hinges of angle bending.
-    let dihedral = {
+    let (dihedral, dihedral_copied) = {
         let set = model.dihedral();
         // Hinge h on its triangles' copies; `None` when it no longer joins two triangles.
         let map_hinge = |h: &crate::model::DihedralBending| -> Option<[u32; 4]> {
@@ -637,7 +653,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
                 let kept: Vec<(u32, crate::model::DihedralBending)> =
                     mapped.into_iter().filter_map(|(k, m)| Some((k, m?))).collect();
                 let (items, families, elements, colours) = compact(set, &kept, &[]);
-                crate::model::ConstraintSet::build::<4>(n_new, items, families, elements, colours)?
+                (crate::model::ConstraintSet::build::<4>(n_new, items, families, elements, colours)?, Vec::new())
             }
             Sets::Patched => set.patched::<4>(n_new, renumber, &fates(set, &new_of, mapped.into_iter()), &[])?,
         }
@@ -731,7 +747,8 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     if unchecked {
         torn.check_arithmetic()?;
     }
-    Ok(Some(Torn { model: torn, parent, broken: count_broken, split }))
+    let copied = CopiedRuns { distance: distance_copied, dihedral: dihedral_copied };
+    Ok(Some(Torn { model: torn, parent, broken: count_broken, split, copied }))
 }
 
 /// The constraints of `set` at the particles below `n` that `at` picks, and `also`: their
@@ -1063,10 +1080,43 @@ mod patch_tests {
             prop_assert!(patched.model.distance() == rebuilt.model.distance(), "distance sets differ");
             prop_assert!(patched.model.dihedral() == rebuilt.model.dihedral(), "hinge sets differ");
             prop_assert!(patched.model.rope_bending() == rebuilt.model.rope_bending());
+            // The runs said to be copied are: the same records, each new index once; and
+            // where no particle was renumbered, most records are in them.
+            let renumbered =
+                patched.parent.iter().enumerate().take(model.particle_count()).any(|(i, &p)| p != i as u32);
+            copies_hold(model.distance(), patched.model.distance(), &patched.copied.distance, renumbered)?;
+            copies_hold(model.dihedral(), patched.model.dihedral(), &patched.copied.dihedral, renumbered)?;
             count += 1;
             model = patched.model;
         }
         Ok(count)
+    }
+
+    /// The runs `copied` from `old` into `new` hold the same records, and no new record is in
+    /// two; without renumbering, at least the records that were not near the tear are in
+    /// them (at least half here).
+    fn copies_hold<T: PartialEq + std::fmt::Debug>(
+        old: &crate::model::ConstraintSet<T>,
+        new: &crate::model::ConstraintSet<T>,
+        copied: &[CopiedRun],
+        renumbered: bool,
+    ) -> Result<(), TestCaseError> {
+        let mut covered = vec![false; new.len()];
+        for r in copied {
+            let (a, b, n) = (r.from as usize, r.to as usize, r.len as usize);
+            prop_assert_eq!(&old.constraints()[a..a + n], &new.constraints()[b..b + n]);
+            for c in &mut covered[b..b + n] {
+                prop_assert!(!*c, "a record in two runs");
+                *c = true;
+            }
+        }
+        let count = covered.iter().filter(|&&c| c).count();
+        if renumbered {
+            prop_assert_eq!(count, 0);
+        } else {
+            prop_assert!(2 * count >= new.len(), "{count} of {} records in the runs", new.len());
+        }
+        Ok(())
     }
 
     /// The torn model's constraint sets patched where the tear changed them are the sets built

@@ -484,15 +484,15 @@ fn a_solver_torn_in_place_goes_on_as_one_rebuilt() {
         if tears == 1 {
             // A parent map one short, and one naming a particle that was not there.
             let short = &torn.parent[1..];
-            let e = kept.rebuild_torn(torn_model.clone(), short, &next).unwrap_err().to_string();
+            let e = kept.rebuild_torn(torn_model.clone(), short, &torn.copied, &next).unwrap_err().to_string();
             assert!(e.contains("parent map") && e.contains("entries"), "{e}");
             let mut beyond = torn.parent.clone();
             beyond[3] = model.particle_count() as u32;
-            let e = kept.rebuild_torn(torn_model.clone(), &beyond, &next).unwrap_err().to_string();
+            let e = kept.rebuild_torn(torn_model.clone(), &beyond, &torn.copied, &next).unwrap_err().to_string();
             assert!(e.contains("parent map") && e.contains("beyond"), "{e}");
             assert!(Arc::ptr_eq(kept.model(), &model), "a refused rebuild changed the solver");
         }
-        kept.rebuild_torn(torn_model.clone(), &torn.parent, &next).unwrap();
+        kept.rebuild_torn(torn_model.clone(), &torn.parent, &torn.copied, &next).unwrap();
         fresh.rebuild(torn_model, &next).unwrap();
     }
     assert!(tears >= 3, "only {tears} tears");

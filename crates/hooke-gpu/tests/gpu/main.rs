@@ -40,6 +40,7 @@ mod robustness;
 mod ropes;
 mod self_collision;
 mod surface;
+mod tearing;
 mod tiles;
 mod timing;
 mod worlds;

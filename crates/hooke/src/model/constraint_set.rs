@@ -210,6 +210,20 @@ pub(crate) fn csr_blocks<'a>(list: &'a mut [u32], offsets: &[u32], rows: usize) 
     blocks
 }
 
+/// A run of constraints that [`ConstraintSet::patched`] copied unchanged, bit for bit, from
+/// the old set into the new: the `len` records from index `from` of the old set are those
+/// from index `to` of the new. A solver that holds the old set's records on a device can copy
+/// these there instead of uploading them (`hooke_gpu` after a tear).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopiedRun {
+    /// First index in the old set.
+    pub from: u32,
+    /// First index in the new set.
+    pub to: u32,
+    /// Number of constraints.
+    pub len: u32,
+}
+
 /// What becomes of one constraint of a set in [`ConstraintSet::patched`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Fate<T> {
@@ -230,6 +244,8 @@ impl<T> ConstraintSet<T> {
     /// plus one pass over the set's arrays (no sort, no colouring proof of the constraints
     /// that keep their particles: renumbering one-to-one keeps their colours conflict-free).
     /// Made for a tear (`tearing::tear`), which changes a few constraints of a large set.
+    /// Also returns the runs of records copied unchanged ([`CopiedRun`]; none when `renumber`
+    /// is given, as renumbered records change).
     ///
     /// # Errors
     /// As [`ConstraintSet::build`]: [`ModelError::Colouring`] if a moved or added constraint
@@ -241,7 +257,7 @@ impl<T> ConstraintSet<T> {
         renumber: Option<&[u32]>,
         changes: &[(u32, Fate<T>)],
         added: &[(T, u32, u32)],
-    ) -> Result<ConstraintSet<T>, ModelError>
+    ) -> Result<(ConstraintSet<T>, Vec<CopiedRun>), ModelError>
     where
         T: ParticleConstraint<N>,
     {
@@ -292,6 +308,25 @@ impl<T> ConstraintSet<T> {
                 }
             }
         }
+        // The runs copied unchanged: the runs cut at the moved constraints, none renumbered.
+        let copied = if renumber.is_some() {
+            Vec::new()
+        } else {
+            let mut moved = changes.iter().filter(|(_, f)| matches!(f, Fate::Moved(_))).map(|&(k, _)| k).peekable();
+            let mut copied = Vec::with_capacity(runs.len());
+            for (range, to) in &runs {
+                let mut at = range.start;
+                while at < range.end {
+                    while moved.next_if(|&k| k < at).is_some() {}
+                    let end = moved.peek().map_or(range.end, |&k| k.min(range.end));
+                    if end > at {
+                        copied.push(CopiedRun { from: at, to: to + (at - range.start), len: end - at });
+                    }
+                    at = end + 1;
+                }
+            }
+            copied
+        };
         let mut new_index = vec![u32::MAX; m];
         {
             // The runs' slices of `new_index`, in order, filled in parallel.
@@ -355,10 +390,11 @@ impl<T> ConstraintSet<T> {
             (0..colours).filter(|&c| start[c + 1] > start[c]).map(|c| start[c]..start[c + 1]).collect();
         // Anything out of the ordinary (a particle out of range) goes through the full build,
         // which names it.
+        // (Built from the same constraints in the same order, the runs are copied still.)
         let rebuild = |items: Vec<T>, family: Vec<ConstraintFamily>, element: Vec<Element>| {
             let colours =
                 colour_ranges.iter().enumerate().flat_map(|(c, r)| std::iter::repeat_n(c as u32, r.len())).collect();
-            ConstraintSet::build::<N>(particle_count, items, family, element, colours)
+            ConstraintSet::build::<N>(particle_count, items, family, element, colours).map(|set| (set, copied.clone()))
         };
         let new_of_old = |p: u32| renumber.map_or(p, |map| map[p as usize]);
         // The particles whose lists change: the ends of the removed and moved constraints
@@ -466,7 +502,7 @@ impl<T> ConstraintSet<T> {
                 }
             }
         });
-        Ok(ConstraintSet { items, family, element, colour_ranges, incidence_offsets: offsets, incidence })
+        Ok((ConstraintSet { items, family, element, colour_ranges, incidence_offsets: offsets, incidence }, copied))
     }
 }
 

@@ -223,12 +223,24 @@ pub trait Solver: Send {
     /// its particles the particle of the solver's model it comes from
     /// ([`Torn::parent`](crate::tearing::Torn::parent)), so that what the tear leaves valid is
     /// kept (the XPBD solvers' tethers are searched again only where the tear cut their
-    /// paths). The default rebuilds.
+    /// paths). `copied` ([`Torn::copied`](crate::tearing::Torn::copied)) names the runs of
+    /// constraint records the tear copied unchanged from the solver's model: the GPU solver
+    /// copies those on the device instead of uploading them, after comparing them with its
+    /// model's records (runs that do not match are uploaded, so a wrong `copied` costs time,
+    /// not correctness; [`CopiedRuns::default`](crate::tearing::CopiedRuns) uploads
+    /// everything). The default rebuilds.
     ///
     /// # Errors
     /// As [`Solver::rebuild`], and [`SolverError::StateMismatch`] if `parent` does not fit
     /// (another length, an index beyond the solver's particle count).
-    fn rebuild_torn(&mut self, model: Arc<Model>, parent: &[u32], state: &State) -> Result<(), SolverError> {
+    fn rebuild_torn(
+        &mut self,
+        model: Arc<Model>,
+        parent: &[u32],
+        copied: &crate::tearing::CopiedRuns,
+        state: &State,
+    ) -> Result<(), SolverError> {
+        let _ = copied;
         check_parent(&model, parent, self.model().particle_count())?;
         self.rebuild(model, state)
     }

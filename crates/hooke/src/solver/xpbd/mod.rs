@@ -1105,8 +1105,14 @@ impl Solver for XpbdSolver {
     }
 
     /// As `rebuild`, keeping the tethers' search: the next frame searches only where the tear
-    /// cut paths.
-    fn rebuild_torn(&mut self, model: Arc<Model>, parent: &[u32], state: &State) -> Result<(), SolverError> {
+    /// cut paths. (The copied runs serve a device's buffers; the CPU's arrays are the model's.)
+    fn rebuild_torn(
+        &mut self,
+        model: Arc<Model>,
+        parent: &[u32],
+        _copied: &crate::tearing::CopiedRuns,
+        state: &State,
+    ) -> Result<(), SolverError> {
         check_parent(&model, parent, self.model.particle_count())?;
         let cache = std::mem::take(&mut self.tether_cache);
         if let Err(e) = self.rebuild(model, state) {
