@@ -57,8 +57,15 @@ pub const COLLIDE: &str = concat!(
 );
 /// `triangle_contact.wgsl`: the cloth triangles' virtual particles against the colliders
 /// (after `collider_shapes.wgsl`).
-pub const TRIANGLE_CONTACT: &str =
-    concat!(include_str!("common.wgsl"), include_str!("collider_shapes.wgsl"), include_str!("triangle_contact.wgsl"));
+pub const TRIANGLE_CONTACT: &str = concat!(
+    include_str!("common.wgsl"),
+    include_str!("collider_shapes.wgsl"),
+    include_str!("triangle_share.wgsl"),
+    include_str!("triangle_contact.wgsl")
+);
+/// `triangle_gather.wgsl`: triangle contact's gather through the model's own lists.
+pub const TRIANGLE_GATHER: &str =
+    concat!(include_str!("common.wgsl"), include_str!("triangle_share.wgsl"), include_str!("triangle_gather.wgsl"));
 /// `finish.wgsl`: velocity and position at the end of a substep.
 pub const FINISH: &str = concat!(include_str!("common.wgsl"), include_str!("finish.wgsl"));
 /// `normals.wgsl`: fixed-point atomic normal accumulation, then normalisation.
@@ -86,6 +93,7 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::self_collision::SPEC,
     crate::collide::SPEC,
     crate::triangle_contact::SPEC,
+    crate::triangle_contact::GATHER,
     crate::finish::SPEC,
     crate::normals::SPEC,
     crate::tangents::SPEC,

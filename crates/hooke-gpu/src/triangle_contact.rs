@@ -3,6 +3,13 @@
 //! virtual particles, are pushed out of the colliders after the particles' own collision pass,
 //! and every particle takes the mean of its share of the corrections around it. Two
 //! dispatches per substep, the same operations as the CPU (bit-identical on lavapipe).
+//!
+//! Where every triangle of a model of one world takes part (the usual case), the kernels read
+//! the model's own triangles and its lists of the triangles around each particle, which the
+//! solver's buffers already hold for the normals (`push_all`, `triangle_gather.wgsl`): nothing
+//! is made or uploaded for the contact, which matters at a tear's rebuild (at 512² the
+//! records and lists were 17.6 MB made on the host). Otherwise the listed triangles' records
+//! and lists are made on the host ([`hooke::collision::TriangleContact`]).
 
 use crate::buffers::{self, Buffers};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
@@ -14,8 +21,17 @@ use rayon::prelude::*;
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "triangle_contact.wgsl",
     source: crate::shaders::TRIANGLE_CONTACT,
-    entries: &["push", "gather"],
+    entries: &["push", "gather", "push_all"],
     access: &[Read, ReadWrite, Read, Read, Read, Read, Read, ReadWrite],
+    slot: false,
+};
+
+/// `triangle_gather.wgsl`'s pipeline and bindings, in binding order.
+pub(crate) const GATHER: KernelSpec = KernelSpec {
+    name: "triangle_gather.wgsl",
+    source: crate::shaders::TRIANGLE_GATHER,
+    entries: &["gather_all"],
+    access: &[Read, ReadWrite, Read, Read, Read, Read],
     slot: false,
 };
 
@@ -23,11 +39,37 @@ pub(crate) const SPEC: KernelSpec = KernelSpec {
 pub(crate) struct TriangleContact {
     bound: Bound,
     slots: u32,
+    /// The gather through the model's own lists, where every triangle takes part (then
+    /// `bound` pushes with `push_all`).
+    every: Option<Bound>,
 }
 
 impl TriangleContact {
     /// The kernels of `model`'s triangle contact; `None` when no triangle takes part.
     pub fn new(kernels: &Kernels, device: &wgpu::Device, b: &Buffers, model: &Model) -> Option<TriangleContact> {
+        if Plan::takes_every_triangle(model) && model.worlds().len() == 1 {
+            let delta = buffers::zeroed(
+                device,
+                "hooke triangle contact corrections",
+                4 * model.triangles().len() as u64 * buffers::VEC4,
+            );
+            let bound = kernels.get(&SPEC).bind(
+                device,
+                &[&b.position, &b.displacement, &b.radius, &b.colliders, &b.placements, &b.triangles, &b.sdf, &delta],
+            );
+            let every = kernels.get(&GATHER).bind(
+                device,
+                &[
+                    &b.position,
+                    &b.displacement,
+                    &b.triangles,
+                    &delta,
+                    &b.particle_triangle_offsets,
+                    &b.particle_triangles,
+                ],
+            );
+            return Some(TriangleContact { bound, slots: model.triangles().len() as u32, every: Some(every) });
+        }
         let plan = Plan::new(model);
         if plan.is_empty() {
             return None;
@@ -52,12 +94,20 @@ impl TriangleContact {
             device,
             &[&b.position, &b.displacement, &b.radius, &b.colliders, &b.placements, &contact, &b.sdf, &delta],
         );
-        Some(TriangleContact { bound, slots })
+        Some(TriangleContact { bound, slots, every: None })
     }
 
     /// Records one substep's pass: the virtual particles' corrections, then the gather.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32) {
-        self.bound.run(pass, 0, params, self.slots);
-        self.bound.run(pass, 1, params, n);
+        match &self.every {
+            Some(gather) => {
+                self.bound.run(pass, 2, params, self.slots);
+                gather.run(pass, 0, params, n);
+            }
+            None => {
+                self.bound.run(pass, 0, params, self.slots);
+                self.bound.run(pass, 1, params, n);
+            }
+        }
     }
 }

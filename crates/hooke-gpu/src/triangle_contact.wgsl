@@ -2,15 +2,18 @@
 // `collision/triangle_contact.rs`, issue #10 item 4), dispatched by triangle_contact.rs after
 // collide.wgsl in every substep: `push` moves each listed triangle's centroid and edge
 // midpoints out of the colliders (with friction) and stores the corrections; `gather` gives
-// each particle the mean of its share of the corrections around it. Same operations, in the
-// same order, as the CPU.
+// each particle the mean of its share of the corrections around it (`triangle_share.wgsl`).
+// Same operations, in the same order, as the CPU. Where every triangle of a model of one
+// world takes part, `push_all` reads the corners from the model's own triangles (bound at
+// `contact`'s place) and `triangle_gather.wgsl` gathers through the model's own lists, so
+// nothing is made for them on the host.
 
 @group(0) @binding(0) var<storage, read> position: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> displacement: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> radius: array<f32>;
 // [0] slots S, then per slot its triangle's corners and the colliders of its world (first,
 // end: 5 words per slot), then the per-particle CSR offsets (particle count + 1) and entries
-// (slot << 2 | corner).
+// (slot << 2 | corner). For `push_all`: the model's triangles, three corners each.
 @group(0) @binding(5) var<storage, read> contact: array<u32>;
 // The corrections, 4 per slot: centroid, then the midpoints of edges 0–1, 1–2, 2–0.
 @group(0) @binding(7) var<storage, read_write> delta: array<vec4<f32>>;
@@ -67,17 +70,9 @@ fn clear_of_colliders(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, r: f32, withi
     return true;
 }
 
-@compute @workgroup_size(64)
-fn push(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let slot = thread_index(gid, nwg);
-    if slot >= contact[0] {
-        return;
-    }
-    let at = 1u + SLOT_WORDS * slot;
-    let i = contact[at];
-    let j = contact[at + 1u];
-    let k = contact[at + 2u];
-    let within = vec2<u32>(contact[at + 3u], contact[at + 4u]);
+// The corrections of the virtual particles of the triangle in `slot`, with corners i, j, k,
+// against the colliders [within.x, within.y).
+fn push_slot(slot: u32, i: u32, j: u32, k: u32, within: vec2<u32>) {
     let a = position[i].xyz;
     let b = position[j].xyz;
     let c = position[k].xyz;
@@ -99,8 +94,25 @@ fn push(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     delta[4u * slot + 3u] = vec4<f32>(project_point((c + a) * 0.5, (dc + da) * 0.5, (rc + ra) * 0.5, within), 0.0);
 }
 
-fn touches(v: vec3<f32>) -> bool {
-    return any(v != vec3<f32>(0.0));
+@compute @workgroup_size(64)
+fn push(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let slot = thread_index(gid, nwg);
+    if slot >= contact[0] {
+        return;
+    }
+    let at = 1u + SLOT_WORDS * slot;
+    push_slot(slot, contact[at], contact[at + 1u], contact[at + 2u], vec2<u32>(contact[at + 3u], contact[at + 4u]));
+}
+
+// Every triangle of a model of one world, in its slot: `contact` holds the model's triangles.
+@compute @workgroup_size(64)
+fn push_all(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let slot = thread_index(gid, nwg);
+    if slot >= P.triangle_count {
+        return;
+    }
+    let at = 3u * slot;
+    push_slot(slot, contact[at], contact[at + 1u], contact[at + 2u], vec2<u32>(0u, P.collider_count));
 }
 
 @compute @workgroup_size(64)
@@ -116,36 +128,12 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     let slots = contact[0];
     let offsets = 1u + SLOT_WORDS * slots;
     let entries = offsets + P.particle_count + 1u;
-    var sum = vec3<f32>(0.0);
-    var count = 0u;
+    var share = Share(vec3<f32>(0.0), 0u);
     for (var e = contact[offsets + p]; e < contact[offsets + p + 1u]; e++) {
         let entry = contact[entries + e];
         let slot = entry >> 2u;
-        let corner = entry & 3u;
-        let wc = vec3<f32>(
-            position[contact[1u + SLOT_WORDS * slot]].w,
-            position[contact[2u + SLOT_WORDS * slot]].w,
-            position[contact[3u + SLOT_WORDS * slot]].w,
-        );
-        let d0 = delta[4u * slot].xyz;
-        if touches(d0) {
-            let s = (wc.x + wc.y) + wc.z;
-            sum = sum + opaque3(d0 * (3.0 * wc[corner] / s));
-            count += 1u;
-        }
-        // The midpoints of the two edges through this corner.
-        for (var h = 0u; h < 2u; h++) {
-            let q = select((corner + 2u) % 3u, corner, h == 0u);
-            let dq = delta[4u * slot + 1u + q].xyz;
-            if touches(dq) {
-                let s = wc[q] + wc[(q + 1u) % 3u];
-                sum = sum + opaque3(dq * (2.0 * wc[corner] / s));
-                count += 1u;
-            }
-        }
+        let at = 1u + SLOT_WORDS * slot;
+        share = add_share(share, slot, entry & 3u, vec3<u32>(contact[at], contact[at + 1u], contact[at + 2u]));
     }
-    if count > 0u {
-        let d = displacement[p];
-        displacement[p] = vec4<f32>(d.xyz + sum / f32(count), d.w);
-    }
+    apply_share(p, share);
 }

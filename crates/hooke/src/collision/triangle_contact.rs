@@ -113,6 +113,27 @@ impl TriangleContact {
         TriangleContact { triangles, offsets, entries, delta: Vec::new() }
     }
 
+    /// Whether every triangle of `model` takes part, in order (every body with triangles a
+    /// cloth with triangle contact, and a collider to touch): then the lists are the model's
+    /// own triangles around each particle, each slot its triangle. Without making the lists.
+    pub fn takes_every_triangle(model: &Model) -> bool {
+        if model.colliders().is_empty() || model.triangles().is_empty() {
+            return false;
+        }
+        let mut end = 0u32;
+        for body in model.bodies() {
+            if body.triangles.is_empty() {
+                continue;
+            }
+            let listed = matches!(&body.material, crate::model::BodyMaterial::Cloth(m) if m.triangle_contact);
+            if !listed || body.triangles.start != end {
+                return false;
+            }
+            end = body.triangles.end;
+        }
+        end as usize == model.triangles().len()
+    }
+
     /// Whether no triangle takes part.
     pub fn is_empty(&self) -> bool {
         self.triangles.is_empty()
@@ -319,5 +340,38 @@ mod tests {
             let all: Vec<u32> = (0..m.triangles().len() as u32).collect();
             assert_eq!(lists_of_all(m), lists_of(m, &all));
         }
+    }
+
+    /// `takes_every_triangle` says whether the plan lists every triangle in order, as the plan
+    /// made finds: two cloths, a rope between them, with and without a collider, with one
+    /// cloth's triangle contact off (the first or the last).
+    #[test]
+    fn every_triangle_is_taken_exactly_when_the_plan_lists_them_all() {
+        use crate::collision::{Collider, Shape};
+        let build = |collider: bool, off: Option<usize>| {
+            let mut b = ModelBuilder::new();
+            let mut a = ClothGrid::new("a", 4, 5, 0.1);
+            a.material.triangle_contact = off != Some(0);
+            b.add_cloth_grid(&a).unwrap();
+            b.add_rope(&crate::Rope::straight("r", Vec3::new(0.0, 1.0, 0.0), Vec3::new(1.0, 1.0, 0.0), 6)).unwrap();
+            let mut c = ClothGrid::new("c", 3, 3, 0.1);
+            c.center = Vec3::new(2.0, 0.0, 0.0);
+            c.material.triangle_contact = off != Some(1);
+            b.add_cloth_grid(&c).unwrap();
+            if collider {
+                b.add_collider(Collider::new("ball", Shape::Sphere { center: Vec3::ZERO, radius: 0.2 })).unwrap();
+            }
+            b.finalize().unwrap()
+        };
+        let mut every_count = 0;
+        for (collider, off) in [(true, None), (false, None), (true, Some(0)), (true, Some(1))] {
+            let model = build(collider, off);
+            let plan = TriangleContact::new(&model);
+            let all: Vec<u32> = (0..model.triangles().len() as u32).collect();
+            let every = TriangleContact::takes_every_triangle(&model);
+            assert_eq!(every, plan.triangles() == all.as_slice(), "collider {collider}, off {off:?}");
+            every_count += every as u32;
+        }
+        assert_eq!(every_count, 1);
     }
 }
