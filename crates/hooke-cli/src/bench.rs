@@ -9,7 +9,8 @@ use std::time::Instant;
 pub struct BenchArgs {
     /// Scene file, `default`, or a preset: `demo:N` (the default scene, the viewer's `cloth`
     /// demo, with an N×N cloth), `tear:N` (`scenes/tear_sheet.toml` with an N×N sheet; torn
-    /// only with `--tearing`), `grid:N` (an N×N, 1 m cloth hanging from one edge, XPBD),
+    /// only with `--tearing`), `cut:N` (`scenes/cut_cloth.toml` with an N×N cloth, cut after
+    /// the second frame with `--tearing`), `grid:N` (an N×N, 1 m cloth hanging from one edge, XPBD),
     /// `sheet:N` (an N×N, 1 m sheet of K = 1e4 N/m hanging from its top row, XPBD),
     /// `warp-cloth:N` (NVIDIA Warp's cloth benchmark, symplectic Euler),
     /// `newton-hanging:WxH` (Newton's cloth_hanging example, XPBD 10 × 10), `pile:N` (an

@@ -39,7 +39,7 @@ enum Command {
         /// Scene file (TOML).
         scene: PathBuf,
     },
-    /// Time a scene or a preset (`default`, `demo:N`, `tear:N`, `grid:N`, `sheet:N`, `warp-cloth:N`,
+    /// Time a scene or a preset (`default`, `demo:N`, `tear:N`, `cut:N`, `grid:N`, `sheet:N`, `warp-cloth:N`,
     /// `newton-hanging:WxH`, `pile:N`, `stack:N`, `capsules:N`) and print ms/frame beside the accuracy reached.
     Bench(bench::BenchArgs),
     /// Compare solvers: `hooke compare integrators` writes CSV and PNG plots.

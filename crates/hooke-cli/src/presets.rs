@@ -86,6 +86,27 @@ pub fn tear(n: usize) -> Result<Scene> {
     Ok(scene)
 }
 
+/// `cut:N`: `scenes/cut_cloth.toml` (a hanging cloth cut straight across by a scripted blade)
+/// with the cloth made N×N particles over the same 0.575 m and the cut at the end of the second
+/// frame instead of at 1 s, at a fixed 20 substeps × 8 iterations: one blade event through a
+/// cloth near rest, for timing a cut's rebuild (`hooke bench cut:512 --tearing --frames 3
+/// --warmup 0`; without `--tearing` the cut is not made).
+pub fn cut(n: usize) -> Result<Scene> {
+    if !(2..=8192).contains(&n) {
+        bail!("cut:{n}: N must be 2 to 8192 particles a side");
+    }
+    let text = include_str!("../../../scenes/cut_cloth.toml");
+    let at = "time = 1.0  ";
+    if !text.contains(at) {
+        bail!("cut:{n}: scenes/cut_cloth.toml no longer cuts at 1 s");
+    }
+    let text = text.replace(at, "time = 0.0333");
+    let mut scene = resized(&text, ("cut", n), (24, "0.025", 0.575), "cut_cloth")?;
+    scene.solver.set_substeps(20);
+    scene.solver.set_iterations(8);
+    Ok(scene)
+}
+
 /// `grid:N`: an N×N cloth of 1 m × 1 m, default material, lying in the x–z plane at y = 1 m and
 /// pinned along its first row (z = −0.5 m), so it falls and hangs from that edge. No colliders,
 /// no aerodynamics.
@@ -285,7 +306,7 @@ pub fn capsules(n: usize) -> Result<Scene> {
     Ok(preset(format!("capsules{n}"), model, SolverChoice::Position(XpbdSettings::default()), []))
 }
 
-/// A scene file, `default`, or a preset `demo:N`, `tear:N`, `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
+/// A scene file, `default`, or a preset `demo:N`, `tear:N`, `cut:N`, `grid:N`, `sheet:N`, `warp-cloth:N`, `newton-hanging:WxH`,
 /// `pile:N`, `stack:N`, `capsules:N`.
 pub fn resolve(spec: &str) -> Result<Scene> {
     if spec == "default" {
@@ -294,6 +315,10 @@ pub fn resolve(spec: &str) -> Result<Scene> {
     if let Some(n) = spec.strip_prefix("tear:") {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
         return tear(n);
+    }
+    if let Some(n) = spec.strip_prefix("cut:") {
+        let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
+        return cut(n);
     }
     if let Some(n) = spec.strip_prefix("demo:") {
         let n: usize = n.parse().with_context(|| format!("preset {spec:?}: N must be a whole number"))?;
@@ -331,7 +356,7 @@ pub fn resolve(spec: &str) -> Result<Scene> {
     }
     if spec.contains(':') && !Path::new(spec).exists() {
         bail!(
-            "unknown preset {spec:?} (presets: default, demo:N, tear:N, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N)"
+            "unknown preset {spec:?} (presets: default, demo:N, tear:N, cut:N, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N)"
         );
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)
@@ -349,5 +374,16 @@ mod tests {
         let SolverChoice::Position(s) = scene.solver else { panic!("not XPBD") };
         assert_eq!((s.substeps, s.iterations, s.auto_iterations), (20, 8, None));
         assert_eq!(scene.model.particle_count(), 16 * 16);
+    }
+
+    /// `cut:N` cuts its N×N cloth after the second frame, at the fixed budget.
+    #[test]
+    fn the_cut_preset_cuts_after_the_second_frame() {
+        let scene = super::cut(32).unwrap();
+        let SolverChoice::Position(s) = scene.solver else { panic!("not XPBD") };
+        assert_eq!((s.substeps, s.iterations, s.auto_iterations), (20, 8, None));
+        assert_eq!(scene.model.particle_count(), 32 * 32);
+        let times: Vec<f64> = scene.cuts.iter().map(|(t, _)| *t).collect();
+        assert!(times.len() == 1 && times[0] > 1.0 / 60.0 && times[0] <= 2.0 / 60.0, "{times:?}");
     }
 }
