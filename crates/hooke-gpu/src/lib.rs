@@ -40,7 +40,9 @@
 //! 5. **collide**: projection out of planes, spheres, capsules, boxes and mesh colliders'
 //!    distance grids, each at its placement of the substep (translated and turned), then
 //!    clamped Coulomb friction relative to the collider's surface motion; then the cloth
-//!    triangles' virtual particles (**push**, **gather** in `triangle_contact.wgsl`);
+//!    triangles' virtual particles (**push**, **gather** in `triangle_contact.wgsl`; where
+//!    every triangle of a model of one world takes part, **push_all** there and **gather_all**
+//!    in `triangle_gather.wgsl`, over the model's own triangle lists);
 //! 6. **finish**: v ← d/h, x⁰ ← x⁰ + d, d ← 0 — without aerodynamics, done with the next
 //!    substep's predict in one pass over the particles (so stage times count that predict
 //!    under finish).

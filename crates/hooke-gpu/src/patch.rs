@@ -131,8 +131,8 @@ pub(crate) fn storage_patched<T: Pod + Sync>(
             at += bytes;
         }
     }
-    // (A set of one record of 4 or 8 bytes leaves padding up to 16 bytes, which wgpu zeroes
-    // before the first use, as it does every byte not written.)
+    // (Any byte not written — padding up to 16 bytes for records shorter than that — wgpu
+    // zeroes before the first use.)
     buffer
 }
 

@@ -611,12 +611,15 @@ impl GpuXpbdSolver {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let k =
             Bindings::new(&self.kernels, device, &b, &model, &self.settings, self.ctx.loop_budget(), self.ctx.is_cpu());
+        // (An encoder's errors come with `finish`: inside the scope, so that the solver is
+        // left as it was on one.)
+        let copies = encoder.finish();
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(SolverError::InvalidSettings { setting: "model", message: format!("wgpu validation: {e}") });
         }
         // The copies from the old buffers, before anything uses the new ones (the old ones
         // live on until the copies are done).
-        self.ctx.queue().submit([encoder.finish()]);
+        self.ctx.queue().submit([copies]);
         self.k = k;
         self.list_tally = [0; 2];
         write_colour_slots(self.ctx.queue(), &b, &model);

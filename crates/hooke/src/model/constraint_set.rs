@@ -244,8 +244,8 @@ impl<T> ConstraintSet<T> {
     /// plus one pass over the set's arrays (no sort, no colouring proof of the constraints
     /// that keep their particles: renumbering one-to-one keeps their colours conflict-free).
     /// Made for a tear (`tearing::tear`), which changes a few constraints of a large set.
-    /// Also returns the runs of records copied unchanged ([`CopiedRun`]; none when `renumber`
-    /// is given, as renumbered records change).
+    /// Also returns the runs of records copied unchanged ([`CopiedRun`]; a record on a
+    /// particle that `renumber` renumbers changes, and is in none).
     ///
     /// # Errors
     /// As [`ConstraintSet::build`]: [`ModelError::Colouring`] if a moved or added constraint
@@ -308,10 +308,9 @@ impl<T> ConstraintSet<T> {
                 }
             }
         }
-        // The runs copied unchanged: the runs cut at the moved constraints, none renumbered.
-        let copied = if renumber.is_some() {
-            Vec::new()
-        } else {
+        // The runs copied unchanged: the runs cut at the moved constraints and, where particles
+        // are renumbered, at the constraints on a renumbered particle.
+        let copied = {
             let mut moved = changes.iter().filter(|(_, f)| matches!(f, Fate::Moved(_))).map(|&(k, _)| k).peekable();
             let mut copied = Vec::with_capacity(runs.len());
             for (range, to) in &runs {
@@ -325,7 +324,28 @@ impl<T> ConstraintSet<T> {
                     at = end + 1;
                 }
             }
-            copied
+            match renumber {
+                None => copied,
+                Some(map) => copied
+                    .par_iter()
+                    .flat_map_iter(|r| {
+                        let kept = |k: u32| self.items[k as usize].particles().iter().all(|&p| map[p as usize] == p);
+                        let mut out = Vec::new();
+                        let mut k = r.from;
+                        while k < r.from + r.len {
+                            let start = k;
+                            while k < r.from + r.len && kept(k) {
+                                k += 1;
+                            }
+                            if k > start {
+                                out.push(CopiedRun { from: start, to: r.to + (start - r.from), len: k - start });
+                            }
+                            k += 1;
+                        }
+                        out
+                    })
+                    .collect(),
+            }
         };
         let mut new_index = vec![u32::MAX; m];
         {
