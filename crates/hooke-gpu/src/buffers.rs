@@ -271,8 +271,7 @@ impl Buffers {
         let (x, v) = state.map_or((model.particle_position(), model.particle_velocity()), |s| {
             (&s.particle_position[..], &s.particle_velocity[..])
         });
-        let position: Vec<[f32; 4]> = x.par_iter().zip(inv_mass).map(|(x, &w)| x.extend(w).to_array()).collect();
-        let velocity: Vec<[f32; 4]> = v.par_iter().map(|v| v.extend(0.0).to_array()).collect();
+        let (position, velocity) = (position_records(x, inv_mass), velocity_records(v));
         let colliders = collider_records(model);
         let structural = structural_constraints(model);
         let triangles: Vec<u32> = model.triangles().iter().flatten().copied().collect();
@@ -388,6 +387,17 @@ impl Buffers {
             queue.write_buffer(&self.colliders, 0, bytemuck::cast_slice(&colliders));
         }
     }
+}
+
+/// The position buffer's records of positions `x` (m) and inverse masses `w` (1/kg), one per
+/// particle: (x, y, z, w).
+pub(crate) fn position_records(x: &[glam::Vec3], w: &[f32]) -> Vec<[f32; 4]> {
+    x.par_iter().zip(w).map(|(x, &w)| x.extend(w).to_array()).collect()
+}
+
+/// The velocity buffer's records of velocities `v` (m/s), one per particle: (x, y, z, 0).
+pub(crate) fn velocity_records(v: &[glam::Vec3]) -> Vec<[f32; 4]> {
+    v.par_iter().map(|v| v.extend(0.0).to_array()).collect()
 }
 
 /// Indices of the structural constraints (checked for runaway strain).

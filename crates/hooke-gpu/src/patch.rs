@@ -40,23 +40,9 @@ pub(crate) fn verified<T: Pod + Sync>(data: &[T], old: &[T], copied: &[CopiedRun
     let mut kept: Vec<CopiedRun> = pieces
         .par_iter()
         .flat_map_iter(|r| {
-            let same = |d: u32| {
+            r.parts(|d| {
                 bytemuck::bytes_of(&old[(r.from + d) as usize]) == bytemuck::bytes_of(&data[(r.to + d) as usize])
-            };
-            let mut out = Vec::new();
-            let mut d = 0;
-            while d < r.len {
-                if !same(d) {
-                    d += 1;
-                    continue;
-                }
-                let start = d;
-                while d < r.len && same(d) {
-                    d += 1;
-                }
-                out.push(CopiedRun { from: r.from + start, to: r.to + start, len: d - start });
-            }
-            out
+            })
         })
         .collect();
     kept.sort_unstable_by_key(|r| r.to);

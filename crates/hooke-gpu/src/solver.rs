@@ -1535,13 +1535,8 @@ impl Solver for GpuXpbdSolver {
 
     fn write_state(&mut self, state: &State) -> Result<(), SolverError> {
         check_state(&self.model, state)?;
-        let x: Vec<[f32; 4]> = state
-            .particle_position
-            .iter()
-            .zip(self.model.particle_inv_mass())
-            .map(|(x, &w)| x.extend(w).to_array())
-            .collect();
-        let v: Vec<[f32; 4]> = state.particle_velocity.iter().map(|v| v.extend(0.0).to_array()).collect();
+        let x = buffers::position_records(&state.particle_position, self.model.particle_inv_mass());
+        let v = buffers::velocity_records(&state.particle_velocity);
         let queue = self.ctx.queue();
         if !x.is_empty() {
             queue.write_buffer(&self.b.position, 0, bytemuck::cast_slice(&x));

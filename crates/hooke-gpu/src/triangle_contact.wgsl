@@ -118,11 +118,7 @@ fn push_all(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
 @compute @workgroup_size(64)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let p = thread_index(gid, nwg);
-    if p >= P.particle_count {
-        return;
-    }
-    let w = position[p].w;
-    if w <= 0.0 {
+    if !takes_share(p) {
         return;
     }
     let slots = contact[0];

@@ -17,11 +17,7 @@
 @compute @workgroup_size(64)
 fn gather_all(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let p = thread_index(gid, nwg);
-    if p >= P.particle_count {
-        return;
-    }
-    let w = position[p].w;
-    if w <= 0.0 {
+    if !takes_share(p) {
         return;
     }
     var share = Share(vec3<f32>(0.0), 0u);

@@ -36,6 +36,11 @@ fn add_share(share: Share, slot: u32, corner: u32, corners: vec3<u32>) -> Share 
     return out;
 }
 
+// Whether particle p (a gather's thread) takes a share: it exists and is free (w > 0).
+fn takes_share(p: u32) -> bool {
+    return p < P.particle_count && position[p].w > 0.0;
+}
+
 // Particle p moved by the mean of its share, if any.
 fn apply_share(p: u32, share: Share) {
     if share.count > 0u {

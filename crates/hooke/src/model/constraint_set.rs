@@ -224,6 +224,26 @@ pub struct CopiedRun {
     pub len: u32,
 }
 
+impl CopiedRun {
+    /// The parts of this run whose records `keep` holds, `keep` taking a record's offset in
+    /// the run (0 to `len` − 1): the run cut at the records it refuses, in order.
+    pub fn parts(&self, keep: impl Fn(u32) -> bool) -> Vec<CopiedRun> {
+        let mut out = Vec::new();
+        let mut d = 0;
+        while d < self.len {
+            let start = d;
+            while d < self.len && keep(d) {
+                d += 1;
+            }
+            if d > start {
+                out.push(CopiedRun { from: self.from + start, to: self.to + start, len: d - start });
+            }
+            d += 1;
+        }
+        out
+    }
+}
+
 /// What becomes of one constraint of a set in [`ConstraintSet::patched`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Fate<T> {
@@ -329,20 +349,7 @@ impl<T> ConstraintSet<T> {
                 Some(map) => copied
                     .par_iter()
                     .flat_map_iter(|r| {
-                        let kept = |k: u32| self.items[k as usize].particles().iter().all(|&p| map[p as usize] == p);
-                        let mut out = Vec::new();
-                        let mut k = r.from;
-                        while k < r.from + r.len {
-                            let start = k;
-                            while k < r.from + r.len && kept(k) {
-                                k += 1;
-                            }
-                            if k > start {
-                                out.push(CopiedRun { from: start, to: r.to + (start - r.from), len: k - start });
-                            }
-                            k += 1;
-                        }
-                        out
+                        r.parts(|d| self.items[(r.from + d) as usize].particles().iter().all(|&p| map[p as usize] == p))
                     })
                     .collect(),
             }
