@@ -707,6 +707,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     }
     new_cracks.sort_unstable();
     new_cracks.dedup();
+    let (particle_triangles_offsets, particle_triangles) = triangle_lists(model, &parent, &groups, &triangles);
     let (mass_len, body_len) = (mass.len() as u32, bodies.len() as u32);
     let torn = Model {
         particle_position: pick(rest),
@@ -719,8 +720,8 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         dihedral,
         rope_bending,
         particle_uv: if uv.is_empty() { Vec::new() } else { parent.iter().map(|&p| uv[p as usize]).collect() },
-        particle_triangles_offsets: Vec::new(),
-        particle_triangles: Vec::new(),
+        particle_triangles_offsets,
+        particle_triangles,
         triangles,
         bodies,
         colliders: model.colliders().to_vec(),
@@ -734,8 +735,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         particle_world: Vec::new(),
         air: model.air(),
         cracks: new_cracks,
-    }
-    .with_triangle_adjacency();
+    };
     // The model torn was checked when it was made (as every model is); only the new values
     // need it.
     unchecked |= split_points.iter().any(|&p| {
@@ -749,6 +749,46 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     }
     let copied = CopiedRuns { distance: distance_copied, dihedral: dihedral_copied };
     Ok(Some(Torn { model: torn, parent, broken: count_broken, split, copied }))
+}
+
+/// The torn model's particle → triangle lists (CSR: offsets, one per particle plus one, and
+/// the triangles) from the old `model`'s, for the new particles' `parent`s, the old particles'
+/// `groups` and the new `triangles` (in the old order): a particle's triangles are those of
+/// its parent that hold it, in increasing order — what a build from every triangle gives,
+/// without the serial pass over them.
+fn triangle_lists(model: &Model, parent: &[u32], groups: &[u32], triangles: &[[u32; 3]]) -> (Vec<u32>, Vec<u32>) {
+    let held = |q: usize| {
+        let p = parent[q] as usize;
+        let whole = groups[p] <= 1;
+        model
+            .particle_triangles(p)
+            .iter()
+            .copied()
+            .filter(move |&t| whole || triangles[t as usize].contains(&(q as u32)))
+    };
+    let counts: Vec<u32> = (0..parent.len())
+        .into_par_iter()
+        .map(|q| match groups[parent[q] as usize] {
+            0 | 1 => model.particle_triangles(parent[q] as usize).len() as u32,
+            _ => held(q).count() as u32,
+        })
+        .collect();
+    let mut offsets = Vec::with_capacity(parent.len() + 1);
+    offsets.push(0u32);
+    let mut total = 0u32;
+    for c in counts {
+        total += c;
+        offsets.push(total);
+    }
+    let mut lists = vec![0u32; total as usize];
+    crate::model::csr_blocks(&mut lists, &offsets, 4096).into_par_iter().for_each(|(q0, q1, part)| {
+        let base = offsets[q0] as usize;
+        for q in q0..q1 {
+            let out = &mut part[offsets[q] as usize - base..offsets[q + 1] as usize - base];
+            out.iter_mut().zip(held(q)).for_each(|(o, t)| *o = t);
+        }
+    });
+    (offsets, lists)
 }
 
 /// The constraints of `set` at the particles below `n` that `at` picks, and `also`: their
@@ -1080,6 +1120,11 @@ mod patch_tests {
             prop_assert!(patched.model.distance() == rebuilt.model.distance(), "distance sets differ");
             prop_assert!(patched.model.dihedral() == rebuilt.model.dihedral(), "hinge sets differ");
             prop_assert!(patched.model.rope_bending() == rebuilt.model.rope_bending());
+            // The particle → triangle lists taken from the old model's are those built from
+            // every triangle.
+            let built = patched.model.clone().with_triangle_adjacency();
+            prop_assert_eq!(&patched.model.particle_triangles_offsets, &built.particle_triangles_offsets);
+            prop_assert_eq!(&patched.model.particle_triangles, &built.particle_triangles);
             // The runs said to be copied are: the same records, each new index once; and
             // where no particle was renumbered, most records are in them.
             let renumbered =
@@ -1124,7 +1169,9 @@ mod patch_tests {
 
     /// The torn model's constraint sets patched where the tear changed them are the sets built
     /// anew from every constraint mapped, bit for bit (constraints, families, elements, colour
-    /// ranges, adjacency), the runs said to be copied unchanged are (`copies_hold`), with the same counts and parents: random models of one to three
+    /// ranges, adjacency), the runs said to be copied unchanged are (`copies_hold`), with the
+    /// same counts and parents, and the particle → triangle lists are those built from every
+    /// triangle: random models of one to three
     /// cloths (grids, and meshes whose texture coordinates are off the lattice; each bending
     /// model; the cracked body first, last or between others, so that the particles after it
     /// are renumbered), torn one to three times in a row along random lines in texture space
