@@ -300,11 +300,13 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     // particle_triangles), and the number of groups.
     let mut group_of: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut groups = vec![1u32; n];
-    for (b, body) in model.bodies().iter().enumerate() {
-        if !body_cracked[b] {
-            continue;
-        }
-        for p in body.particles.clone().filter(|&p| on_crack[p as usize]) {
+    // (Every crack particle's body is cracked; each particle's groups are found on its own.)
+    let mut crack_particles: Vec<u32> = cracks.iter().flat_map(|&(a, b)| [a, b]).collect();
+    crack_particles.sort_unstable();
+    crack_particles.dedup();
+    let grouped: Vec<(u32, u32, Vec<u32>)> = crack_particles
+        .par_iter()
+        .map(|&p| {
             let tris = model.particle_triangles(p as usize);
             let mut parent: Vec<usize> = (0..tris.len()).collect();
             fn find(parent: &mut [usize], mut k: usize) -> usize {
@@ -339,9 +341,12 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
                 let next = label.len() as u32;
                 g.push(*label.entry(root).or_insert(next));
             }
-            groups[p as usize] = label.len().max(1) as u32;
-            group_of[p as usize] = g;
-        }
+            (p, label.len().max(1) as u32, g)
+        })
+        .collect();
+    for (p, count, g) in grouped {
+        groups[p as usize] = count;
+        group_of[p as usize] = g;
     }
     // New numbering: body by body, the originals in order, then the copies.
     let mut first_copy = vec![0u32; n];
@@ -447,8 +452,20 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     };
     let mut count_broken = broken.len() as u32;
     // Triangles, each corner on its group's copy.
-    let triangles: Vec<[u32; 3]> =
-        model.triangles().par_iter().enumerate().map(|(t, tri)| tri.map(|p| id(p, group_at(p, t as u32)))).collect();
+    // (The old triangles renumbered, then the corners at the split particles moved onto the
+    // copies of their groups; a renumbered original is no other particle's number.)
+    let mut triangles: Vec<[u32; 3]> =
+        model.triangles().par_iter().map(|tri| tri.map(|p| new_of[p as usize])).collect();
+    for &p in &split_points {
+        for (slot, &t) in model.particle_triangles(p as usize).iter().enumerate() {
+            let copy = id(p, group_of[p as usize][slot]);
+            for corner in &mut triangles[t as usize] {
+                if *corner == new_of[p as usize] {
+                    *corner = copy;
+                }
+            }
+        }
+    }
     let body_cracked_particle = cracked;
     // Distance constraint k on its particles' copies; `Err(spans)` when it is left out: broken
     // (false) or spanning a crack (true).
@@ -695,8 +712,10 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         })
         .collect();
     // Cracks that remain between two triangles (not yet opened), renumbered.
+    // (A triangle on a crack is one of a crack particle's.)
     let mut new_cracks: Vec<[u32; 2]> = Vec::new();
-    for (t, tri) in model.triangles().iter().enumerate() {
+    for &t in crack_particles.iter().flat_map(|&p| model.particle_triangles(p as usize)) {
+        let (t, tri) = (t as usize, model.triangles()[t as usize]);
         for e in 0..3 {
             let (a, b) = (tri[e], tri[(e + 1) % 3]);
             if on_crack[a as usize] && on_crack[b as usize] && cracks.contains(&edge(a, b)) {
