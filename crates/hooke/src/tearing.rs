@@ -609,21 +609,22 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
             }
         }
     }
-    let (distance, distance_copied) = match how {
+    // The distance set and the hinges are made side by side (each in parallel within).
+    let distance_set = || match how {
         Sets::Rebuilt => {
             let kept: Vec<(u32, crate::model::DistanceConstraint)> =
                 mapped.into_iter().filter_map(|(k, m)| Some((k, m.ok()?))).collect();
             let (items, families, elements, colours) = compact(set, &kept, &flaps);
             drop(kept);
-            (crate::model::ConstraintSet::build::<2>(n_new, items, families, elements, colours)?, Vec::new())
+            Ok((crate::model::ConstraintSet::build::<2>(n_new, items, families, elements, colours)?, Vec::new()))
         }
         Sets::Patched => {
             let changes = fates(set, &new_of, mapped.into_iter().map(|(k, m)| (k, m.ok())));
-            set.patched::<2>(n_new, renumber, &changes, &flaps)?
+            set.patched::<2>(n_new, renumber, &changes, &flaps)
         }
     };
-    // Hinges of angle bending.
-    let (dihedral, dihedral_copied) = {
+    // Hinges of angle bending, and how many are lost.
+    let hinge_set = || {
         let set = model.dihedral();
         // Hinge h on its triangles' copies; `None` when it no longer joins two triangles.
         let map_hinge = |h: &crate::model::DihedralBending| -> Option<[u32; 4]> {
@@ -664,8 +665,8 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
                 (k, map_hinge(h).map(|particles| crate::model::DihedralBending { particles, ..*h }))
             })
             .collect();
-        count_broken += mapped.iter().filter(|(_, m)| m.is_none()).count() as u32;
-        match how {
+        let lost = mapped.iter().filter(|(_, m)| m.is_none()).count() as u32;
+        let made = match how {
             Sets::Rebuilt => {
                 let kept: Vec<(u32, crate::model::DihedralBending)> =
                     mapped.into_iter().filter_map(|(k, m)| Some((k, m?))).collect();
@@ -673,8 +674,13 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
                 (crate::model::ConstraintSet::build::<4>(n_new, items, families, elements, colours)?, Vec::new())
             }
             Sets::Patched => set.patched::<4>(n_new, renumber, &fates(set, &new_of, mapped.into_iter()), &[])?,
-        }
+        };
+        Ok::<_, ModelError>((made.0, made.1, lost))
     };
+    let (distance, hinges) = rayon::join(distance_set, hinge_set);
+    let (distance, distance_copied) = distance?;
+    let (dihedral, dihedral_copied, lost) = hinges?;
+    count_broken += lost;
     // Rope bending: ropes do not tear; renumbered only.
     let rope_bending = {
         let set = model.rope_bending();

@@ -292,7 +292,8 @@ impl DistanceBlocks {
         for r in set.colour_ranges() {
             let start = blocks.len();
             let cons = &set.constraints()[r.start as usize..r.end as usize];
-            blocks.extend(cons.chunks_exact(4).map(|c| Block4::new(c.try_into().unwrap())));
+            // (In parallel: a torn model of a million constraints lays them out anew.)
+            blocks.par_extend(cons.par_chunks_exact(4).map(|c| Block4::new(c.try_into().unwrap())));
             ranges.push(start..blocks.len());
         }
         DistanceBlocks { blocks, ranges }
