@@ -274,7 +274,6 @@ impl Buffers {
         let (position, velocity) = (position_records(x, inv_mass), velocity_records(v));
         let colliders = collider_records(model);
         let structural = structural_constraints(model);
-        let triangles: Vec<u32> = model.triangles().iter().flatten().copied().collect();
         let (offsets, around) = model.particle_triangle_adjacency();
         // UVs of a model with triangles to take tangents of; empty otherwise.
         let uv = model.particle_uv().filter(|_| !model.triangles().is_empty()).unwrap_or(&[]);
@@ -309,6 +308,7 @@ impl Buffers {
                     b.model.distance().constraints(),
                     &b.buffers.constraints,
                     &b.copied.distance,
+                    wgpu::BufferUsages::empty(),
                 ),
                 crate::patch::storage_patched(
                     device,
@@ -318,6 +318,7 @@ impl Buffers {
                     b.model.dihedral().constraints(),
                     &b.buffers.dihedral,
                     &b.copied.dihedral,
+                    wgpu::BufferUsages::empty(),
                 ),
             ),
             None => (
@@ -325,12 +326,85 @@ impl Buffers {
                 storage(device, "hooke hinges", model.dihedral().constraints()),
             ),
         };
+        // The lists a tear changes only at split particles (and at the copies, added at the end
+        // of their body): kept from the buffers before where their records are the same.
+        let device_uv = crate::tangents::device_uvs(uv);
+        let (inv_mass, radius, triangles, particle_triangles, uv) = match before.as_mut() {
+            Some(b) => {
+                use crate::patch::{csr_runs, same_index, storage_patched};
+                let old = b.model;
+                let old_uv = crate::tangents::device_uvs(
+                    old.particle_uv().filter(|_| !old.triangles().is_empty()).unwrap_or(&[]),
+                );
+                let none = wgpu::BufferUsages::empty();
+                let per_particle = same_index(old.particle_count(), n);
+                (
+                    storage_patched(
+                        device,
+                        b.encoder,
+                        "hooke inv_mass",
+                        inv_mass,
+                        old.particle_inv_mass(),
+                        &b.buffers.inv_mass,
+                        &per_particle,
+                        none,
+                    ),
+                    storage_patched(
+                        device,
+                        b.encoder,
+                        "hooke radius",
+                        model.particle_radius(),
+                        old.particle_radius(),
+                        &b.buffers.radius,
+                        &per_particle,
+                        none,
+                    ),
+                    storage_patched(
+                        device,
+                        b.encoder,
+                        "hooke triangles",
+                        model.triangles(),
+                        old.triangles(),
+                        &b.buffers.triangles,
+                        &same_index(old.triangles().len(), model.triangles().len()),
+                        wgpu::BufferUsages::INDEX,
+                    ),
+                    storage_patched(
+                        device,
+                        b.encoder,
+                        "hooke particle triangles",
+                        around,
+                        old.particle_triangle_adjacency().1,
+                        &b.buffers.particle_triangles,
+                        &csr_runs(old.particle_triangle_adjacency().0, offsets),
+                        none,
+                    ),
+                    storage_patched(
+                        device,
+                        b.encoder,
+                        "hooke uv",
+                        &device_uv,
+                        &old_uv,
+                        &b.buffers.uv,
+                        &same_index(old_uv.len(), device_uv.len()),
+                        none,
+                    ),
+                )
+            }
+            None => (
+                storage(device, "hooke inv_mass", inv_mass),
+                storage(device, "hooke radius", model.particle_radius()),
+                storage_with(device, "hooke triangles", model.triangles(), wgpu::BufferUsages::INDEX),
+                storage(device, "hooke particle triangles", around),
+                storage(device, "hooke uv", &device_uv),
+            ),
+        };
         Ok(Buffers {
             position: storage_with(device, "hooke position", &position, wgpu::BufferUsages::VERTEX),
             displacement: zeroed(device, "hooke displacement", v4(n)),
             velocity: storage(device, "hooke velocity", &velocity),
-            inv_mass: storage(device, "hooke inv_mass", inv_mass),
-            radius: storage(device, "hooke radius", model.particle_radius()),
+            inv_mass,
+            radius,
             force: zeroed(device, "hooke force", v4(n)),
             constraints,
             structural: storage(device, "hooke structural", &structural),
@@ -348,15 +422,15 @@ impl Buffers {
                 substeps * colliders.len().max(1) as u64 * size_of::<Placement>() as u64,
             ),
             worlds: storage(device, "hooke worlds", &crate::worlds::records(model, substeps as u32, None)),
-            triangles: storage_with(device, "hooke triangles", &triangles, wgpu::BufferUsages::INDEX),
+            triangles,
             triangle_force: zeroed(device, "hooke triangle force", v4(model.triangles().len())),
             particle_triangle_offsets: storage(device, "hooke particle triangle offsets", offsets),
-            particle_triangles: storage(device, "hooke particle triangles", around),
+            particle_triangles,
             normal_accumulator: zeroed(device, "hooke normal accumulator", 12 * n as u64),
             normal: zeroed_with(device, "hooke normal", v4(n), wgpu::BufferUsages::VERTEX),
-            uv: storage(device, "hooke uv", &crate::tangents::device_uvs(uv)),
-            tangent_accumulator: zeroed(device, "hooke tangent accumulator", 12 * uv.len() as u64),
-            tangent: zeroed_with(device, "hooke tangent", v4(uv.len()), wgpu::BufferUsages::VERTEX),
+            uv,
+            tangent_accumulator: zeroed(device, "hooke tangent accumulator", 12 * device_uv.len() as u64),
+            tangent: zeroed_with(device, "hooke tangent", v4(device_uv.len()), wgpu::BufferUsages::VERTEX),
             health: zeroed(device, "hooke health", size_of::<HealthRecord>() as u64),
             tension: zeroed(device, "hooke rope tension", 16),
             params: uniform("hooke params", substeps * UNIFORM_SLOT),

@@ -65,10 +65,41 @@ pub(crate) fn gaps(runs: &[CopiedRun], len: u32) -> Vec<std::ops::Range<u32>> {
     out
 }
 
-/// A storage buffer holding `data`, as [`crate::buffers::storage`] makes it, with the records
-/// of the runs `copied` that hold (see [`verified`]) copied by `encoder` from `old_buffer`,
-/// which holds `old`; the others uploaded. Where the runs hold less than half the records,
-/// everything is uploaded. `encoder` must be submitted before the buffer is used.
+/// The run of the records at the same index in a list of `old` records and one of `new`
+/// (their common length; none where either is empty): where a tear changes a per-particle
+/// or per-triangle list only at split particles and adds the copies at the end, most of it.
+pub(crate) fn same_index(old: usize, new: usize) -> Vec<CopiedRun> {
+    let len = old.min(new).min(u32::MAX as usize) as u32;
+    if len == 0 { Vec::new() } else { vec![CopiedRun { from: 0, to: 0, len }] }
+}
+
+/// The runs of a CSR list (`old_offsets` and `new_offsets`: one per row plus one) where a row
+/// below both row counts has as many entries in both: its old entries at their new offset,
+/// consecutive rows in one run. (For a torn model's triangles around each particle: every
+/// particle that was not split keeps its list.)
+pub(crate) fn csr_runs(old_offsets: &[u32], new_offsets: &[u32]) -> Vec<CopiedRun> {
+    let rows = old_offsets.len().min(new_offsets.len()).saturating_sub(1);
+    let mut runs: Vec<CopiedRun> = Vec::new();
+    for p in 0..rows {
+        let (from, to) = (old_offsets[p], new_offsets[p]);
+        let len = old_offsets[p + 1].wrapping_sub(from);
+        if len == 0 || len != new_offsets[p + 1].wrapping_sub(to) || len > u32::MAX / 2 {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(r) if r.from + r.len == from && r.to + r.len == to => r.len += len,
+            _ => runs.push(CopiedRun { from, to, len }),
+        }
+    }
+    runs
+}
+
+/// A storage buffer holding `data`, as [`crate::buffers::storage_with`] makes it (with the
+/// `extra` usages), with the records of the runs `copied` that hold (see [`verified`]) copied
+/// by `encoder` from `old_buffer`, which holds `old`; the others uploaded. Where the runs hold
+/// less than half the records, everything is uploaded. `encoder` must be submitted before the
+/// buffer is used.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn storage_patched<T: Pod + Sync>(
     device: &wgpu::Device,
     encoder: &mut wgpu::CommandEncoder,
@@ -77,17 +108,18 @@ pub(crate) fn storage_patched<T: Pod + Sync>(
     old: &[T],
     old_buffer: &wgpu::Buffer,
     copied: &[CopiedRun],
+    extra: wgpu::BufferUsages,
 ) -> wgpu::Buffer {
     let size = size_of::<T>() as u64;
     let runs = if old_buffer.size() >= old.len() as u64 * size { verified(data, old, copied) } else { Vec::new() };
     let held: u64 = runs.iter().map(|r| r.len as u64).sum();
     if data.is_empty() || 2 * held < data.len() as u64 || !size.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT) {
-        return crate::buffers::storage(device, label, data);
+        return crate::buffers::storage_with(device, label, data, extra);
     }
     let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: (data.len() as u64 * size).max(16),
-        usage: STORAGE,
+        usage: STORAGE | extra,
         mapped_at_creation: false,
     });
     for r in &runs {
@@ -149,5 +181,20 @@ mod tests {
         let held: u32 = verified(&long, &long, &[run(0, 0, long.len() as u32)]).iter().map(|r| r.len).sum();
         assert_eq!(held, long.len() as u32);
         assert_eq!(gaps(&[], 4), vec![0..4]);
+    }
+
+    /// A CSR list's runs: every row of the same length in both, at its old and new offsets,
+    /// consecutive rows in one run; rows that changed length, and rows beyond either list,
+    /// in none. The same-index run is the common length.
+    #[test]
+    fn a_lists_rows_of_the_same_length_are_its_runs() {
+        // Old rows of 2, 3, 1, 2, 2 entries; new: row 1 lost an entry (a split particle), a
+        // sixth row added.
+        let old = [0, 2, 5, 6, 8, 10];
+        let new = [0, 2, 4, 5, 7, 9, 12];
+        assert_eq!(csr_runs(&old, &new), vec![run(0, 0, 2), run(5, 4, 5)]);
+        assert_eq!(csr_runs(&old, &old), vec![run(0, 0, 10)]);
+        assert_eq!(same_index(5, 7), vec![run(0, 0, 5)]);
+        assert!(same_index(0, 7).is_empty());
     }
 }

@@ -1,7 +1,8 @@
 //! A tear on the GPU (`GpuXpbdSolver::rebuild_torn`): the torn model's distance constraints
-//! and hinges are copied on the device from the old buffers where the tear kept them
-//! (`patch.rs`), and the frames that follow are those of a solver given every record anew,
-//! bit for bit — also when the runs it is told were copied are wrong.
+//! and hinges are copied on the device from the old buffers where the tear kept them, and its
+//! per-particle and per-triangle lists where they are the same (`patch.rs`), and the frames
+//! that follow are those of a solver given every record anew, bit for bit — also when the
+//! runs it is told were copied are wrong.
 
 use crate::*;
 use hooke::tearing::{CopiedRun, CopiedRuns, Cut};
@@ -24,10 +25,13 @@ fn a_torn_models_records_copied_on_the_device_give_the_frames_of_a_full_upload()
     }
     let xpbd = XpbdSettings { substeps: 8, iterations: 3, ..XpbdSettings::default() };
     let settings = GpuSettings { xpbd, ..GpuSettings::default() };
-    // Three solvers torn alike: told the runs the tear copied, told none (every record
-    // uploaded), told runs off by one record (none holds).
+    // Four solvers torn alike: told the runs the tear copied, told none (every constraint
+    // record uploaded), told runs off by one record (none holds), and rebuilt from the torn
+    // model alone (every buffer uploaded: the triangles, inverse masses, radii, texture
+    // coordinates and triangles around each particle too, which the others keep where they
+    // are the same).
     let mut solvers: Vec<GpuXpbdSolver> =
-        (0..3).map(|_| GpuXpbdSolver::new(ctx.clone(), model.clone(), settings).unwrap()).collect();
+        (0..4).map(|_| GpuXpbdSolver::new(ctx.clone(), model.clone(), settings).unwrap()).collect();
     let mut model = model;
     for tear in 0..3 {
         for s in &mut solvers {
@@ -59,6 +63,7 @@ fn a_torn_models_records_copied_on_the_device_give_the_frames_of_a_full_upload()
         for (s, copied) in solvers.iter_mut().zip([&torn.copied, &CopiedRuns::default(), &wrong]) {
             s.rebuild_torn(torn_model.clone(), &torn.parent, copied, &next).unwrap();
         }
+        solvers[3].rebuild(torn_model.clone(), &next).unwrap();
         // The pins go to their particles' copies.
         pins = (0..torn.parent.len() as u32).filter(|&p| pins.contains(&torn.parent[p as usize])).collect();
         control = Control::default();
