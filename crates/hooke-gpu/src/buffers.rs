@@ -234,7 +234,9 @@ impl Buffers {
     /// the state at `state`'s positions and velocities (the model's initial ones without),
     /// scratch zeroed. With `snapshot`, the start-of-frame copies for restoring after a
     /// blow-up. With `before`, the distance constraints and hinges are patched from those
-    /// buffers ([`crate::patch`]).
+    /// buffers, and the inverse masses, radii, triangles, texture coordinates and triangles
+    /// around each particle kept from them where their records are the same
+    /// ([`crate::patch`]).
     ///
     /// # Errors
     /// [`GpuError::TooLarge`] if a buffer exceeds the device's limits.

@@ -9,6 +9,12 @@
 //! its matching records are copied, buffer to buffer on the device, so a run that does not
 //! hold costs an upload, never a wrong record. The records outside the runs go up in one
 //! upload and are copied into place from it.
+//!
+//! The per-particle and per-triangle lists (inverse masses, radii, triangles, texture
+//! coordinates, the triangles around each particle) change only at split particles, and the
+//! copies come at the end of their body: they are kept the same way, from runs at the same
+//! index ([`same_index`]) or, for the triangles around each particle, row by row
+//! ([`csr_runs`]), each checked byte for byte before it is copied.
 
 use crate::buffers::STORAGE;
 use bytemuck::Pod;

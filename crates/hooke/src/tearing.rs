@@ -1150,6 +1150,20 @@ mod patch_tests {
             let built = patched.model.clone().with_triangle_adjacency();
             prop_assert_eq!(&patched.model.particle_triangles_offsets, &built.particle_triangles_offsets);
             prop_assert_eq!(&patched.model.particle_triangles, &built.particle_triangles);
+            // Each torn triangle's corners are its old corners' copies (the shared code of
+            // both paths, checked on its own).
+            prop_assert_eq!(patched.model.triangles().len(), model.triangles().len());
+            for (new, old) in patched.model.triangles().iter().zip(model.triangles()) {
+                prop_assert_eq!(new.map(|q| patched.parent[q as usize]), *old);
+            }
+            // ... and every copy of a particle with triangles has some (each group its own).
+            for (q, &p) in patched.parent.iter().enumerate() {
+                let had = !model.particle_triangles(p as usize).is_empty();
+                prop_assert!(
+                    !had || !patched.model.particle_triangles(q).is_empty(),
+                    "particle {q} lost its triangles"
+                );
+            }
             // The runs said to be copied are: the same records, each new index once; and
             // where no particle was renumbered, most records are in them.
             let renumbered =
@@ -1195,8 +1209,8 @@ mod patch_tests {
     /// The torn model's constraint sets patched where the tear changed them are the sets built
     /// anew from every constraint mapped, bit for bit (constraints, families, elements, colour
     /// ranges, adjacency), the runs said to be copied unchanged are (`copies_hold`), with the
-    /// same counts and parents, and the particle → triangle lists are those built from every
-    /// triangle: random models of one to three
+    /// same counts and parents, the particle → triangle lists are those built from every
+    /// triangle and each triangle's corners are copies of its old ones: random models of one to three
     /// cloths (grids, and meshes whose texture coordinates are off the lattice; each bending
     /// model; the cracked body first, last or between others, so that the particles after it
     /// are renumbered), torn one to three times in a row along random lines in texture space
