@@ -88,8 +88,8 @@ pub(crate) fn csr_runs(old_offsets: &[u32], new_offsets: &[u32]) -> Vec<CopiedRu
     let mut runs: Vec<CopiedRun> = Vec::new();
     for p in 0..rows {
         let (from, to) = (old_offsets[p], new_offsets[p]);
-        let len = old_offsets[p + 1].wrapping_sub(from);
-        if len == 0 || len != new_offsets[p + 1].wrapping_sub(to) || len > u32::MAX / 2 {
+        let len = old_offsets[p + 1].saturating_sub(from);
+        if len == 0 || len != new_offsets[p + 1].saturating_sub(to) {
             continue;
         }
         match runs.last_mut() {

@@ -791,13 +791,7 @@ fn triangle_lists(model: &Model, parent: &[u32], groups: &[u32], triangles: &[[u
             .copied()
             .filter(move |&t| whole || triangles[t as usize].contains(&(q as u32)))
     };
-    let counts: Vec<u32> = (0..parent.len())
-        .into_par_iter()
-        .map(|q| match groups[parent[q] as usize] {
-            0 | 1 => model.particle_triangles(parent[q] as usize).len() as u32,
-            _ => held(q).count() as u32,
-        })
-        .collect();
+    let counts: Vec<u32> = (0..parent.len()).into_par_iter().map(|q| held(q).count() as u32).collect();
     let mut offsets = Vec::with_capacity(parent.len() + 1);
     offsets.push(0u32);
     let mut total = 0u32;
