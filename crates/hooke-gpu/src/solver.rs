@@ -1598,10 +1598,16 @@ impl Solver for GpuXpbdSolver {
     ) -> Result<(), SolverError> {
         hooke::solver::check_parent(&model, parent, self.model.particle_count())?;
         let cache = self.k.tethers.as_mut().map(Tethers::take_cache);
-        let result = self.rebuild_from(model, state, Some(copied));
+        // The tethers' search after the tear, which the next frame would make, made on the
+        // host beside the rebuild.
+        let (result, prepared) = std::thread::scope(|s| {
+            let prepared = s.spawn(|| cache.as_ref().and_then(|c| c.prepare(&model, parent)));
+            let result = self.rebuild_from(model.clone(), state, Some(copied));
+            (result, prepared.join().expect("the tethers' search does not panic"))
+        });
         if let (Some(tethers), Some(cache)) = (&mut self.k.tethers, cache) {
             match result {
-                Ok(()) => tethers.carry(cache, parent),
+                Ok(()) => tethers.carry(cache, parent, prepared),
                 // The solver is unchanged on error, its tethers' search too.
                 Err(_) => tethers.put_back(cache),
             }

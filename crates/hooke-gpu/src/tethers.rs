@@ -6,7 +6,7 @@
 
 use crate::buffers::{self, Buffers, ColourSlot, UNIFORM_SLOT};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels, SharedLayouts};
-use hooke::tethers::{Tether, TetherCache};
+use hooke::tethers::{Prepared, Tether, TetherCache};
 
 /// The file's pipelines and bindings, in binding order.
 pub(crate) const SPEC: KernelSpec = KernelSpec {
@@ -82,9 +82,10 @@ impl Tethers {
     }
 
     /// Takes the search of the solver's tethers before a tear whose `parent` map made this
-    /// solver's model: the next frame searches only where the tear cut paths.
-    pub fn carry(&mut self, mut cache: TetherCache, parent: &[u32]) {
-        cache.torn(parent);
+    /// solver's model: the next frame searches only where the tear cut paths, or takes
+    /// `prepared` ([`TetherCache::prepare`]) if it asks for its pins.
+    pub fn carry(&mut self, mut cache: TetherCache, parent: &[u32], prepared: Option<Prepared>) {
+        cache.torn_prepared(parent, prepared);
         self.cache = cache;
     }
 

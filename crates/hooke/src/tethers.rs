@@ -632,6 +632,17 @@ pub struct TetherCache {
     lineage: Option<Vec<u32>>,
     /// Whether a material has changed since the tethers were measured.
     stale: bool,
+    /// The search and tethers of the model now for the pins' copies, made ahead of the next
+    /// update ([`TetherCache::prepare`]) and not yet handed out.
+    prepared: Option<Prepared>,
+}
+
+/// A search made ahead after a tear ([`TetherCache::prepare`]), with its tethers: what the
+/// next [`TetherCache::update`] returns if it asks for the same pins.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    search: TetherSearch,
+    tethers: Vec<Tether>,
 }
 
 impl TetherCache {
@@ -640,6 +651,17 @@ impl TetherCache {
     pub fn update(&mut self, model: &Model, pinned: &[u32]) -> Option<Vec<Tether>> {
         let n = model.particle_count();
         let pins = sorted_pins(pinned, n);
+        if let Some(p) = self.prepared.take()
+            && p.search.pins == pins
+            && p.search.at.len() == n
+        {
+            // What the search below would do, done already.
+            self.lineage = None;
+            let tethers = if self.stale { p.search.tethers(model).expect("a search of the model itself") } else { p.tethers };
+            self.stale = false;
+            self.search = Some(p.search);
+            return Some(tethers);
+        }
         let search = match (self.search.take(), self.lineage.take()) {
             (Some(old), Some(parent)) => old.after_tear(model, &parent, &pins),
             (Some(old), None) if old.pins == pins && old.at.len() == n => {
@@ -662,15 +684,48 @@ impl TetherCache {
     /// ([`Torn::parent`](crate::tearing::Torn::parent)). The next [`TetherCache::update`]
     /// searches only where the tear cut paths.
     pub fn torn(&mut self, parent: &[u32]) {
+        self.prepared = None;
         if self.search.is_none() {
             return;
         }
-        self.lineage = Some(match self.lineage.take() {
+        self.lineage = Some(self.lineage_after(parent));
+    }
+
+    /// For each particle after a tear whose `parent` map is given, the particle of the model
+    /// searched it comes from.
+    fn lineage_after(&self, parent: &[u32]) -> Vec<u32> {
+        match &self.lineage {
             None => parent.to_vec(),
             // Two tears between updates: back to the model searched (an index that fits
             // nothing makes the next update search anew).
             Some(before) => parent.iter().map(|&q| before.get(q as usize).copied().unwrap_or(NONE)).collect(),
-        });
+        }
+    }
+
+    /// The search that the first update after a tear would make — the tear that made `model`
+    /// with its `parent` map, as [`TetherCache::torn`] takes it — made now, for the pins'
+    /// copies: every particle that comes from a pin of the last search, as a control mapped
+    /// through the tear pins them (`hooke_sim::Tearing::control`). A solver makes it beside
+    /// its own rebuild and hands it to [`TetherCache::torn_prepared`]; `None` without a
+    /// search to follow. Leaves the cache as it is (the rebuild may fail).
+    pub fn prepare(&self, model: &Model, parent: &[u32]) -> Option<Prepared> {
+        let old = self.search.as_ref()?;
+        let lineage = self.lineage_after(parent);
+        let pins: Vec<u32> =
+            (0..lineage.len() as u32).filter(|&p| old.pins.binary_search(&lineage[p as usize]).is_ok()).collect();
+        let search = old.after_tear(model, &lineage, &pins);
+        let tethers = search.tethers(model).ok()?;
+        Some(Prepared { search, tethers })
+    }
+
+    /// [`TetherCache::torn`], keeping `prepared` (made by [`TetherCache::prepare`] with the
+    /// same model and `parent`) for the next update: that update returns its tethers if it
+    /// asks for the same pins, and searches as after [`TetherCache::torn`] otherwise.
+    pub fn torn_prepared(&mut self, parent: &[u32], prepared: Option<Prepared>) {
+        self.torn(parent);
+        if self.search.is_some() {
+            self.prepared = prepared;
+        }
     }
 
     /// A material has changed: the next update measures the tethers again.
@@ -874,7 +929,9 @@ mod tests {
     /// cache) across a grid (many pins exactly as far) and a jittered mesh, pinned along a row,
     /// at corners or at random particles (on every copy of a split pin, or on one). Many cuts
     /// leave most paths: the update searches fewer than half the particles the full search does
-    /// in over an eighth of the cases.
+    /// in over an eighth of the cases. The search made ahead of the update
+    /// ([`TetherCache::prepare`]) is taken where the pins are every copy of a pin, and gives
+    /// the same tethers.
     #[test]
     fn after_a_tear_the_updated_search_is_the_full_search() {
         use crate::model::ClothMesh;
@@ -922,6 +979,8 @@ mod tests {
                 };
                 let mut cache = TetherCache::default();
                 cache.update(&model, &pins).unwrap();
+                // The same, with each tear's search made ahead as the solvers make it.
+                let mut ahead = cache.clone();
                 let (mut model, mut parent_of): (Model, Vec<u32>) = (model, (0..n).collect());
                 let mut tears = 0;
                 for blade in std::iter::once(first).chain(second) {
@@ -939,6 +998,8 @@ mod tests {
                         x.iter().map(|p| *p * scale + 0.02 * h * Vec3::new(rand() - 0.5, rand() - 0.5, 0.0)).collect();
                     let Some(torn) = tearing::tear(&model, &now, &cut).unwrap() else { continue };
                     cache.torn(&torn.parent);
+                    let prepared = ahead.prepare(&torn.model, &torn.parent);
+                    ahead.torn_prepared(&torn.parent, prepared);
                     tears += 1;
                     parent_of = torn.parent.iter().map(|&q| parent_of[q as usize]).collect();
                     model = torn.model;
@@ -948,8 +1009,9 @@ mod tests {
                 }
                 // The pins on every copy of a pinned particle, as a run keeps them, or on its
                 // first copy only (then the other copies are new paths between the pins).
-                let mut now: Vec<u32> =
+                let every: Vec<u32> =
                     (0..model.particle_count() as u32).filter(|&p| pins.contains(&parent_of[p as usize])).collect();
+                let mut now = every.clone();
                 if seed % 2 == 0 {
                     let mut seen = std::collections::HashSet::new();
                     now.retain(|&p| seen.insert(parent_of[p as usize]));
@@ -957,6 +1019,15 @@ mod tests {
                 let tethers = cache.update(&model, &now).unwrap();
                 let fresh = TetherSearch::new(&model, &now);
                 prop_assert_eq!(&tethers, &fresh.tethers(&model).unwrap());
+                // The search made ahead is taken when the pins are every copy of a pin (a
+                // material change since: measured again), and the result is the same.
+                let taken = ahead.prepared.as_ref().is_some_and(|p| p.search.pins == now);
+                prop_assert_eq!(taken, now == every);
+                if seed % 3 == 0 {
+                    ahead.material_changed();
+                }
+                prop_assert_eq!(&ahead.update(&model, &now).unwrap(), &tethers);
+                prop_assert!(ahead.prepared.is_none() && ahead.update(&model, &now).is_none());
                 let search = cache.search().unwrap();
                 prop_assert!(search.searched() <= fresh.searched());
                 torn.set(torn.get() + 1);

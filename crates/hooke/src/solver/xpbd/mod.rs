@@ -1116,12 +1116,16 @@ impl Solver for XpbdSolver {
     ) -> Result<(), SolverError> {
         check_parent(&model, parent, self.model.particle_count())?;
         let cache = std::mem::take(&mut self.tether_cache);
-        if let Err(e) = self.rebuild(model, state) {
-            self.tether_cache = cache;
-            return Err(e);
-        }
+        // The tethers' search after the tear, which the next frame would make, made beside
+        // the rebuild.
+        let (rebuilt, prepared) = std::thread::scope(|s| {
+            let prepared = s.spawn(|| cache.prepare(&model, parent));
+            let rebuilt = self.rebuild(model.clone(), state);
+            (rebuilt, prepared.join().expect("the tethers' search does not panic"))
+        });
         self.tether_cache = cache;
-        self.tether_cache.torn(parent);
+        rebuilt?;
+        self.tether_cache.torn_prepared(parent, prepared);
         Ok(())
     }
 
