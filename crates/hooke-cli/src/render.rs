@@ -158,7 +158,7 @@ pub fn render(args: RenderArgs) -> Result<()> {
         if let (true, Some(solver)) = (frame > 0, cloth.solver()) {
             let control = tearing.control(scene.control_at(solver.time()));
             solver.step(&control, dt).with_context(|| format!("frame {frame}"))?;
-            if tearing.active() {
+            if tearing.due(solver) {
                 solver.read_state(&mut state);
                 let tore = tearing.after_frame(solver, &mut state).with_context(|| format!("frame {frame}"))?;
                 if tore.is_some() {

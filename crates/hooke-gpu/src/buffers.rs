@@ -48,8 +48,9 @@ pub(crate) struct Params {
     pub tangent_scale: f32,
     pub tangent_clamp: f32,
     pub world_count: u32,
+    pub tear_flag_strain: f32,
     /// (WGSL rounds the struct's size up to its 16-byte alignment.)
-    pub _pad: [u32; 3],
+    pub _pad: [u32; 2],
 }
 
 /// One colour of the constraint sweep; `Colour` in `distance.wgsl`.
@@ -133,6 +134,7 @@ pub(crate) struct HealthRecord {
     pub contacts: u32,
     pub overstrained: u32,
     pub particle_contacts: u32,
+    pub tear: u32,
 }
 
 /// Every device buffer of one solver.
@@ -660,7 +662,7 @@ mod tests {
             fields!(Params; gravity, h, wind, inv_h, inv_h2, decay, frac, pbd_stiffness, particle_count, pin_count,
                 collider_count, substep, triangle_count, method, last_substep, max_speed2, air_density,
                 drag_coefficient, lift_coefficient, aero, normal_scale, normal_clamp, one_minus_frac, zero,
-                max_strain, structural_count, tangent_scale, tangent_clamp, world_count),
+                max_strain, structural_count, tangent_scale, tangent_clamp, world_count, tear_flag_strain),
             size_of::<Params>(),
         );
         check(DISTANCE, "Colour", fields!(ColourSlot; start, count, first, _pad), size_of::<ColourSlot>());
@@ -734,7 +736,7 @@ mod tests {
         check(
             COLLIDE,
             "Health",
-            fields!(HealthRecord; nonfinite, too_fast, contacts, overstrained, particle_contacts),
+            fields!(HealthRecord; nonfinite, too_fast, contacts, overstrained, particle_contacts, tear),
             size_of::<HealthRecord>(),
         );
         use crate::spatial_hash::HashInfo;

@@ -38,6 +38,9 @@ struct Params {
     tangent_clamp: f32,
     // Worlds packed in the model (issue #13; worlds.wgsl): 1 for a model of one.
     world_count: u32,
+    // The strain at which `check_tear` flags a distance constraint: the lowest breaking
+    // strain of a cloth that tears, less a margin of 10⁻⁴ (∞ when nothing tears).
+    tear_flag_strain: f32,
 }
 
 @group(1) @binding(0) var<uniform> P: Params;
@@ -96,6 +99,9 @@ struct Health {
     contacts: atomic<u32>,
     overstrained: atomic<u32>,
     particle_contacts: atomic<u32>,
+    // Whether some distance constraint came within 10⁻⁴ of the lowest breaking strain of a
+    // cloth that tears (`check_tear`; 0 = none), this frame only.
+    tear: atomic<u32>,
 }
 
 // The spatial hash of the particle contacts (spatial_hash.wgsl builds it, self_collision.wgsl

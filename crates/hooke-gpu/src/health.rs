@@ -13,7 +13,7 @@ use crate::kernel::{Access::*, Bound, KernelSpec, Kernels};
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "health.wgsl",
     source: crate::shaders::HEALTH,
-    entries: &["check", "check_strain"],
+    entries: &["check", "check_strain", "check_tear"],
     access: &[Read, Read, ReadWrite, Read, Read],
     slot: false,
 };
@@ -26,9 +26,21 @@ impl Health {
         Health(kernels.get(&SPEC).bind(device, &[&b.position, &b.velocity, &b.health, &b.constraints, &b.structural]))
     }
 
-    /// Records the checks of `n` particles and `structural` structural constraints.
-    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, params: (&wgpu::BindGroup, u32), n: u32, structural: u32) {
+    /// Records the checks of `n` particles and `structural` structural constraints, and the
+    /// tear check of `tearing` distance constraints (the model's count where a cloth tears,
+    /// else 0).
+    pub fn record(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        params: (&wgpu::BindGroup, u32),
+        n: u32,
+        structural: u32,
+        tearing: u32,
+    ) {
         self.0.run(pass, 0, params, n);
         self.0.run(pass, 1, params, structural);
+        if tearing > 0 {
+            self.0.run(pass, 2, params, tearing);
+        }
     }
 }

@@ -40,3 +40,21 @@ fn check_strain(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
         atomicMax(&health.overstrained, arrayLength(&constraints) - ci);
     }
 }
+
+// Whether any distance constraint is stretched to within 10⁻⁴ of the lowest breaking strain
+// of a cloth that tears (P.tear_flag_strain), the strain computed as hooke's
+// `tearing::strained` does: ‖xᵢ − xⱼ‖/L₀ − 1. Every family and body is tested against that
+// one bound, so the flag may be set where nothing tears (the host then checks exactly), but
+// it is set wherever something does: a frame that leaves it clear needs no read-back.
+@compute @workgroup_size(64)
+fn check_tear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = thread_index(gid, nwg);
+    if k >= arrayLength(&constraints) {
+        return;
+    }
+    let c = constraints[k];
+    let d = position[c.i].xyz - position[c.j].xyz;
+    if sqrt(dot3(d, d)) / c.rest_length - 1.0 > P.tear_flag_strain {
+        atomicMax(&health.tear, 1u);
+    }
+}

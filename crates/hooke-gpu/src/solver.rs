@@ -274,6 +274,15 @@ pub fn iterates_to_tolerance(settings: &GpuSettings) -> bool {
         && settings.health_interval == 1
 }
 
+/// The strain at which the device's tear check flags a distance constraint: the model's lowest
+/// breaking strain less a margin of 10⁻⁴ (10⁻⁴ of it above a strain of 1) — far more than the
+/// few ulp by which the device's square root and division may differ from the host's; ∞ when
+/// nothing tears.
+fn tear_flag_strain(model: &Model) -> f32 {
+    let lowest = hooke::tearing::lowest_breaking_strain(model);
+    if lowest.is_finite() { lowest - 1e-4 * lowest.max(1.0) } else { f32::INFINITY }
+}
+
 /// The largest residual stretch strain of `model`'s structural distance constraints in
 /// `residuals` (the quantity XPBD's iterations to a tolerance measure on the CPU); 0 when none
 /// is finite.
@@ -459,6 +468,11 @@ pub struct GpuXpbdSolver {
     k: Bindings,
     /// Number of structural constraints (checked for runaway strain).
     structural: u32,
+    /// The strain at which the tear check flags a distance constraint (the lowest breaking
+    /// strain of a cloth that tears, less 10⁻⁴; ∞ when nothing tears), and whether the last
+    /// frame's health record had the flag set ([`Solver::tear_check`]).
+    tear_flag_strain: f32,
+    tear_flag: Option<bool>,
     normal_scale: (f32, f32),
     tangent_scale: (f32, f32),
     time: f64,
@@ -530,6 +544,8 @@ impl GpuXpbdSolver {
         write_colour_slots(ctx.queue(), &b, &model);
         let mut solver = GpuXpbdSolver {
             structural: buffers::structural_count(&model) as u32,
+            tear_flag_strain: tear_flag_strain(&model),
+            tear_flag: None,
             normal_scale: normals::fixed_point_scale(&model),
             tangent_scale: tangents::fixed_point_scale(&model),
             time: 0.0,
@@ -625,6 +641,7 @@ impl GpuXpbdSolver {
         write_colour_slots(self.ctx.queue(), &b, &model);
         self.b = b;
         self.structural = buffers::structural_count(&model) as u32;
+        (self.tear_flag_strain, self.tear_flag) = (tear_flag_strain(&model), None);
         self.normal_scale = normals::fixed_point_scale(&model);
         self.tangent_scale = tangents::fixed_point_scale(&model);
         // The colliders go on from where they are, when the model keeps them.
@@ -910,6 +927,8 @@ impl GpuXpbdSolver {
         substeps: u32,
         iterations: u32,
     ) -> Result<f32, SolverError> {
+        // The tear check's flag is read after the frame, by `step`.
+        self.tear_flag = None;
         if let Some(e) = &self.pending {
             return Err(e.clone());
         }
@@ -960,9 +979,10 @@ impl GpuXpbdSolver {
                 contacts.save(encoder);
             }
         }
-        // The contact counters (third and fifth words of the health record) count this frame only.
+        // The contact counters (third and fifth words of the health record) and the tear flag
+        // (sixth) are this frame's only.
         encoder.clear_buffer(&self.b.health, 8, Some(4));
-        encoder.clear_buffer(&self.b.health, 16, Some(4));
+        encoder.clear_buffer(&self.b.health, 16, Some(8));
         let mut stage_timer = self.stage_timer.take();
         let mut armed = stage_timer.as_mut().filter(|t| t.armed());
         if self.k.ropes.is_some() {
@@ -1028,7 +1048,8 @@ impl GpuXpbdSolver {
                 tangent_scale: self.tangent_scale.0,
                 tangent_clamp: self.tangent_scale.1,
                 world_count: model.worlds().len() as u32,
-                _pad: [0; 3],
+                tear_flag_strain: self.tear_flag_strain,
+                _pad: [0; 2],
             };
             let at = sub * UNIFORM_SLOT as usize;
             bytes[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&p));
@@ -1153,7 +1174,8 @@ impl GpuXpbdSolver {
                 t.record(&mut pass, slot(0), n, triangles);
             }
         }
-        k.health.record(&mut pass, slot(0), n, self.structural);
+        let tearing = if self.tear_flag_strain.is_finite() { self.model.distance().len() as u32 } else { 0 };
+        k.health.record(&mut pass, slot(0), n, self.structural, tearing);
         if let Some(t) = stages {
             t.stamp_end(&mut pass);
         }
@@ -1418,6 +1440,7 @@ impl Solver for GpuXpbdSolver {
             _ => s.substeps,
         };
         self.tension_peak = None;
+        self.tear_flag = None;
         let (mut retries, mut iteration_retries) = (0, 0);
         let tally_start = self.list_tally;
         let auto = s.auto_iterations.filter(|_| iterates_to_tolerance(&self.settings));
@@ -1499,6 +1522,7 @@ impl Solver for GpuXpbdSolver {
             }
             report.contacts = health.contacts;
             report.particle_contacts = health.particle_contacts;
+            self.tear_flag = self.tear_flag_strain.is_finite().then_some(health.tear != 0);
             if let Some(a) = auto {
                 let model = self.model.clone();
                 let residual = self.read_residuals().map_or(0.0, |r| max_structural(&model, r));
@@ -1535,6 +1559,7 @@ impl Solver for GpuXpbdSolver {
 
     fn write_state(&mut self, state: &State) -> Result<(), SolverError> {
         check_state(&self.model, state)?;
+        self.tear_flag = None;
         let x = buffers::position_records(&state.particle_position, self.model.particle_inv_mass());
         let v = buffers::velocity_records(&state.particle_velocity);
         let queue = self.ctx.queue();
@@ -1566,6 +1591,8 @@ impl Solver for GpuXpbdSolver {
         if let Some(tethers) = &mut self.k.tethers {
             tethers.invalidate();
         }
+        // A tear energy's breaking strain depends on the stiffness.
+        (self.tear_flag_strain, self.tear_flag) = (tear_flag_strain(&model), None);
         // Self-collision may have been switched, and its friction changed: its buffers and
         // bind groups are made anew (the only ones a material change makes).
         self.k.self_collision =
@@ -1599,9 +1626,15 @@ impl Solver for GpuXpbdSolver {
         hooke::solver::check_parent(&model, parent, self.model.particle_count())?;
         let cache = self.k.tethers.as_mut().map(Tethers::take_cache);
         // The tethers' search after the tear, which the next frame would make, made on the
-        // host beside the rebuild.
+        // host beside the rebuild (on a thread that flushes subnormals as this one does).
+        let flush = hooke::fp::flushes_subnormals();
         let (result, prepared) = std::thread::scope(|s| {
-            let prepared = s.spawn(|| cache.as_ref().and_then(|c| c.prepare(&model, parent)));
+            let prepared = s.spawn(|| {
+                if flush {
+                    hooke::fp::flush_subnormals();
+                }
+                cache.as_ref().and_then(|c| c.prepare(&model, parent))
+            });
             let result = self.rebuild_from(model.clone(), state, Some(copied));
             (result, prepared.join().expect("the tethers' search does not panic"))
         });
@@ -1613,6 +1646,13 @@ impl Solver for GpuXpbdSolver {
             }
         }
         result
+    }
+
+    /// From the health record of the last frame, read after it (see the trait's method): the
+    /// device tests every distance constraint against the model's lowest breaking strain
+    /// less 10⁻⁴ at the end of each frame (`check_tear` in `health.wgsl`).
+    fn tear_check(&self) -> Option<bool> {
+        self.tear_flag
     }
 
     /// Reads positions (with the inverse masses the last substep used), velocities and the

@@ -385,7 +385,9 @@ impl Simulation {
                 pool().install(|| {
                     solver.step(&control, dt).map_err(|e| e.to_string())?;
                     solver.read_state(state);
-                    tearing.after_frame(solver.as_mut(), state).map_err(|e| e.to_string())?;
+                    if tearing.due(solver.as_ref()) {
+                        tearing.after_frame(solver.as_mut(), state).map_err(|e| e.to_string())?;
+                    }
                     Ok(())
                 })
             });

@@ -371,7 +371,12 @@ impl<'s> Bake<'s> {
                 BodyConvergence::measure(&model, &state.particle_position, &pinned, Some(&residuals), &mut solved);
             }
             // Tearing: what broke in this frame breaks now; the frame is written torn.
-            let tear = tearing.after_frame(solver, &mut state).map_err(|source| BakeError::Tear { frame, source })?;
+            // (Nothing to do where the solver ruled a tear out and no cut is due.)
+            let tear = if tearing.due(solver) {
+                tearing.after_frame(solver, &mut state).map_err(|source| BakeError::Tear { frame, source })?
+            } else {
+                None
+            };
             let rebuilt = tear.is_some();
             if rebuilt {
                 model = solver.model().clone();

@@ -98,6 +98,16 @@ impl Tearing {
         out
     }
 
+    /// Whether [`Tearing::after_frame`] has anything to do after the frame `solver` has just
+    /// stepped: a scripted cut is due by its time, or a cloth tears and the solver cannot rule
+    /// a tear out without its state ([`Solver::tear_check`]: a GPU solver tests every
+    /// constraint on the device at the end of the frame). When `false`, `after_frame` would
+    /// find nothing, and the state need not be read back for it.
+    pub fn due(&self, solver: &dyn Solver) -> bool {
+        let cut = self.cuts.get(self.cut).is_some_and(|(time, _)| *time <= solver.time() + 1e-9);
+        cut || (self.active && solver.tear_check() != Some(false))
+    }
+
     /// After a frame: tears what the tear strain or tear energy breaks at `state` (the solver's state after
     /// the frame) and, on a tear, moves `solver` onto the torn model with `state` mapped onto
     /// it (written back into `state`). Returns what the tear did, if anything tore.

@@ -18,8 +18,10 @@
 //! host; [`Simulation::place_collider`] moves it through `Control::move_collider`, so the
 //! solver sweeps it and pushes the cloth); a scene whose cloth has a tear strain or tear energy tears as it
 //! plays, Shift + drag cuts the cloth along the stroke and C straight across
-//! ([`Simulation::cut`], `hooke::tearing`; the renderer is made again for the torn model, and a
-//! scene that tears reads its state back every frame); the keyboard shortcuts are in
+//! ([`Simulation::cut`], `hooke::tearing`; the renderer is made again for the torn model; a
+//! scene that tears reads its state back after a frame only where a cut is due or the solver
+//! could not rule a tear out — on the GPU, a check of every constraint on the device, read with
+//! the health record after each frame); the keyboard shortcuts are in
 //! [`app::SHORTCUTS`].
 #![warn(missing_docs)]
 

@@ -182,7 +182,13 @@ impl Simulation {
         match result {
             Ok(_) => {
                 self.frame += 1;
-                if self.tearing.active() {
+                // The state is read back (on the GPU) only where a cut is due or the device's
+                // tear check did not rule a tear out.
+                let due = match &self.runner {
+                    Runner::Cpu(s) => self.tearing.due(s.as_ref()),
+                    Runner::Gpu(s) => self.tearing.due(s.as_ref()),
+                };
+                if due {
                     let mut st = self.state();
                     let solver: &mut dyn Solver = match &mut self.runner {
                         Runner::Cpu(s) => s.as_mut(),
@@ -489,8 +495,14 @@ fn make_runner(scene: &Scene, backend: Backend, ctx: &Arc<GpuContext>) -> Result
             let mut options = hooke_sim::SolverOptions::new(hooke_sim::Backend::Gpu);
             options.context = Some(ctx.clone());
             // The health record is read every 10 s of simulated time, not every frame: no
-            // read-back while drawing (a blow-up shows within 10 s).
-            options.health_interval = (10.0 * scene.fps).round().max(1.0) as u32;
+            // read-back while drawing (a blow-up shows within 10 s). A cloth that tears is
+            // read after every frame: its 24 bytes carry the device's tear check, which spares
+            // the read-back of the whole state where nothing can tear.
+            options.health_interval = if hooke::tearing::lowest_breaking_strain(&scene.model).is_finite() {
+                1
+            } else {
+                (10.0 * scene.fps).round().max(1.0) as u32
+            };
             Runner::Gpu(Box::new(hooke_sim::make_gpu_solver(&scene, &options).context("the GPU backend")?))
         }
     })

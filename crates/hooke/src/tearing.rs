@@ -117,6 +117,24 @@ pub struct Cut {
     pub direction: Vec3,
 }
 
+/// The lowest breaking strain (|xᵢ − xⱼ|/L₀ − 1, dimensionless) of any structural or shear
+/// constraint of a cloth of `model` ([`ClothMaterial::breaking_strain`](crate::ClothMaterial::breaking_strain));
+/// `INFINITY` when no cloth tears. Nothing [`strained`] returns is stretched less: a solver
+/// that finds every distance constraint below it at the end of a frame has ruled a tear out
+/// without reading its state back ([`Solver::tear_check`](crate::Solver::tear_check)).
+pub fn lowest_breaking_strain(model: &Model) -> f32 {
+    model
+        .bodies()
+        .iter()
+        .filter_map(|b| match b.material {
+            BodyMaterial::Cloth(m) => {
+                Some(m.breaking_strain(ConstraintFamily::Structural).min(m.breaking_strain(ConstraintFamily::Shear)))
+            }
+            BodyMaterial::Rope(_) => None,
+        })
+        .fold(f32::INFINITY, f32::min)
+}
+
 /// The distance constraints (indices into [`Model::distance`]) that break at `positions` (m,
 /// one per particle): structural and shear constraints of cloths with a finite
 /// [`breaking_strain`](crate::ClothMaterial::breaking_strain) (its `tear_strain`, or the

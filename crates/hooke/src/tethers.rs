@@ -44,6 +44,9 @@
 //! 94–105 ms, 1 632 particles searched again of 261 323, on a 2-core machine). Which of two
 //! pins exactly as far a search picks depends on its paths, so where a particle searched again
 //! would hand a kept neighbour a pin tied with one of its own, it searches from scratch.
+//! The solvers make that search while they rebuild for the torn model, on a thread beside the
+//! rebuild ([`TetherCache::prepare`]), for the pins the next frame will most likely ask for
+//! (every copy of a pin); the next frame takes it if it does.
 
 use crate::ModelError;
 use crate::model::{BodyKind, BodyMaterial, ConstraintFamily, MassSource, Model};
@@ -657,7 +660,8 @@ impl TetherCache {
         {
             // What the search below would do, done already.
             self.lineage = None;
-            let tethers = if self.stale { p.search.tethers(model).expect("a search of the model itself") } else { p.tethers };
+            let tethers =
+                if self.stale { p.search.tethers(model).expect("a search of the model itself") } else { p.tethers };
             self.stale = false;
             self.search = Some(p.search);
             return Some(tethers);

@@ -497,3 +497,35 @@ fn a_solver_torn_in_place_goes_on_as_one_rebuilt() {
     }
     assert!(tears >= 3, "only {tears} tears");
 }
+
+/// The lowest breaking strain of a model (the bound a GPU solver checks every constraint
+/// against at the end of a frame, so that it must not be higher than any constraint's) is the
+/// least over every cloth body and both families that tear: here the second cloth's shear,
+/// stiffer than its weave, under a tear energy (√(2E/K): 0.0894 against the weave's 0.126 and
+/// the first cloth's tear strain of 0.3); a rope beside them does not count, and a model in
+/// which nothing tears has none.
+#[test]
+fn the_lowest_breaking_strain_is_the_least_of_every_body_and_family() {
+    let mut b = ModelBuilder::new();
+    let mut first = ClothGrid::new("first", 4, 4, 0.1);
+    first.material = ClothMaterial { tear_strain: 0.3, ..ClothMaterial::default() };
+    b.add_cloth_grid(&first).unwrap();
+    let mut second = ClothGrid::new("second", 4, 4, 0.1);
+    second.center = Vec3::new(1.0, 0.0, 0.0);
+    let energy = ClothMaterial {
+        tear_energy: 40.0,
+        stretch_stiffness: 5000.0,
+        shear_stiffness: 10_000.0,
+        ..ClothMaterial::default()
+    };
+    second.material = energy;
+    b.add_cloth_grid(&second).unwrap();
+    b.add_rope(&hooke::Rope::straight("rope", Vec3::new(0.0, 1.0, 0.0), Vec3::new(0.0, 2.0, 0.0), 5)).unwrap();
+    let model = b.finalize().unwrap();
+    let shear = (2.0f32 * 40.0 / 10_000.0).sqrt();
+    assert_eq!(tearing::lowest_breaking_strain(&model), shear);
+    assert!(shear < (2.0f32 * 40.0 / 5000.0).sqrt() && shear < 0.3);
+    let mut b = ModelBuilder::new();
+    b.add_cloth_grid(&ClothGrid::new("plain", 4, 4, 0.1)).unwrap();
+    assert_eq!(tearing::lowest_breaking_strain(&b.finalize().unwrap()), f32::INFINITY);
+}

@@ -106,3 +106,102 @@ fn a_torn_models_records_copied_on_the_device_give_the_frames_of_a_full_upload()
     // The second cloth's particles were renumbered.
     assert!(model.bodies()[1].particles.start > start_count as u32 - 16, "the second cloth kept its numbers");
 }
+
+/// The device's tear check (`check_tear` in `health.wgsl`, [`Solver::tear_check`]) never
+/// rules out a tear the host would find: a 12×12 sheet of tear strain 0.08 held along two
+/// opposite edges that are pulled apart until it tears, each frame's state checked on the
+/// host ([`hooke::tearing::strained`]) and torn as a run tears it. The check is clear in the
+/// frames where nothing is near the tear strain (no read-back needed there), also after frames
+/// that set it, and set in every frame that tears. Then a sheet sheared at rest, which stretches its shear diagonals past
+/// the tear strain but no structural edge: the check must see the shear constraints too.
+#[test]
+fn the_devices_tear_check_never_misses_a_tear() {
+    let ctx = gpu_or_skip!();
+    let n = 12;
+    let spacing = 0.05;
+    let material = ClothMaterial { tear_strain: 0.08, ..ClothMaterial::default() };
+    let mut b = ModelBuilder::new();
+    b.set_gravity(Vec3::ZERO).unwrap();
+    let mut g = ClothGrid::new("sheet", n, n, spacing);
+    g.material = material;
+    let id = b.add_cloth_grid(&g).unwrap();
+    let mut model = Arc::new(b.finalize().unwrap());
+    let body = model.bodies()[id.0].clone();
+    let edge = |c: usize| -> Vec<u32> { (0..n).map(|r| body.grid_index(r, c).unwrap()).collect() };
+    let (left, right) = (edge(0), edge(n - 1));
+    let start = model.particle_position().to_vec();
+    let xpbd = XpbdSettings { substeps: 10, iterations: 4, ..XpbdSettings::default() };
+    let mut solver =
+        GpuXpbdSolver::new(ctx.clone(), model.clone(), GpuSettings { xpbd, ..GpuSettings::default() }).unwrap();
+    assert_eq!(solver.tear_check(), None, "no frame yet");
+    // Which particle of the torn model each comes from, back to the first model.
+    let mut origin: Vec<u32> = (0..model.particle_count() as u32).collect();
+    let (mut clear, mut tore, mut false_alarms, mut clear_after_a_tear) = (0, 0, 0, 0);
+    for frame in 1..=90 {
+        // Each edge moves out by 0.15 % of the width per frame.
+        let pull = 0.0015 * (n - 1) as f32 * spacing * frame as f32;
+        let mut control = Control::default();
+        for (p, &o) in origin.iter().enumerate() {
+            let side = if left.contains(&o) {
+                -1.0
+            } else if right.contains(&o) {
+                1.0
+            } else {
+                continue;
+            };
+            control.pin_to(p as u32, start[o as usize] + Vec3::X * (side * pull));
+        }
+        solver.step(&control, 1.0 / 60.0).unwrap();
+        let check = solver.tear_check().expect("a tearing model's frame is checked");
+        let mut state = State::from_model(&model);
+        solver.read_state(&mut state);
+        let broken = hooke::tearing::strained(&model, &state.particle_position);
+        if broken.is_empty() {
+            clear += !check as usize;
+            clear_after_a_tear += (!check && tore > 0) as usize;
+            false_alarms += check as usize;
+            continue;
+        }
+        assert!(check, "frame {frame}: {} constraints break, the device's check is clear", broken.len());
+        tore += 1;
+        let torn = hooke::tearing::tear(&model, &state.particle_position, &broken).unwrap().expect("it tears");
+        let next = torn.state(&state);
+        origin = torn.parent.iter().map(|&q| origin[q as usize]).collect();
+        model = Arc::new(torn.model);
+        solver.rebuild_torn(model.clone(), &torn.parent, &torn.copied, &next).unwrap();
+        assert_eq!(solver.tear_check(), None, "frame {frame}: no check of the torn model yet");
+    }
+    assert!(tore >= 2, "the sheet tore in {tore} frames");
+    assert!(clear >= 10, "the check was clear in {clear} frames (false alarms in {false_alarms})");
+    // (The flag is the frame's own: clear again after frames that set it.)
+    assert!(clear_after_a_tear >= 10, "the check was clear in {clear_after_a_tear} frames after a tear");
+
+    // Sheared at rest: x += 0.4 z. The shear diagonals stretch by up to 22 %, the structural
+    // edges along z by 7.7 % (under the tear strain), those along x not at all. A short frame
+    // without gravity keeps the shear (a soft shear stiffness).
+    let material = ClothMaterial { tear_strain: 0.1, shear_stiffness: 1.0, ..ClothMaterial::default() };
+    let mut b = ModelBuilder::new();
+    b.set_gravity(Vec3::ZERO).unwrap();
+    let mut g = ClothGrid::new("sheared", n, n, spacing);
+    g.material = material;
+    b.add_cloth_grid(&g).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let mut solver =
+        GpuXpbdSolver::new(ctx.clone(), model.clone(), GpuSettings { xpbd, ..GpuSettings::default() }).unwrap();
+    let mut state = State::from_model(&model);
+    for x in &mut state.particle_position {
+        x.x += 0.4 * x.z;
+    }
+    solver.write_state(&state).unwrap();
+    let control = Control::default();
+    solver.step(&control, 1e-4).unwrap();
+    solver.read_state(&mut state);
+    let broken = hooke::tearing::strained(&model, &state.particle_position);
+    let set = model.distance();
+    assert!(!broken.is_empty(), "the shear diagonals break");
+    assert!(
+        broken.iter().all(|&k| set.families()[k as usize] == ConstraintFamily::Shear),
+        "only shear constraints break"
+    );
+    assert_eq!(solver.tear_check(), Some(true), "the device's check sees the shear constraints");
+}

@@ -255,6 +255,21 @@ pub trait Solver: Send {
         out.clear();
         false
     }
+    /// Whether a tear may be due after the last frame, as far as this solver could tell
+    /// without reading its state back: `Some(false)` when every distance constraint was
+    /// below the lowest breaking strain of a cloth that tears
+    /// ([`tearing::lowest_breaking_strain`](crate::tearing::lowest_breaking_strain), less
+    /// 10⁻⁴) at the end of the frame, so that [`tearing::strained`](crate::tearing::strained)
+    /// would find nothing; `Some(true)` when some constraint came that close (the state must
+    /// be read and checked: the bound is one for every body and family, so it may be set
+    /// where nothing tears); `None` (the default) when the solver did not check — the CPU
+    /// solvers, whose state is at hand, a model where nothing tears, a frame not stepped yet,
+    /// a state written, a model rebuilt or its materials changed since, or a GPU solver that
+    /// did not read its health record after this frame (`health_interval` above 1, a frame
+    /// encoded by `encode_frame` rather than stepped).
+    fn tear_check(&self) -> Option<bool> {
+        None
+    }
     /// Starts (`on`) or stops measuring the time spent in each stage of the substeps
     /// ([`stage_times`]); returns whether this solver measures them (`false`, the default, for
     /// solvers that cannot: the explicit integrators, whose stages are fused). Starting
