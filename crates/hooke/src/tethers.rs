@@ -1023,15 +1023,25 @@ mod tests {
                 let tethers = cache.update(&model, &now).unwrap();
                 let fresh = TetherSearch::new(&model, &now);
                 prop_assert_eq!(&tethers, &fresh.tethers(&model).unwrap());
-                // The search made ahead is taken when the pins are every copy of a pin (a
-                // material change since: measured again), and the result is the same.
+                // The search made ahead is taken when the pins are every copy of a pin, and the
+                // result is the same (after a material change, measured again on the new one).
                 let taken = ahead.prepared.as_ref().is_some_and(|p| p.search.pins == now);
                 prop_assert_eq!(taken, now == every);
                 if seed % 3 == 0 {
+                    // A weave four times softer: the slack, and so every length, changes.
+                    let crate::BodyMaterial::Cloth(m) = model.bodies()[0].material else { unreachable!() };
+                    let soft = model
+                        .with_cloth_material(0, crate::ClothMaterial { stretch_stiffness: m.stretch_stiffness / 4.0, ..m })
+                        .unwrap();
                     ahead.material_changed();
+                    let measured = ahead.update(&soft, &now).unwrap();
+                    prop_assert_eq!(&measured, &TetherSearch::new(&soft, &now).tethers(&soft).unwrap());
+                    prop_assert!(measured != tethers, "the softer weave's tethers are longer");
+                    prop_assert!(ahead.prepared.is_none() && ahead.update(&soft, &now).is_none());
+                } else {
+                    prop_assert_eq!(&ahead.update(&model, &now).unwrap(), &tethers);
+                    prop_assert!(ahead.prepared.is_none() && ahead.update(&model, &now).is_none());
                 }
-                prop_assert_eq!(&ahead.update(&model, &now).unwrap(), &tethers);
-                prop_assert!(ahead.prepared.is_none() && ahead.update(&model, &now).is_none());
                 let search = cache.search().unwrap();
                 prop_assert!(search.searched() <= fresh.searched());
                 torn.set(torn.get() + 1);
