@@ -1031,7 +1031,10 @@ mod tests {
                     // A weave four times softer: the slack, and so every length, changes.
                     let crate::BodyMaterial::Cloth(m) = model.bodies()[0].material else { unreachable!() };
                     let soft = model
-                        .with_cloth_material(0, crate::ClothMaterial { stretch_stiffness: m.stretch_stiffness / 4.0, ..m })
+                        .with_cloth_material(
+                            0,
+                            crate::ClothMaterial { stretch_stiffness: m.stretch_stiffness / 4.0, ..m },
+                        )
                         .unwrap();
                     ahead.material_changed();
                     let measured = ahead.update(&soft, &now).unwrap();
