@@ -297,11 +297,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             substep_count += report.substeps as u64;
             list_builds += report.contact_list_builds as u64;
             list_overflows += report.contact_list_overflows as u64;
-            let t = Instant::now();
             if !due {
                 tore_last = false;
                 continue;
             }
+            let t = Instant::now();
             let tore = tearing.after_frame(solver.as_mut(), &mut state)?;
             tore_last = tore.is_some();
             match tore {

@@ -1626,18 +1626,12 @@ impl Solver for GpuXpbdSolver {
         hooke::solver::check_parent(&model, parent, self.model.particle_count())?;
         let cache = self.k.tethers.as_mut().map(Tethers::take_cache);
         // The tethers' search after the tear, which the next frame would make, made on the
-        // host beside the rebuild (on a thread that flushes subnormals as this one does).
-        let flush = hooke::fp::flushes_subnormals();
-        let (result, prepared) = std::thread::scope(|s| {
-            let prepared = s.spawn(|| {
-                if flush {
-                    hooke::fp::flush_subnormals();
-                }
-                cache.as_ref().and_then(|c| c.prepare(&model, parent))
-            });
-            let result = self.rebuild_from(model.clone(), state, Some(copied));
-            (result, prepared.join().expect("the tethers' search does not panic"))
-        });
+        // host beside the rebuild.
+        let mut rebuild = || self.rebuild_from(model.clone(), state, Some(copied));
+        let (result, prepared) = match &cache {
+            Some(c) => c.prepare_beside(&model, parent, rebuild),
+            None => (rebuild(), None),
+        };
         if let (Some(tethers), Some(cache)) = (&mut self.k.tethers, cache) {
             match result {
                 Ok(()) => tethers.carry(cache, parent, prepared),

@@ -722,6 +722,23 @@ impl TetherCache {
         Some(Prepared { search, tethers })
     }
 
+    /// Runs `work` (a solver's rebuild for the torn model) on this thread and, beside it, on a
+    /// thread that flushes subnormals as this one does ([`crate::fp`]),
+    /// [`TetherCache::prepare`] for `model` and `parent`; returns both results.
+    pub fn prepare_beside<R>(&self, model: &Model, parent: &[u32], work: impl FnOnce() -> R) -> (R, Option<Prepared>) {
+        let flush = crate::fp::flushes_subnormals();
+        std::thread::scope(|s| {
+            let prepared = s.spawn(|| {
+                if flush {
+                    crate::fp::flush_subnormals();
+                }
+                self.prepare(model, parent)
+            });
+            let done = work();
+            (done, prepared.join().expect("the tethers' search does not panic"))
+        })
+    }
+
     /// [`TetherCache::torn`], keeping `prepared` (made by [`TetherCache::prepare`] with the
     /// same model and `parent`) for the next update: that update returns its tethers if it
     /// asks for the same pins, and searches as after [`TetherCache::torn`] otherwise.

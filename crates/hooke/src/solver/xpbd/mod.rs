@@ -1117,18 +1117,8 @@ impl Solver for XpbdSolver {
         check_parent(&model, parent, self.model.particle_count())?;
         let cache = std::mem::take(&mut self.tether_cache);
         // The tethers' search after the tear, which the next frame would make, made beside
-        // the rebuild (on a thread that flushes subnormals as this one does).
-        let flush = crate::fp::flushes_subnormals();
-        let (rebuilt, prepared) = std::thread::scope(|s| {
-            let prepared = s.spawn(|| {
-                if flush {
-                    crate::fp::flush_subnormals();
-                }
-                cache.prepare(&model, parent)
-            });
-            let rebuilt = self.rebuild(model.clone(), state);
-            (rebuilt, prepared.join().expect("the tethers' search does not panic"))
-        });
+        // the rebuild.
+        let (rebuilt, prepared) = cache.prepare_beside(&model, parent, || self.rebuild(model.clone(), state));
         self.tether_cache = cache;
         rebuilt?;
         self.tether_cache.torn_prepared(parent, prepared);
