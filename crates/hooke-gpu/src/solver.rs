@@ -1624,12 +1624,14 @@ impl Solver for GpuXpbdSolver {
         state: &State,
     ) -> Result<(), SolverError> {
         hooke::solver::check_parent(&model, parent, self.model.particle_count())?;
-        let cache = self.k.tethers.as_mut().map(Tethers::take_cache);
+        let mut cache = self.k.tethers.as_mut().map(Tethers::take_cache);
         // The tethers' search after the tear, which the next frame would make, made on the
-        // host beside the rebuild.
+        // host beside the rebuild, where the tear changed something.
+        let old = self.model.clone();
+        let from = hooke::tethers::TornFrom { old: &old, copied: &copied.distance };
         let mut rebuild = || self.rebuild_from(model.clone(), state, Some(copied));
-        let (result, prepared) = match &cache {
-            Some(c) => c.prepare_beside(&model, parent, rebuild),
+        let (result, prepared) = match &mut cache {
+            Some(c) => c.prepare_beside(&model, parent, Some(from), rebuild),
             None => (rebuild(), None),
         };
         if let (Some(tethers), Some(cache)) = (&mut self.k.tethers, cache) {

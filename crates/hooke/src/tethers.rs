@@ -46,9 +46,19 @@
 //! would hand a kept neighbour a pin tied with one of its own, it searches from scratch.
 //! The solvers make that search while they rebuild for the torn model, on a thread beside the
 //! rebuild ([`TetherCache::prepare`]), for the pins the next frame will most likely ask for
-//! (every copy of a pin); the next frame takes it if it does.
+//! (every copy of a pin); the next frame takes it if it does. There they know what the tear
+//! copied unchanged (its runs of constraint records, [`Torn::copied`](crate::tearing::Torn::copied)),
+//! so the search looks only at the particles of the constraints outside those runs
+//! ([`TetherSearch::after_tear_from`]): every other particle keeps its edges, and its pins
+//! unless a path of its runs through a particle searched again (found from those particles
+//! along the edges), with no pass over every particle's paths; the graph and the records are
+//! laid out in the memory of the search the last update replaced (a new allocation's page
+//! faults were a third of the time). The same tethers again; a 512² sheet pinned along two
+//! edges, cut by short blades one after another, on a 2-core machine: 11–15 ms for the search
+//! and its tethers, where following every path took 33–40 ms for the search alone.
 
 use crate::ModelError;
+use crate::model::CopiedRun;
 use crate::model::{BodyKind, BodyMaterial, ConstraintFamily, MassSource, Model};
 use crate::solver::xpbd::distance_kernel::COS2_TURN;
 use glam::Vec3;
@@ -156,7 +166,7 @@ impl Search {
 /// packed heap keys, a 512² sheet pinned along two edges: 215–265 → 79–84 ms, the same tethers
 /// bit for bit (on it, a 100² cloth with five pins and a rope, a 300² sheet pinned along a row
 /// and a jittered mesh).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct Graph {
     first: Vec<u32>,
     neighbours: Vec<(u32, f32)>,
@@ -164,25 +174,61 @@ struct Graph {
 
 impl Graph {
     fn new(model: &Model) -> Graph {
-        let n = model.particle_count();
-        let set = model.distance();
-        let (offsets, list) = set.adjacency();
-        let edges = |v: usize| {
-            list[offsets[v] as usize..offsets[v + 1] as usize].iter().filter_map(move |&k| {
-                let (c, f) = (set.constraints()[k as usize], set.families()[k as usize]);
-                matches!(f, ConstraintFamily::Structural | ConstraintFamily::Shear)
-                    .then_some((if c.i == v as u32 { c.j } else { c.i }, c.rest_length))
-            })
-        };
-        // Counted, then filled, in parallel: each chunk of particles fills its own stretch.
-        let mut first = Vec::with_capacity(n + 1);
-        first.push(0u32);
-        let counts: Vec<u32> = (0..n).into_par_iter().map(|v| edges(v).count() as u32).collect();
-        first.extend(counts.iter().scan(0u32, |total, &c| {
-            *total += c;
-            Some(*total)
-        }));
-        let mut neighbours = vec![(0u32, 0.0f32); first[n] as usize];
+        let count = |v: usize| model_edges(model, v).count() as u32;
+        Graph::laid_out(model.particle_count(), count, Graph::default(), |v, out| {
+            for (slot, edge) in out.iter_mut().zip(model_edges(model, v)) {
+                *slot = edge;
+            }
+        })
+    }
+
+    /// The graph of `model` made by a tear from the model `old` is the graph of: the rows of
+    /// the particles `changed` marks from `model`, the others `old`'s rows as they are (a
+    /// particle not marked keeps its number and its constraints, see
+    /// [`TetherSearch::after_tear_from`]). Laid out in `reuse`'s memory.
+    fn patched(old: &Graph, model: &Model, changed: &[bool], reuse: Graph) -> Graph {
+        let count = |v: usize| if changed[v] { model_edges(model, v).count() as u32 } else { old.of(v).len() as u32 };
+        Graph::laid_out(model.particle_count(), count, reuse, |v, out| {
+            if changed[v] {
+                for (slot, edge) in out.iter_mut().zip(model_edges(model, v)) {
+                    *slot = edge;
+                }
+            } else {
+                out.copy_from_slice(old.of(v));
+            }
+        })
+    }
+
+    /// A graph of `n` particles, particle v with `count(v)` neighbours that `fill(v, row)`
+    /// writes: counted, then filled, in parallel (each chunk of particles fills its own
+    /// stretch), in the memory of `reuse` (a graph no longer needed: memory already touched
+    /// is filled without the page faults of a new allocation, about a third of the time for
+    /// a 512² sheet).
+    fn laid_out(
+        n: usize,
+        count: impl Fn(usize) -> u32 + Sync,
+        reuse: Graph,
+        fill: impl Fn(usize, &mut [(u32, f32)]) + Sync,
+    ) -> Graph {
+        let Graph { mut first, mut neighbours } = reuse;
+        first.clear();
+        if first.capacity() < n + 1 {
+            first.reserve_exact(n + 1 + n / 16);
+        }
+        first.resize(n + 1, 0);
+        first[1..].par_iter_mut().with_min_len(GRAPH_CHUNK).enumerate().for_each(|(v, c)| *c = count(v));
+        let mut total = 0u32;
+        for c in &mut first {
+            total += *c;
+            *c = total;
+        }
+        neighbours.clear();
+        let len = first[n] as usize;
+        if neighbours.capacity() < len {
+            // Room for the next tears' copies too.
+            neighbours.reserve_exact(len + len / 16);
+        }
+        neighbours.resize(len, (0u32, 0.0f32));
         let mut stretches = Vec::with_capacity(n.div_ceil(GRAPH_CHUNK));
         let mut rest: &mut [(u32, f32)] = &mut neighbours;
         for start in (0..n).step_by(GRAPH_CHUNK) {
@@ -191,9 +237,11 @@ impl Graph {
             stretches.push((start..end, here));
             rest = tail;
         }
-        stretches.into_par_iter().for_each(|(particles, out)| {
-            for (slot, edge) in out.iter_mut().zip(particles.flat_map(edges)) {
-                *slot = edge;
+        stretches.into_par_iter().for_each(|(particles, mut out)| {
+            for v in particles {
+                let (row, tail) = out.split_at_mut((first[v + 1] - first[v]) as usize);
+                fill(v, row);
+                out = tail;
             }
         });
         Graph { first, neighbours }
@@ -209,15 +257,30 @@ impl Graph {
     /// `parent` maps its ends to, at most as long: then no distance along this graph is
     /// shorter than along `old`.
     fn lengthens(&self, old: &Graph, parent: &[u32]) -> bool {
-        (0..self.first.len() - 1).into_par_iter().with_min_len(GRAPH_CHUNK).all(|p| {
-            let before = old.of(parent[p] as usize);
-            self.of(p).iter().enumerate().all(|(k, &(u, l))| {
-                let (q, same) = (parent[u as usize], |&(v, l0): &(u32, f32)| v == parent[u as usize] && l0 <= l);
-                // The same place first (an untouched particle keeps its order).
-                before.get(k).is_some_and(same) || before.iter().any(|e| e.0 == q && same(e))
-            })
+        (0..self.first.len() - 1).into_par_iter().with_min_len(GRAPH_CHUNK).all(|p| self.row_lengthens(old, parent, p))
+    }
+
+    /// [`Graph::lengthens`] for the edges of particle `p`.
+    fn row_lengthens(&self, old: &Graph, parent: &[u32], p: usize) -> bool {
+        let before = old.of(parent[p] as usize);
+        self.of(p).iter().enumerate().all(|(k, &(u, l))| {
+            let (q, same) = (parent[u as usize], |&(v, l0): &(u32, f32)| v == parent[u as usize] && l0 <= l);
+            // The same place first (an untouched particle keeps its order).
+            before.get(k).is_some_and(same) || before.iter().any(|e| e.0 == q && same(e))
         })
     }
+}
+
+/// Particle `v`'s structural and shear neighbours in `model` with the rest lengths (m), in
+/// the order of the model's adjacency.
+fn model_edges(model: &Model, v: usize) -> impl Iterator<Item = (u32, f32)> + '_ {
+    let set = model.distance();
+    let (offsets, list) = set.adjacency();
+    list[offsets[v] as usize..offsets[v + 1] as usize].iter().filter_map(move |&k| {
+        let (c, f) = (set.constraints()[k as usize], set.families()[k as usize]);
+        matches!(f, ConstraintFamily::Structural | ConstraintFamily::Shear)
+            .then_some((if c.i == v as u32 { c.j } else { c.i }, c.rest_length))
+    })
 }
 
 /// Particles per parallel task in laying out and comparing the graphs.
@@ -328,6 +391,16 @@ fn sorted_pins(pinned: &[u32], n: usize) -> Vec<u32> {
     pins.sort_unstable();
     pins.dedup();
     pins
+}
+
+/// What a tear kept of the model a search was made on ([`TetherSearch::after_tear_from`]).
+#[derive(Clone, Copy, Debug)]
+pub struct TornFrom<'a> {
+    /// The model before the tear: the model searched.
+    pub old: &'a Model,
+    /// The runs of its distance constraints the torn model holds unchanged
+    /// ([`Torn::copied`](crate::tearing::Torn::copied)`.distance`).
+    pub copied: &'a [CopiedRun],
 }
 
 /// The search behind a model's tethers: each particle's two nearest pins along the body (see
@@ -474,6 +547,239 @@ impl TetherSearch {
         TetherSearch { pins, at, graph, searched }
     }
 
+    /// As [`TetherSearch::after_tear`], told what the tear kept (`from`: the model this search
+    /// was made on, and the runs of its distance constraints the torn model holds unchanged,
+    /// [`Torn::copied`](crate::tearing::Torn::copied)), so that it looks only where the tear
+    /// changed something: a particle that keeps its number and its constraints (in order,
+    /// records the same bit for bit) keeps its edges and, unless a path of its runs through a
+    /// particle the tear cut off, its pins — with no pass over every particle's paths. The
+    /// result is [`TetherSearch::after_tear`]'s, and so [`TetherSearch::new`]'s. Each run is
+    /// compared with the old model's records first, so a wrong run costs time, not
+    /// correctness; `from.old` must be the model searched (only its particle count is
+    /// checked).
+    pub fn after_tear_from(&self, model: &Model, parent: &[u32], pinned: &[u32], from: TornFrom<'_>) -> TetherSearch {
+        self.after_tear_reusing(model, parent, pinned, from, TetherSearch::default())
+    }
+
+    /// [`TetherSearch::after_tear_from`], made in the memory of `spare` (a search no longer
+    /// needed) where it can.
+    fn after_tear_reusing(
+        &self,
+        model: &Model,
+        parent: &[u32],
+        pinned: &[u32],
+        from: TornFrom<'_>,
+        spare: TetherSearch,
+    ) -> TetherSearch {
+        self.after_tear_kept(model, parent, pinned, from, spare)
+            .unwrap_or_else(|| self.after_tear(model, parent, pinned))
+    }
+
+    /// [`TetherSearch::after_tear_reusing`]; `None` where [`TetherSearch::after_tear`] is to
+    /// decide (the pins or `parent` do not fit, or the runs are not in order).
+    fn after_tear_kept(
+        &self,
+        model: &Model,
+        parent: &[u32],
+        pinned: &[u32],
+        from: TornFrom<'_>,
+        spare: TetherSearch,
+    ) -> Option<TetherSearch> {
+        let n = model.particle_count();
+        let old_n = self.at.len();
+        if from.old.particle_count() != old_n || parent.len() != n || parent.par_iter().any(|&q| q as usize >= old_n) {
+            return None;
+        }
+        let pins = sorted_pins(pinned, n);
+        let parents: Vec<u32> = pins.iter().map(|&p| parent[p as usize]).collect();
+        if parents != self.pins || parent.par_iter().filter(|&&q| self.at[q as usize].pin).count() != pins.len() {
+            return None;
+        }
+        // The runs the torn set copied, checked: each in order after the last in both sets,
+        // and its records and families the old ones bit for bit (a run that is not is left
+        // out: its constraints count as changed).
+        let (old_set, set) = (from.old.distance(), model.distance());
+        let mut runs: Vec<CopiedRun> = from.copied.to_vec();
+        runs.sort_unstable_by_key(|r| r.to);
+        let fits = |r: &CopiedRun| {
+            (r.from as usize).checked_add(r.len as usize).is_some_and(|end| end <= old_set.len())
+                && (r.to as usize).checked_add(r.len as usize).is_some_and(|end| end <= set.len())
+        };
+        if !runs.iter().all(fits)
+            || runs.windows(2).any(|w| w[0].to + w[0].len > w[1].to || w[0].from + w[0].len > w[1].from)
+        {
+            return None;
+        }
+        let sound: Vec<bool> = runs
+            .par_iter()
+            .map(|r| {
+                let (a, b, len) = (r.from as usize, r.to as usize, r.len as usize);
+                bytemuck::cast_slice::<_, u8>(&old_set.constraints()[a..a + len])
+                    == bytemuck::cast_slice::<_, u8>(&set.constraints()[b..b + len])
+                    && old_set.families()[a..a + len] == set.families()[b..b + len]
+            })
+            .collect();
+        let runs: Vec<CopiedRun> = runs.into_iter().zip(sound).filter_map(|(r, ok)| ok.then_some(r)).collect();
+        // The particles whose edges may have changed: those of a constraint outside the runs,
+        // in either set, and those renumbered or split off. Any other particle keeps its
+        // number and its constraints, copies of the old ones in the same order (the runs
+        // keep their order): its edges are the old ones.
+        let mut changed = vec![false; n];
+        let mut mark = |constraints: &[crate::model::DistanceConstraint],
+                        ranges: &mut dyn Iterator<Item = (u32, u32)>| {
+            let mut next = 0usize;
+            for (start, len) in ranges.chain(std::iter::once((constraints.len() as u32, 0))) {
+                for c in &constraints[next..start as usize] {
+                    for q in [c.i, c.j] {
+                        if let Some(slot) = changed.get_mut(q as usize) {
+                            *slot = true;
+                        }
+                    }
+                }
+                next = (start + len) as usize;
+            }
+        };
+        mark(set.constraints(), &mut runs.iter().map(|r| (r.to, r.len)));
+        mark(old_set.constraints(), &mut runs.iter().map(|r| (r.from, r.len)));
+        changed
+            .par_iter_mut()
+            .with_min_len(GRAPH_CHUNK)
+            .enumerate()
+            .for_each(|(p, c)| *c |= p >= old_n || parent[p] as usize != p);
+        let graph = Graph::patched(&self.graph, model, &changed, spare.graph);
+        let rows: Vec<u32> = (0..n as u32).into_par_iter().filter(|&p| changed[p as usize]).collect();
+        if !rows.par_iter().all(|&p| graph.row_lengthens(&self.graph, parent, p as usize)) {
+            // An edge new or shorter (a flap tied at its present lengths): paths may shorten.
+            return Some(TetherSearch::new(model, pinned));
+        }
+        let mut is_pin = vec![false; n];
+        for &p in &pins {
+            is_pin[p as usize] = true;
+        }
+        let settled = |p: usize| self.at[parent[p] as usize].settled as usize;
+        // The last step of each path of a changed particle in the torn graph (`None`: cut), as
+        // `paths_kept` finds it. A particle not changed keeps its steps: the same edges to
+        // the same particles.
+        let steps: Vec<[Option<u32>; 2]> = rows
+            .par_iter()
+            .map(|&p| {
+                let mut via = [Some(NONE); 2];
+                if is_pin[p as usize] {
+                    return via;
+                }
+                let old = &self.at[parent[p as usize] as usize];
+                for (slot, r) in via.iter_mut().zip(old.found()) {
+                    *slot = (r.via != NONE)
+                        .then(|| {
+                            graph.of(p as usize).iter().find_map(|&(u, l)| {
+                                if parent[u as usize] != r.via {
+                                    return None;
+                                }
+                                let before = self.at[r.via as usize].found().iter().find(|b| b.pin == r.pin)?;
+                                ((before.distance + l).to_bits() == r.distance.to_bits()).then_some(u)
+                            })
+                        })
+                        .flatten();
+                }
+                via
+            })
+            .collect();
+        let steps_of = |p: usize| -> &[Option<u32>] {
+            let k = rows.binary_search(&(p as u32)).expect("a changed particle");
+            &steps[k][..settled(p)]
+        };
+        // The particles searched again: those with a path cut, and every particle with a step
+        // through one of them (`whole_paths`' rule), found from them along the edges.
+        let mut lost = vec![false; n];
+        let mut searched_again: Vec<u32> = rows
+            .iter()
+            .copied()
+            .filter(|&p| !is_pin[p as usize] && steps_of(p as usize).iter().any(|s| s.is_none()))
+            .collect();
+        for &p in &searched_again {
+            lost[p as usize] = true;
+        }
+        let mut next = searched_again.clone();
+        while let Some(v) = next.pop() {
+            for &(u, _) in graph.of(v as usize) {
+                let u = u as usize;
+                if lost[u] || is_pin[u] {
+                    continue;
+                }
+                let through = if changed[u] {
+                    steps_of(u).contains(&Some(v))
+                } else {
+                    self.at[u].found().iter().any(|r| r.via == v)
+                };
+                if through {
+                    lost[u] = true;
+                    searched_again.push(u as u32);
+                    next.push(u as u32);
+                }
+            }
+        }
+        searched_again.sort_unstable();
+        // The kept records, on the new particles and pins; the others to search.
+        let same_pins = pins == self.pins;
+        let new_pin = |old: u32| pins[self.pins.binary_search(&old).expect("a pin's parent is a pin")];
+        let mut at = spare.at;
+        if at.capacity() < n {
+            at.reserve_exact(n + n / 16);
+        }
+        (0..n)
+            .into_par_iter()
+            .with_min_len(GRAPH_CHUNK)
+            .map(|p| {
+                if is_pin[p] {
+                    return Search::pinned(p as u32);
+                }
+                if lost[p] {
+                    return Search::default();
+                }
+                let mut r = self.at[parent[p] as usize];
+                r.known = true;
+                if changed[p] {
+                    for (f, s) in r.found.iter_mut().zip(steps_of(p)) {
+                        f.via = s.expect("a kept path's step");
+                    }
+                }
+                if !same_pins {
+                    for f in &mut r.found[..r.settled as usize] {
+                        f.pin = new_pin(f.pin);
+                    }
+                }
+                r
+            })
+            .collect_into_vec(&mut at);
+        drop(steps);
+        // The search from the kept particles and pins around the others, and the check for a
+        // tie it unblocks, as in `after_tear`.
+        let mut heap = BinaryHeap::new();
+        for &p in &searched_again {
+            let p = p as usize;
+            for &(u, l) in graph.of(p) {
+                let from = at[u as usize];
+                if from.pin || from.known {
+                    for r in from.found() {
+                        offer(&mut heap, &mut at[p], r.distance + l, p as u32, r.pin, u);
+                    }
+                }
+            }
+        }
+        settle(&graph, &mut at, heap);
+        for &p in &searched_again {
+            let here = at[p as usize];
+            for &(u, l) in graph.of(p as usize) {
+                let there = &at[u as usize];
+                if there.known && here.found().iter().any(|r| would_take(there, r.distance + l, r.pin)) {
+                    return Some(TetherSearch::new(model, pinned));
+                }
+            }
+        }
+        let searched = searched_again.iter().filter(|&&p| at[p as usize].settled > 0).count();
+        Some(TetherSearch { pins, at, graph, searched })
+    }
+
     /// For each particle of the new model (`graph`, `parent`, `pins`) and each of its old
     /// paths: the neighbour its path now comes from (`Some(NONE)` for a pin's own), or `None`
     /// when the path is gone.
@@ -563,11 +869,12 @@ impl TetherSearch {
                 }
                 _ => false,
             };
-            for p in body.particles.clone() {
+            // In parallel, in order.
+            out.par_extend(body.particles.clone().into_par_iter().with_min_len(GRAPH_CHUNK).filter_map(|p| {
                 let pi = p as usize;
                 let here = &self.at[pi];
                 if here.pin || here.settled == 0 {
-                    continue;
+                    return None;
                 }
                 let mut t = Tether { particle: p, count: here.settled as u32, pins: [0; 2], length: [0.0; 2] };
                 for (k, r) in here.found().iter().enumerate() {
@@ -577,8 +884,8 @@ impl TetherSearch {
                     t.pins[k] = r.pin;
                     t.length[k] = rest * scale;
                 }
-                out.push(t);
-            }
+                Some(t)
+            }));
         }
         Ok(out)
     }
@@ -638,6 +945,9 @@ pub struct TetherCache {
     /// The search and tethers of the model now for the pins' copies, made ahead of the next
     /// update ([`TetherCache::prepare`]) and not yet handed out.
     prepared: Option<Prepared>,
+    /// The search the last update replaced, whose memory the next search made ahead is made
+    /// in (see `Graph::laid_out`).
+    spare: Option<TetherSearch>,
 }
 
 /// A search made ahead after a tear ([`TetherCache::prepare`]), with its tethers: what the
@@ -663,11 +973,15 @@ impl TetherCache {
             let tethers =
                 if self.stale { p.search.tethers(model).expect("a search of the model itself") } else { p.tethers };
             self.stale = false;
-            self.search = Some(p.search);
+            self.spare = self.search.replace(p.search);
             return Some(tethers);
         }
         let search = match (self.search.take(), self.lineage.take()) {
-            (Some(old), Some(parent)) => old.after_tear(model, &parent, &pins),
+            (Some(old), Some(parent)) => {
+                let search = old.after_tear(model, &parent, &pins);
+                self.spare = Some(old);
+                search
+            }
             (Some(old), None) if old.pins == pins && old.at.len() == n => {
                 if !self.stale {
                     self.search = Some(old);
@@ -679,6 +993,11 @@ impl TetherCache {
         };
         self.stale = false;
         let tethers = search.tethers(model).expect("a search of the model itself");
+        if self.spare.is_none() && crate::tearing::lowest_breaking_strain(model).is_finite() {
+            // A cloth that tears: memory for the search after its first tear, touched now
+            // rather than in the tear.
+            self.spare = Some(search.clone());
+        }
         self.search = Some(search);
         Some(tethers)
     }
@@ -712,27 +1031,44 @@ impl TetherCache {
     /// through the tear pins them (`hooke_sim::Tearing::control`). A solver makes it beside
     /// its own rebuild and hands it to [`TetherCache::torn_prepared`]; `None` without a
     /// search to follow. Leaves the cache as it is (the rebuild may fail).
-    pub fn prepare(&self, model: &Model, parent: &[u32]) -> Option<Prepared> {
+    ///
+    /// With `from` (the model torn, which must be the model of the last update, and the runs
+    /// the tear copied from it) the search looks only where the tear changed something
+    /// ([`TetherSearch::after_tear_from`]), when the last update's search is of that model
+    /// (no other tear since); the result is the same.
+    pub fn prepare(&mut self, model: &Model, parent: &[u32], from: Option<TornFrom<'_>>) -> Option<Prepared> {
+        let spare = self.spare.take().unwrap_or_default();
         let old = self.search.as_ref()?;
         let lineage = self.lineage_after(parent);
-        let pins: Vec<u32> =
-            (0..lineage.len() as u32).filter(|&p| old.pins.binary_search(&lineage[p as usize]).is_ok()).collect();
-        let search = old.after_tear(model, &lineage, &pins);
+        let pins: Vec<u32> = (0..lineage.len() as u32)
+            .into_par_iter()
+            .filter(|&p| old.at.get(lineage[p as usize] as usize).is_some_and(|r| r.pin))
+            .collect();
+        let search = match from {
+            Some(from) if self.lineage.is_none() => old.after_tear_reusing(model, &lineage, &pins, from, spare),
+            _ => old.after_tear(model, &lineage, &pins),
+        };
         let tethers = search.tethers(model).ok()?;
         Some(Prepared { search, tethers })
     }
 
     /// Runs `work` (a solver's rebuild for the torn model) on this thread and, beside it, on a
     /// thread that flushes subnormals as this one does ([`crate::fp`]),
-    /// [`TetherCache::prepare`] for `model` and `parent`; returns both results.
-    pub fn prepare_beside<R>(&self, model: &Model, parent: &[u32], work: impl FnOnce() -> R) -> (R, Option<Prepared>) {
+    /// [`TetherCache::prepare`] for `model`, `parent` and `from`; returns both results.
+    pub fn prepare_beside<R>(
+        &mut self,
+        model: &Model,
+        parent: &[u32],
+        from: Option<TornFrom<'_>>,
+        work: impl FnOnce() -> R,
+    ) -> (R, Option<Prepared>) {
         let flush = crate::fp::flushes_subnormals();
         std::thread::scope(|s| {
             let prepared = s.spawn(|| {
                 if flush {
                     crate::fp::flush_subnormals();
                 }
-                self.prepare(model, parent)
+                self.prepare(model, parent, from)
             });
             let done = work();
             (done, prepared.join().expect("the tethers' search does not panic"))
@@ -1019,7 +1355,29 @@ mod tests {
                         x.iter().map(|p| *p * scale + 0.02 * h * Vec3::new(rand() - 0.5, rand() - 0.5, 0.0)).collect();
                     let Some(torn) = tearing::tear(&model, &now, &cut).unwrap() else { continue };
                     cache.torn(&torn.parent);
-                    let prepared = ahead.prepare(&torn.model, &torn.parent);
+                    let from = TornFrom { old: &model, copied: &torn.copied.distance };
+                    let prepared = ahead.prepare(&torn.model, &torn.parent, Some(from));
+                    // Told what the tear kept, the update is the same search (its graph the
+                    // model's own), where it looked only at the changed particles.
+                    if ahead.lineage.is_none() {
+                        let before = ahead.search.as_ref().unwrap();
+                        let lineage: Vec<u32> = torn.parent.clone();
+                        let pinned: Vec<u32> = (0..torn.model.particle_count() as u32)
+                            .filter(|&p| before.at[lineage[p as usize] as usize].pin)
+                            .collect();
+                        let quick = before.after_tear_from(&torn.model, &lineage, &pinned, from);
+                        let slow = before.after_tear(&torn.model, &lineage, &pinned);
+                        prop_assert_eq!(&quick.graph, &Graph::new(&torn.model));
+                        prop_assert_eq!(quick.searched, slow.searched);
+                        prop_assert_eq!(quick.tethers(&torn.model).unwrap(), slow.tethers(&torn.model).unwrap());
+                        // A run that does not hold what it claims (the whole set copied) costs time,
+                        // not correctness.
+                        let len = model.distance().len().min(torn.model.distance().len()) as u32;
+                        let wrong = [CopiedRun { from: 0, to: 0, len }];
+                        let from_wrong = TornFrom { old: &model, copied: &wrong };
+                        let misled = before.after_tear_from(&torn.model, &lineage, &pinned, from_wrong);
+                        prop_assert_eq!(misled.tethers(&torn.model).unwrap(), slow.tethers(&torn.model).unwrap());
+                    }
                     ahead.torn_prepared(&torn.parent, prepared);
                     tears += 1;
                     parent_of = torn.parent.iter().map(|&q| parent_of[q as usize]).collect();

@@ -1111,14 +1111,17 @@ impl Solver for XpbdSolver {
         &mut self,
         model: Arc<Model>,
         parent: &[u32],
-        _copied: &crate::tearing::CopiedRuns,
+        copied: &crate::tearing::CopiedRuns,
         state: &State,
     ) -> Result<(), SolverError> {
         check_parent(&model, parent, self.model.particle_count())?;
-        let cache = std::mem::take(&mut self.tether_cache);
+        let mut cache = std::mem::take(&mut self.tether_cache);
         // The tethers' search after the tear, which the next frame would make, made beside
-        // the rebuild.
-        let (rebuilt, prepared) = cache.prepare_beside(&model, parent, || self.rebuild(model.clone(), state));
+        // the rebuild, where the tear changed something.
+        let old = self.model.clone();
+        let from = crate::tethers::TornFrom { old: &old, copied: &copied.distance };
+        let (rebuilt, prepared) =
+            cache.prepare_beside(&model, parent, Some(from), || self.rebuild(model.clone(), state));
         self.tether_cache = cache;
         rebuilt?;
         self.tether_cache.torn_prepared(parent, prepared);
