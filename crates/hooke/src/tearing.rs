@@ -314,9 +314,9 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     let uv = uv.unwrap_or(&[]);
     // Group each cracked body's particle's triangles by the non-crack edges between them.
     let n = model.particle_count();
-    // For each particle, the group of each of its incident triangles (parallel to
-    // particle_triangles), and the number of groups.
-    let mut group_of: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // For each crack particle, the group of each of its incident triangles (parallel to
+    // particle_triangles); for each particle, the number of groups.
+    let mut group_of: HashMap<u32, Vec<u32>> = HashMap::default();
     let mut groups = vec![1u32; n];
     // (Every crack particle's body is cracked; each particle's groups are found on its own.)
     let mut crack_particles: Vec<u32> = cracks.iter().flat_map(|&(a, b)| [a, b]).collect();
@@ -364,7 +364,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         .collect();
     for (p, count, g) in grouped {
         groups[p as usize] = count;
-        group_of[p as usize] = g;
+        group_of.insert(p, g);
     }
     // New numbering: body by body, the originals in order, then the copies.
     let mut first_copy = vec![0u32; n];
@@ -390,10 +390,9 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     let id = |p: u32, g: u32| if g == 0 { new_of[p as usize] } else { first_copy[p as usize] + g - 1 };
     // The group at p of incident triangle t.
     let group_at = |p: u32, t: u32| -> u32 {
-        let groups = &group_of[p as usize];
-        if groups.is_empty() {
+        let Some(groups) = group_of.get(&p).filter(|g| !g.is_empty()) else {
             return 0;
-        }
+        };
         model.particle_triangles(p as usize).iter().position(|&x| x == t).map_or(0, |slot| groups[slot])
     };
     // The group at p of the direction `dir` in texture space: the triangle whose corner at p
@@ -402,7 +401,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         if groups[p as usize] <= 1 {
             return 0;
         }
-        sector_group(model, uv, p, &group_of[p as usize], dir)
+        sector_group(model, uv, p, &group_of[&p], dir)
     };
     // Crack edges in texture space, for the crossing test, and the split particles, binned by
     // body and by cells as large as the longest constraint of a cracked body (so a constraint
@@ -433,7 +432,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
             }
         }
     }
-    let split_points: Vec<u32> = (0..n as u32).filter(|&p| groups[p as usize] > 1).collect();
+    let split_points: Vec<u32> = (0..n as u32).into_par_iter().filter(|&p| groups[p as usize] > 1).collect();
     let mut point_cells: HashMap<(u32, i64, i64), Vec<u32>> = HashMap::default();
     for &p in &split_points {
         point_cells.entry(key(body_of[p as usize], uv[p as usize])).or_default().push(p);
@@ -476,7 +475,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         model.triangles().par_iter().map(|tri| tri.map(|p| new_of[p as usize])).collect();
     for &p in &split_points {
         for (slot, &t) in model.particle_triangles(p as usize).iter().enumerate() {
-            let copy = id(p, group_of[p as usize][slot]);
+            let copy = id(p, group_of[&p][slot]);
             for corner in &mut triangles[t as usize] {
                 if *corner == new_of[p as usize] {
                     *corner = copy;
@@ -717,7 +716,7 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         let tris = model.particle_triangles(p as usize);
         let mut by_group = vec![0.0f32; groups[p as usize] as usize];
         for (slot, &t) in tris.iter().enumerate() {
-            by_group[group_of[p as usize][slot] as usize] += area(t);
+            by_group[group_of[&p][slot] as usize] += area(t);
         }
         let total: f32 = by_group.iter().sum();
         for (g, a) in by_group.iter().enumerate() {
@@ -725,10 +724,11 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
             share[id(p, g as u32) as usize] = s;
         }
     }
-    let pick = |v: &[Vec3]| parent.iter().map(|&p| v[p as usize]).collect::<Vec<_>>();
-    let mass: Vec<f32> = parent.iter().zip(&share).map(|(&p, &s)| model.particle_mass()[p as usize] * s).collect();
-    let mass_source: Vec<MassSource> = parent
-        .iter()
+    // Each particle's values from its parent's, in parallel.
+    let each = || parent.par_iter().with_min_len(PARTICLE_CHUNK);
+    let pick = |v: &[Vec3]| each().map(|&p| v[p as usize]).collect::<Vec<_>>();
+    let mass: Vec<f32> = each().zip(&share).map(|(&p, &s)| model.particle_mass()[p as usize] * s).collect();
+    let mass_source: Vec<MassSource> = each()
         .zip(&share)
         .map(|(&p, &s)| match model.particle_mass_source[p as usize] {
             MassSource::Share(m) => MassSource::Share(m * s),
@@ -755,14 +755,14 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     let torn = Model {
         particle_position: pick(rest),
         particle_velocity: pick(model.particle_velocity()),
-        particle_inv_mass: mass.iter().map(|&m| 1.0 / m).collect(),
+        particle_inv_mass: mass.par_iter().with_min_len(PARTICLE_CHUNK).map(|&m| 1.0 / m).collect(),
         particle_mass: mass,
         particle_mass_source: mass_source,
-        particle_radius: parent.iter().map(|&p| model.particle_radius()[p as usize]).collect(),
+        particle_radius: each().map(|&p| model.particle_radius()[p as usize]).collect(),
         distance,
         dihedral,
         rope_bending,
-        particle_uv: if uv.is_empty() { Vec::new() } else { parent.iter().map(|&p| uv[p as usize]).collect() },
+        particle_uv: if uv.is_empty() { Vec::new() } else { each().map(|&p| uv[p as usize]).collect() },
         particle_triangles_offsets,
         particle_triangles,
         triangles,
@@ -793,6 +793,9 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
     let copied = CopiedRuns { distance: distance_copied, dihedral: dihedral_copied };
     Ok(Some(Torn { model: torn, parent, broken: count_broken, split, copied }))
 }
+
+/// Particles per parallel task in making the torn model's particle arrays.
+const PARTICLE_CHUNK: usize = 4096;
 
 /// The torn model's particle → triangle lists (CSR: offsets, one per particle plus one, and
 /// the triangles) from the old `model`'s, for the new particles' `parent`s, the old particles'
