@@ -385,6 +385,36 @@ fn whole_paths(
         .collect()
 }
 
+/// Settles the particles `again` (increasing; neither pins nor known) from the pins and known
+/// particles around them, after a tear. `false` when the full search could differ: a kept
+/// particle keeps its two nearest pins, but which of two pins exactly as far (bit for bit) a
+/// search picks depends on the paths — a pin a rounding step behind two others at one particle
+/// goes no further, and may tie again beyond it — so a particle searched again may bring a
+/// kept neighbour a pin that ties with (and, by index, beats) one of its own, which the full
+/// search would take (a few in 10⁵ tears of random grids: lengths equal, pins differ).
+fn search_again(graph: &Graph, at: &mut [Search], again: &[u32]) -> bool {
+    let mut heap = BinaryHeap::new();
+    for &p in again {
+        let p = p as usize;
+        for &(u, l) in graph.of(p) {
+            let from = at[u as usize];
+            if from.pin || from.known {
+                for r in from.found() {
+                    offer(&mut heap, &mut at[p], r.distance + l, p as u32, r.pin, u);
+                }
+            }
+        }
+    }
+    settle(graph, at, heap);
+    again.iter().all(|&p| {
+        let here = at[p as usize];
+        graph.of(p as usize).iter().all(|&(u, l)| {
+            let there = &at[u as usize];
+            !(there.known && here.found().iter().any(|r| would_take(there, r.distance + l, r.pin)))
+        })
+    })
+}
+
 /// `pinned` sorted, without repeats or particles beyond `n`.
 fn sorted_pins(pinned: &[u32], n: usize) -> Vec<u32> {
     let mut pins: Vec<u32> = pinned.iter().copied().filter(|&p| (p as usize) < n).collect();
@@ -506,38 +536,9 @@ impl TetherSearch {
             .collect();
         drop(kept);
         // The search from the kept particles and pins around the others.
-        let mut heap = BinaryHeap::new();
-        for p in 0..n {
-            if at[p].pin || at[p].known {
-                continue;
-            }
-            for &(u, l) in graph.of(p) {
-                let from = at[u as usize];
-                if from.pin || from.known {
-                    for r in from.found() {
-                        offer(&mut heap, &mut at[p], r.distance + l, p as u32, r.pin, u);
-                    }
-                }
-            }
-        }
-        settle(&graph, &mut at, heap);
-        // A kept particle keeps its two nearest pins, but which of two pins exactly as far
-        // (bit for bit) a search picks depends on the paths: a pin a rounding step behind two
-        // others at one particle goes no further, and may tie again beyond it. A particle
-        // searched again may then bring a kept neighbour a pin that ties with (and, by index,
-        // beats) one of its own, which the full search would take. Then search anew (a few
-        // in 10⁵ tears of random grids: lengths equal, pins differ).
-        for p in 0..n {
-            let here = at[p];
-            if here.pin || here.known {
-                continue;
-            }
-            for &(u, l) in graph.of(p) {
-                let there = &at[u as usize];
-                if there.known && here.found().iter().any(|r| would_take(there, r.distance + l, r.pin)) {
-                    return TetherSearch::new(model, pinned);
-                }
-            }
+        let again: Vec<u32> = (0..n as u32).filter(|&p| !at[p as usize].pin && !at[p as usize].known).collect();
+        if !search_again(&graph, &mut at, &again) {
+            return TetherSearch::new(model, pinned);
         }
         let mut searched = 0;
         for r in at.iter_mut() {
@@ -562,7 +563,8 @@ impl TetherSearch {
     }
 
     /// [`TetherSearch::after_tear_from`], made in the memory of `spare` (a search no longer
-    /// needed) where it can.
+    /// needed) where it can; [`TetherSearch::after_tear`] where the pins or `parent` do not
+    /// fit, or the runs are not in order.
     fn after_tear_reusing(
         &self,
         model: &Model,
@@ -571,29 +573,15 @@ impl TetherSearch {
         from: TornFrom<'_>,
         spare: TetherSearch,
     ) -> TetherSearch {
-        self.after_tear_kept(model, parent, pinned, from, spare)
-            .unwrap_or_else(|| self.after_tear(model, parent, pinned))
-    }
-
-    /// [`TetherSearch::after_tear_reusing`]; `None` where [`TetherSearch::after_tear`] is to
-    /// decide (the pins or `parent` do not fit, or the runs are not in order).
-    fn after_tear_kept(
-        &self,
-        model: &Model,
-        parent: &[u32],
-        pinned: &[u32],
-        from: TornFrom<'_>,
-        spare: TetherSearch,
-    ) -> Option<TetherSearch> {
         let n = model.particle_count();
         let old_n = self.at.len();
         if from.old.particle_count() != old_n || parent.len() != n || parent.par_iter().any(|&q| q as usize >= old_n) {
-            return None;
+            return self.after_tear(model, parent, pinned);
         }
         let pins = sorted_pins(pinned, n);
         let parents: Vec<u32> = pins.iter().map(|&p| parent[p as usize]).collect();
         if parents != self.pins || parent.par_iter().filter(|&&q| self.at[q as usize].pin).count() != pins.len() {
-            return None;
+            return self.after_tear(model, parent, pinned);
         }
         // The runs the torn set copied, checked: each in order after the last in both sets,
         // and its records and families the old ones bit for bit (a run that is not is left
@@ -608,7 +596,7 @@ impl TetherSearch {
         if !runs.iter().all(fits)
             || runs.windows(2).any(|w| w[0].to + w[0].len > w[1].to || w[0].from + w[0].len > w[1].from)
         {
-            return None;
+            return self.after_tear(model, parent, pinned);
         }
         let sound: Vec<bool> = runs
             .par_iter()
@@ -650,7 +638,7 @@ impl TetherSearch {
         let rows: Vec<u32> = (0..n as u32).into_par_iter().filter(|&p| changed[p as usize]).collect();
         if !rows.par_iter().all(|&p| graph.row_lengthens(&self.graph, parent, p as usize)) {
             // An edge new or shorter (a flap tied at its present lengths): paths may shorten.
-            return Some(TetherSearch::new(model, pinned));
+            return TetherSearch::new(model, pinned);
         }
         let mut is_pin = vec![false; n];
         for &p in &pins {
@@ -752,32 +740,12 @@ impl TetherSearch {
             })
             .collect_into_vec(&mut at);
         drop(steps);
-        // The search from the kept particles and pins around the others, and the check for a
-        // tie it unblocks, as in `after_tear`.
-        let mut heap = BinaryHeap::new();
-        for &p in &searched_again {
-            let p = p as usize;
-            for &(u, l) in graph.of(p) {
-                let from = at[u as usize];
-                if from.pin || from.known {
-                    for r in from.found() {
-                        offer(&mut heap, &mut at[p], r.distance + l, p as u32, r.pin, u);
-                    }
-                }
-            }
-        }
-        settle(&graph, &mut at, heap);
-        for &p in &searched_again {
-            let here = at[p as usize];
-            for &(u, l) in graph.of(p as usize) {
-                let there = &at[u as usize];
-                if there.known && here.found().iter().any(|r| would_take(there, r.distance + l, r.pin)) {
-                    return Some(TetherSearch::new(model, pinned));
-                }
-            }
+        // The search from the kept particles and pins around the others.
+        if !search_again(&graph, &mut at, &searched_again) {
+            return TetherSearch::new(model, pinned);
         }
         let searched = searched_again.iter().filter(|&&p| at[p as usize].settled > 0).count();
-        Some(TetherSearch { pins, at, graph, searched })
+        TetherSearch { pins, at, graph, searched }
     }
 
     /// For each particle of the new model (`graph`, `parent`, `pins`) and each of its old
