@@ -49,13 +49,14 @@
 //! (every copy of a pin); the next frame takes it if it does. There they know what the tear
 //! copied unchanged (its runs of constraint records, [`Torn::copied`](crate::tearing::Torn::copied)),
 //! so the search looks only at the particles of the constraints outside those runs
-//! ([`TetherSearch::after_tear_from`]): every other particle keeps its edges, and its pins
-//! unless a path of its runs through a particle searched again (found from those particles
-//! along the edges), with no pass over every particle's paths; the graph and the records are
-//! laid out in the memory of the search the last update replaced (a new allocation's page
-//! faults were a third of the time). The same tethers again; a 512² sheet pinned along two
-//! edges, cut by short blades one after another, on a 2-core machine: 11–15 ms for the search
-//! and its tethers, where following every path took 33–40 ms for the search alone.
+//! ([`TetherSearch::after_tear_from`]): every other particle keeps its edges, and keeps its
+//! pins unless one of its paths runs through a particle searched again (those are found from
+//! the changed particles along the edges), with no pass over every particle's paths; the graph
+//! and the records are laid out in the memory of the search the last update replaced (a new
+//! allocation's page faults were a third of the time). The same tethers again; a 512² sheet
+//! pinned along two edges, cut by four short blades one after another, on a 2-core machine
+//! (example `after_tear`): 15–20 ms for the search and its tethers after the first cut, where
+//! following every path took 30–45 ms for the search alone.
 
 use crate::ModelError;
 use crate::model::CopiedRun;
@@ -122,6 +123,7 @@ struct Search {
     /// Whether it is pinned (a source: no path passes through it).
     pin: bool,
     /// Whether its pins are known already (kept from before a tear): the search passes it by.
+    /// Read only during a search after a tear, which sets it on every record it keeps.
     known: bool,
 }
 
@@ -182,8 +184,8 @@ impl Graph {
         })
     }
 
-    /// The graph of `model` made by a tear from the model `old` is the graph of: the rows of
-    /// the particles `changed` marks from `model`, the others `old`'s rows as they are (a
+    /// The graph of `model`, made by a tear from the model whose graph is `old`: the rows of
+    /// the particles `changed` marks built from `model`, the others copied from `old` (a
     /// particle not marked keeps its number and its constraints, see
     /// [`TetherSearch::after_tear_from`]). Laid out in `reuse`'s memory.
     fn patched(old: &Graph, model: &Model, changed: &[bool], reuse: Graph) -> Graph {
@@ -552,8 +554,8 @@ impl TetherSearch {
     /// was made on, and the runs of its distance constraints the torn model holds unchanged,
     /// [`Torn::copied`](crate::tearing::Torn::copied)), so that it looks only where the tear
     /// changed something: a particle that keeps its number and its constraints (in order,
-    /// records the same bit for bit) keeps its edges and, unless a path of its runs through a
-    /// particle the tear cut off, its pins — with no pass over every particle's paths. The
+    /// records the same bit for bit) keeps its edges and, unless one of its paths runs through
+    /// a particle whose path the tear cut, its pins — with no pass over every particle's paths. The
     /// result is [`TetherSearch::after_tear`]'s, and so [`TetherSearch::new`]'s. Each run is
     /// compared with the old model's records first, so a wrong run costs time, not
     /// correctness; `from.old` must be the model searched (only its particle count is
