@@ -1,5 +1,6 @@
 //! Mesh colliders from OBJ files: load, weld, place, validate, sample the signed distance
-//! grid — or read it back from the cache next to the mesh.
+//! grid — or read it back from the cache next to the mesh. The mesh is read either way: it is
+//! the surface drawn for the collider.
 //!
 //! **Cache.** Building a fine grid takes a while (≈ 1 s for a 10⁴-triangle mesh at 128³), so
 //! the grid is kept in `<mesh stem>.<key>.sdf` beside the mesh, where the key is a 64-bit
@@ -15,7 +16,7 @@
 
 use crate::cache::atomic::AtomicFile;
 use glam::{Quat, Vec3};
-use hooke::collision::{ColliderMesh, GridResolution, SdfGrid, SignMethod};
+use hooke::collision::{ColliderMesh, ColliderSurface, GridResolution, SdfGrid, SignMethod};
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -56,6 +57,9 @@ pub struct MeshColliderSpec {
 pub struct LoadedMeshCollider {
     /// The grid, ready for [`Shape::Sdf`](hooke::collision::Shape::Sdf).
     pub grid: Arc<SdfGrid>,
+    /// The mesh the grid is sampled from, placed, welded and repaired as for the grid, for
+    /// drawing ([`Collider::surface`](hooke::collision::Collider::surface)).
+    pub surface: Arc<ColliderSurface>,
     /// Repairs made to the mesh and cache problems.
     pub warnings: Vec<String>,
     /// The cache file, when one was read or written.
@@ -85,11 +89,24 @@ pub fn load_mesh_collider(spec: &MeshColliderSpec) -> Result<LoadedMeshCollider,
     let key = cache_key(&bytes, spec);
     let cache = cache_path(&spec.path, key);
     let mut warnings = Vec::new();
+    let text = String::from_utf8(bytes).map_err(|_| format!("{file}: not UTF-8 text (an OBJ file is expected)"))?;
+    let obj = crate::mesh::parse_obj(&text).map_err(|e| format!("{file}: {e}"))?;
+    // Join coincident vertices (split by UV seams or flat shading) so that the mesh's edges
+    // are shared and it reads as closed.
+    let tolerance = crate::mesh::default_weld_tolerance(&obj.positions);
+    let (positions, triangles) = crate::mesh::weld_positions(&obj.positions, &obj.triangles, tolerance);
+    let placed: Vec<Vec3> = positions.iter().map(|&p| spec.translation + spec.rotation * (p * spec.scale)).collect();
+    let start = Instant::now();
+    let (mesh, repairs) = ColliderMesh::new(&placed, &triangles, spec.sign).map_err(|e| format!("{file}: {e}"))?;
+    warnings.extend(repairs.into_iter().map(|w| format!("{file}: {w}")));
+    // (The mesh is read even when its grid is cached: it is drawn.)
+    let surface = Arc::new(ColliderSurface::from_mesh(&mesh));
     match read_cache(&cache, key) {
         Ok(Some(grid)) => {
             warnings.extend(cut_warning(spec, &grid));
             return Ok(LoadedMeshCollider {
                 grid: Arc::new(grid),
+                surface,
                 warnings,
                 cache: Some(cache),
                 cached: true,
@@ -101,16 +118,6 @@ pub fn load_mesh_collider(spec: &MeshColliderSpec) -> Result<LoadedMeshCollider,
             warnings.push(format!("{}: unusable signed distance cache ({e}); building it again", cache.display()))
         }
     }
-    let text = String::from_utf8(bytes).map_err(|_| format!("{file}: not UTF-8 text (an OBJ file is expected)"))?;
-    let obj = crate::mesh::parse_obj(&text).map_err(|e| format!("{file}: {e}"))?;
-    // Join coincident vertices (split by UV seams or flat shading) so that the mesh's edges
-    // are shared and it reads as closed.
-    let tolerance = crate::mesh::default_weld_tolerance(&obj.positions);
-    let (positions, triangles) = crate::mesh::weld_positions(&obj.positions, &obj.triangles, tolerance);
-    let placed: Vec<Vec3> = positions.iter().map(|&p| spec.translation + spec.rotation * (p * spec.scale)).collect();
-    let start = Instant::now();
-    let (mesh, repairs) = ColliderMesh::new(&placed, &triangles, spec.sign).map_err(|e| format!("{file}: {e}"))?;
-    warnings.extend(repairs.into_iter().map(|w| format!("{file}: {w}")));
     let grid = match spec.bounds {
         Some(_) if spec.margin.is_some() => {
             return Err(format!("{file}: bounds and margin both given; the bounds set the grid's box, give one"));
@@ -130,7 +137,7 @@ pub fn load_mesh_collider(spec: &MeshColliderSpec) -> Result<LoadedMeshCollider,
             None
         }
     };
-    Ok(LoadedMeshCollider { grid: Arc::new(grid), warnings, cache: written, cached: false, build_seconds })
+    Ok(LoadedMeshCollider { grid: Arc::new(grid), surface, warnings, cache: written, cached: false, build_seconds })
 }
 
 /// A warning when `spec`'s bounds cut through the mesh: its part outside them is not felt.
@@ -279,8 +286,29 @@ mod tests {
         }
     }
 
-    /// The second load reads the cache and gets the same grid; other settings get another
-    /// file; a damaged cache is rebuilt with a warning.
+    /// The surface drawn is the mesh placed as its grid is: scaled, turned, then moved.
+    #[test]
+    fn the_surface_is_placed_as_the_grid_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tetra.obj");
+        std::fs::write(&path, TETRA).unwrap();
+        let mut placed = spec(path);
+        placed.scale = 2.0;
+        placed.rotation = Quat::from_rotation_z(std::f32::consts::FRAC_PI_2);
+        placed.translation = Vec3::new(1.0, 0.0, 0.0);
+        let loaded = load_mesh_collider(&placed).unwrap();
+        // Vertex 1 (1, 0, 0): scaled to (2, 0, 0), turned to (0, 2, 0), moved to (1, 2, 0).
+        assert!((loaded.surface.positions()[1] - Vec3::new(1.0, 2.0, 0.0)).length() < 1e-6);
+        // The grid agrees: the surface's vertices lie on its zero level within a cell.
+        for &p in loaded.surface.positions() {
+            let (phi, _) = loaded.grid.sample(p);
+            assert!(phi.abs() <= loaded.grid.cell(), "φ = {phi} at a vertex {p}");
+        }
+    }
+
+    /// The second load reads the cache and gets the same grid, and the same surface to draw
+    /// (read from the mesh, which the cache does not hold); other settings get another file;
+    /// a damaged cache is rebuilt with a warning.
     #[test]
     fn the_grid_is_cached_under_its_content_and_settings() {
         let dir = tempfile::tempdir().unwrap();
@@ -291,6 +319,9 @@ mod tests {
         let second = load_mesh_collider(&spec(path.clone())).unwrap();
         assert!(second.cached);
         assert_eq!(first.grid, second.grid);
+        assert_eq!(first.surface, second.surface);
+        assert_eq!(first.surface.triangles().len(), 4);
+        assert_eq!(first.surface.positions()[1], Vec3::X);
         let mut finer = spec(path.clone());
         finer.resolution = GridResolution::Cells(12);
         let third = load_mesh_collider(&finer).unwrap();

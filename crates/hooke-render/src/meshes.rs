@@ -49,8 +49,9 @@ impl HostMesh {
 }
 
 /// The model's colliders at `poses` (one per collider) and, for each plane, a square of ground
-/// `extent` metres wide around the point nearest `centre`. Distance grids (mesh colliders)
-/// are not drawn.
+/// `extent` metres wide around the point nearest `centre`. A distance grid (a mesh collider)
+/// is drawn as the triangles of its [`surface`](hooke::collision::Collider::surface), with
+/// area-weighted vertex normals; one given without a surface is not drawn.
 pub fn colliders(model: &Model, poses: &[Pose], centre: Vec3, extent: f32) -> HostMesh {
     let mut mesh = HostMesh::default();
     for (k, c) in model.colliders().iter().enumerate() {
@@ -100,7 +101,15 @@ pub fn colliders(model: &Model, poses: &[Pose], centre: Vec3, extent: f32) -> Ho
                     }
                 }
             }
-            Shape::Sdf(_) => {}
+            Shape::Sdf(_) => {
+                if let Some(surface) = &c.surface {
+                    let first = mesh.positions.len() as u32;
+                    for (&p, n) in surface.positions().iter().zip(surface.vertex_normals()) {
+                        mesh.vertex(place(p), turn(n), COLLIDER);
+                    }
+                    mesh.indices.extend(surface.triangles().iter().flatten().map(|&v| first + v));
+                }
+            }
         }
     }
     mesh

@@ -205,6 +205,75 @@ fn the_sphere_is_drawn_where_it_is() {
     assert!(red(on) && !red(off));
 }
 
+/// A mesh collider (a distance grid) is drawn as the mesh its grid was sampled from, where its
+/// pose puts it: an octahedron of 0.3 m, turned by 30° about the vertical and moved 0.2 m,
+/// covers its vertices' projected bounding box within 2 pixels on every side, in the
+/// colliders' colour; the same grid given without its mesh draws nothing.
+#[test]
+fn a_mesh_collider_is_drawn_where_its_pose_puts_it() {
+    use hooke::collision::{Collider, ColliderMesh, ColliderSurface, GridResolution, Pose, SdfGrid, Shape, SignMethod};
+    let ctx = gpu_or_skip!();
+    let centre = Vec3::new(0.0, 1.0, 0.0);
+    let corners = [Vec3::X, -Vec3::X, Vec3::Y, -Vec3::Y, Vec3::Z, -Vec3::Z].map(|d| centre + d * 0.3);
+    let mut triangles = Vec::new();
+    for (a, b) in [(0u32, 2u32), (2, 1), (1, 3), (3, 0)] {
+        triangles.push([a, b, 4]);
+        triangles.push([b, a, 5]);
+    }
+    let (mesh, _) = ColliderMesh::new(&corners, &triangles, SignMethod::PseudoNormals).unwrap();
+    let grid = Arc::new(SdfGrid::build(&mesh, GridResolution::Cells(16), None).unwrap());
+    let surface = Arc::new(ColliderSurface::from_mesh(&mesh));
+    // A small cloth far outside the picture (the renderer draws a model's cloth).
+    let model = |with_surface: bool| {
+        let mut b = hooke::model::ModelBuilder::new();
+        let mut g = hooke::model::ClothGrid::new("cloth", 2, 2, 0.1);
+        g.center = Vec3::new(50.0, 0.0, 0.0);
+        b.add_cloth_grid(&g).unwrap();
+        let collider = Collider::new("octahedron", Shape::Sdf(grid.clone()));
+        b.add_collider(if with_surface { collider.with_surface(surface.clone()) } else { collider }).unwrap();
+        Arc::new(b.finalize().unwrap())
+    };
+    let pose = Pose {
+        translation: Vec3::new(0.2, -0.1, 0.0),
+        rotation: glam::Quat::from_rotation_y(std::f32::consts::FRAC_PI_6),
+    };
+    let camera = Camera { eye: Vec3::new(0.4, 1.6, 2.5), target: centre, fov_y: 0.7, near: 0.1, far: 10.0 };
+    let settings = RenderSettings { colliders: true, ..cloth_only() };
+    let draw = |model: Arc<Model>| {
+        let renderer = Renderer::new(ctx.clone(), model.clone(), settings).unwrap();
+        let cloth = HostCloth::new(&ctx, model.clone());
+        cloth.upload(&ctx, model.particle_position()).unwrap();
+        renderer.draw(cloth.buffers(), &[pose], &camera);
+        let rgba = renderer.read_rgba().unwrap();
+        (drawn(&rgba, background(&renderer.settings().palette)), rgba, renderer.view_projection(&camera))
+    };
+    let (px, rgba, vp) = draw(model(true));
+    assert!(px.len() > 1000, "only {} pixels of the mesh collider", px.len());
+    let red = px.iter().filter(|&&(x, y)| {
+        let k = 4 * (y * W + x) as usize;
+        rgba[k] as i32 > rgba[k + 1] as i32 + 30 && rgba[k] as i32 > rgba[k + 2] as i32 + 30
+    });
+    assert!(red.count() > px.len() * 9 / 10, "the mesh collider is not drawn in the colliders' colour");
+    let (x0, x1) = (px.iter().map(|p| p.0).min().unwrap(), px.iter().map(|p| p.0).max().unwrap());
+    let (y0, y1) = (px.iter().map(|p| p.1).min().unwrap(), px.iter().map(|p| p.1).max().unwrap());
+    let origin = model(true).colliders()[0].shape.origin();
+    let (mut lo, mut hi) = (glam::Vec2::splat(f32::MAX), glam::Vec2::splat(f32::MIN));
+    for &p in &corners {
+        let placed = pose.rotation * (p - origin) + origin + pose.translation;
+        let c = vp * placed.extend(1.0);
+        let ndc = c.truncate() / c.w;
+        let s = glam::Vec2::new((ndc.x + 1.0) * 0.5 * W as f32, (1.0 - ndc.y) * 0.5 * H as f32);
+        lo = lo.min(s);
+        hi = hi.max(s);
+    }
+    println!("pixels x {x0}..={x1}, y {y0}..={y1}; projected x {:.1}..{:.1}, y {:.1}..{:.1}", lo.x, hi.x, lo.y, hi.y);
+    for (got, want) in [(x0 as f32, lo.x), (x1 as f32 + 1.0, hi.x), (y0 as f32, lo.y), (y1 as f32 + 1.0, hi.y)] {
+        assert!((got - want).abs() <= 2.0, "pixel box side {got} against projected {want}");
+    }
+    let (none, _, _) = draw(model(false));
+    assert!(none.is_empty(), "{} pixels drawn for a grid without its mesh", none.len());
+}
+
 /// The GPU solver's own buffers (positions and normals on the device, no copy) draw the same
 /// picture as the CPU solver's state uploaded: Gauss–Seidel on lavapipe gives the CPU's
 /// positions bit for bit, and the normals differ by rounding only, so fewer than 0.5 % of

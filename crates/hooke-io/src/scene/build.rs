@@ -814,6 +814,7 @@ fn add_collider(
     if let Some((field, _)) = given.iter().find(|(f, set)| *set && !allowed.contains(f)) {
         return Err(format!("{key}: `{field}` does not apply to a {}", c.shape));
     }
+    let mut surface = None;
     let shape = match c.shape.as_str() {
         "plane" => Shape::Plane { point: need(c.point, "point")?, normal: need(c.normal, "normal")? },
         "sphere" => Shape::Sphere { center: need(c.center, "center")?, radius: need_r()? },
@@ -824,7 +825,11 @@ fn add_collider(
             }
             Shape::Capsule { a, b, radius: need_r()? }
         }
-        "mesh" => mesh_shape(c, &key, base_dir, warnings)?,
+        "mesh" => {
+            let (shape, mesh) = mesh_shape(c, &key, base_dir, warnings)?;
+            surface = Some(mesh);
+            shape
+        }
         _ => Shape::Box {
             center: need(c.center, "center")?,
             half_extents: need(c.half_extents, "half_extents")?,
@@ -842,7 +847,11 @@ fn add_collider(
         ));
     }
     let motion = keyframed(&c.keyframes, &key)?;
-    b.add_collider(Collider::new(name, shape).with_friction(mu_s, mu_k)).map_err(|e| e.to_string())?;
+    let mut collider = Collider::new(name, shape).with_friction(mu_s, mu_k);
+    if let Some(surface) = surface {
+        collider = collider.with_surface(surface);
+    }
+    b.add_collider(collider).map_err(|e| e.to_string())?;
     Ok((!motion.keys().is_empty()).then(|| Arc::new(motion)))
 }
 
@@ -863,13 +872,14 @@ fn keyframed(keyframes: &[KeyframeSection], key: &str) -> Result<Motion, String>
     Motion::new(keys).map_err(|e| format!("{key}: {e}"))
 }
 
-/// The signed distance grid of a `shape = "mesh"` collider (built or read from its cache).
+/// The signed distance grid of a `shape = "mesh"` collider (built or read from its cache), and
+/// the mesh it is sampled from, to draw.
 fn mesh_shape(
     c: &ColliderSection,
     key: &str,
     base_dir: Option<&Path>,
     warnings: &mut Vec<String>,
-) -> Result<Shape, String> {
+) -> Result<(Shape, Arc<hooke::collision::ColliderSurface>), String> {
     use hooke::collision::{GridResolution, SignMethod};
     let path = c.path.as_ref().ok_or(format!("{key}: a mesh needs `path` (an OBJ file)"))?;
     let resolution = match (c.resolution, c.cell_size) {
@@ -912,7 +922,7 @@ fn mesh_shape(
     };
     let loaded = crate::mesh_collider::load_mesh_collider(&spec).map_err(|e| format!("{key}: {e}"))?;
     warnings.extend(loaded.warnings.into_iter().map(|w| format!("{key}: {w}")));
-    Ok(Shape::Sdf(loaded.grid))
+    Ok((Shape::Sdf(loaded.grid), loaded.surface))
 }
 
 /// Schedules the pins `global`, released at `release_at` (s), the value of the key `key` names.

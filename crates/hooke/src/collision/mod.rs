@@ -20,6 +20,7 @@ pub mod sdf;
 pub mod self_collision;
 mod shape;
 pub mod spatial_hash;
+mod surface;
 pub mod triangle;
 pub mod triangle_bvh;
 pub mod triangle_contact;
@@ -33,11 +34,14 @@ pub use sdf::{GridResolution, SdfGrid};
 pub use self_collision::{DEPENETRATION_SPEED, Overlap, deepest_overlap};
 pub use shape::Shape;
 pub use spatial_hash::SpatialHash;
+pub use surface::ColliderSurface;
 pub use triangle_contact::TriangleContact;
 
 use glam::Vec3;
+use std::sync::Arc;
 
-/// A collider: a shape in its rest placement and its friction.
+/// A collider: a shape in its rest placement, its friction and, for a shape with no closed
+/// form, the surface drawn for it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Collider {
     /// Name used in reports.
@@ -46,12 +50,23 @@ pub struct Collider {
     pub shape: Shape,
     /// Friction coefficients against particles.
     pub friction: Friction,
+    /// The triangles renderers draw for a [`Shape::Sdf`] collider, in the same rest placement
+    /// (a mesh collider's mesh, from which its grid was sampled); `None` for the analytic
+    /// shapes, drawn from the shape itself, and for a grid given without its mesh (then not
+    /// drawn). Never read by the physics.
+    pub surface: Option<Arc<ColliderSurface>>,
 }
 
 impl Collider {
     /// A collider without friction.
     pub fn new(name: impl Into<String>, shape: Shape) -> Collider {
-        Collider { name: name.into(), shape, friction: Friction::NONE }
+        Collider { name: name.into(), shape, friction: Friction::NONE, surface: None }
+    }
+
+    /// Sets the surface drawn for the collider (see [`Collider::surface`]).
+    pub fn with_surface(mut self, surface: Arc<ColliderSurface>) -> Self {
+        self.surface = Some(surface);
+        self
     }
 
     /// Sets the friction coefficients.
