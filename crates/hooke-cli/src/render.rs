@@ -151,6 +151,8 @@ pub fn render(args: RenderArgs) -> Result<()> {
     let dt = 1.0 / scene.fps;
     let mut state = State::from_model(&model);
     let total = scene.frames.max(1) as f32;
+    // A cache's topology drawn (per prim, how many of its later topologies hold).
+    let mut topology = cache.as_ref().map(|c| cache_topology(c, 0));
     for frame in 0..=scene.frames {
         if interrupted.load(Ordering::SeqCst) {
             bail!("interrupted at frame {frame}: nothing written");
@@ -180,6 +182,14 @@ pub fn render(args: RenderArgs) -> Result<()> {
         let camera = camera.orbited(args.orbit.to_radians() * frame as f32 / total);
         match &mut cloth {
             Cloth::Cache(c, buffers) => {
+                // Where the cloth tore or was cut, the model of the frame's topology.
+                let now = cache_topology(c, frame);
+                if topology.as_ref() != Some(&now) {
+                    let model = cache_model(&c.path, c, frame)?;
+                    renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
+                    *buffers = HostCloth::new(&ctx, model);
+                    topology = Some(now);
+                }
                 buffers.upload(&ctx, &c.positions(frame))?;
                 renderer.draw(buffers.buffers(), &poses, &camera);
             }
@@ -261,24 +271,37 @@ impl Cloth<'_> {
     }
 }
 
-/// A scene to draw `cache` with: a model of its prims at their first frame — each mesh a
-/// cloth, each curve a rope, in file order, so the particles are the cache's points in order
-/// — no colliders, the cache's frame rate and all its frames; named after the file.
-fn cache_scene(path: &Path, cache: &UsdaCache) -> Result<hooke_io::scene::Scene> {
+/// A model of `cache`'s prims at frame `frame`, with their topology then — each mesh a cloth,
+/// each curve a rope, in file order, so the particles are the cache's points in order — and
+/// no colliders.
+fn cache_model(path: &Path, cache: &UsdaCache, frame: usize) -> Result<Arc<hooke::Model>> {
     let mut b = hooke::ModelBuilder::new();
     b.set_memory_limit(crate::memory_limit());
+    let time = cache.times[frame];
     for prim in &cache.prims {
-        let first = prim.frames[0].clone();
-        let added = match &prim.triangles {
-            Some(t) => b.add_cloth_mesh(&hooke::ClothMesh::new(prim.name.clone(), first, t.clone())),
+        let points = prim.frames[frame].clone();
+        let added = match prim.triangles_at(time) {
+            Some(t) => b.add_cloth_mesh(&hooke::ClothMesh::new(prim.name.clone(), points, t.to_vec())),
             None => {
-                let n = first.len();
-                b.add_rope(&hooke::Rope::polyline(prim.name.clone(), first, n))
+                let n = points.len();
+                b.add_rope(&hooke::Rope::polyline(prim.name.clone(), points, n))
             }
         };
-        added.with_context(|| format!("{}: prim {:?}", path.display(), prim.name))?;
+        added.with_context(|| format!("{}: prim {:?} at time {time}", path.display(), prim.name))?;
     }
-    let model = Arc::new(b.finalize().with_context(|| format!("{}", path.display()))?);
+    Ok(Arc::new(b.finalize().with_context(|| format!("{}", path.display()))?))
+}
+
+/// Which topology each prim of `cache` has at frame `frame`: how many of its later ones hold.
+fn cache_topology(cache: &UsdaCache, frame: usize) -> Vec<usize> {
+    let time = cache.times[frame];
+    cache.prims.iter().map(|p| p.later_triangles.partition_point(|(t, _)| *t <= time)).collect()
+}
+
+/// A scene to draw `cache` with: the model of its first frame ([`cache_model`]), the cache's
+/// frame rate and all its frames; named after the file.
+fn cache_scene(path: &Path, cache: &UsdaCache) -> Result<hooke_io::scene::Scene> {
+    let model = cache_model(path, cache, 0)?;
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("cache").to_string();
     let mut scene = crate::presets::preset(name, model, SolverChoice::Position(hooke::XpbdSettings::default()), []);
     scene.fps = cache.fps;

@@ -810,6 +810,41 @@ fn render_draws_a_baked_cache_as_the_scene_draws_it() {
     assert!(!tmp.path().join("c").exists() && !tmp.path().join("d").exists(), "a refused render left a folder");
 }
 
+/// `hooke render CACHE.usda` draws a cache whose topology changes: a hanging cloth cut across
+/// at 0.1 s (frame 6 of 16), baked, draws the same picture and animation, byte for byte, as
+/// `hooke render` of the scene, which tears as it simulates — the cache's model is made again
+/// with the cut topology and its split particles from the frame the cut holds.
+#[test]
+fn render_draws_a_torn_cache_as_the_scene_draws_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scene = "name = \"snip\"\n[solver]\nsubsteps = 10\niterations = 4\nframes = 16\n[[cloth]]\nname = \"cloth\"\n\
+                 rows = 10\ncolumns = 10\nspacing = 0.05\nrotation = [90.0, 0.0, 0.0]\ncenter = [0.0, 1.0, 0.0]\n\
+                 pin_rows = [0]\n[[cut]]\ntime = 0.1\npoints = [[-0.5, 0.9, 0.0], [0.5, 0.9, 0.0]]\n\
+                 direction = [0.0, 0.0, 1.0]\n";
+    std::fs::write(tmp.path().join("snip.toml"), scene).unwrap();
+    let size = ["--width", "160", "--height", "120", "--every", "4"];
+    let o = hooke(&[&["render", "snip.toml", "--out", "a"][..], &size[..]].concat(), tmp.path());
+    let t = text(&o);
+    if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
+        println!("skipped: no GPU adapter");
+        return;
+    }
+    assert!(o.status.success(), "{t}");
+    let o = hooke(&["run", "snip.toml", "--out", "baked"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let usd = std::fs::read_to_string(tmp.path().join("baked/snip.usda")).unwrap();
+    assert!(usd.contains("faceVertexIndices.timeSamples"), "the cut did not change the cache's topology");
+    let o = hooke(&[&["render", "baked/snip.usda", "--out", "b"][..], &size[..]].concat(), tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    for name in ["snip.png", "snip.anim.png"] {
+        let (a, b) = (
+            std::fs::read(tmp.path().join("a").join(name)).unwrap(),
+            std::fs::read(tmp.path().join("b").join(name)).unwrap(),
+        );
+        assert!(a == b, "{name}: the torn cache draws another picture than the scene");
+    }
+}
+
 /// The tension limit, and the note where it does not apply: `scenes/falling_cable.toml` (a
 /// 50 m cable of 10 000 particles released horizontally) takes more than its 20 substeps on
 /// the CPU and on the GPU (which reads each frame's tension with its health record) and says

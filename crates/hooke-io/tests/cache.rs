@@ -125,6 +125,40 @@ fn usda_reader_refuses_bad_files() {
     case("empty", "#usda 1.0\n(\n)\n".replace("\\n", "\n"), "no animated");
 }
 
+/// A cache whose topology changes (a cloth that tore or was cut, in the writer's layout: face
+/// counts and indices time-sampled from the first time code, points gaining a split particle)
+/// is read with each topology and the time code it holds from; an index beyond a later frame's
+/// points, a topology that starts after the points or whose time codes do not ascend are
+/// refused, naming the file and what is wrong.
+#[test]
+fn usda_reader_reads_a_topology_that_changes() {
+    let text = "#usda 1.0\n(\n    framesPerSecond = 30\n    timeCodesPerSecond = 30\n)\n\ndef Xform \"World\"\n{\n    def Mesh \"cloth\"\n    {\n        int[] faceVertexCounts.timeSamples = {\n            0: [3, 3],\n            2: [3, 3],\n        }\n        int[] faceVertexIndices.timeSamples = {\n            0: [0, 1, 2, 2, 1, 3],\n            2: [0, 1, 2, 4, 1, 3],\n        }\n        point3f[] points.timeSamples = {\n            0: [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0)],\n            1: [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0)],\n            2: [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 1, 0)],\n        }\n    }\n}\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("torn.usda");
+    std::fs::write(&path, text).unwrap();
+    let cache = read_usda(&path).unwrap();
+    assert_eq!(cache.times, [0.0, 1.0, 2.0]);
+    let prim = &cache.prims[0];
+    assert_eq!(prim.triangles.as_deref(), Some(&[[0, 1, 2], [2, 1, 3]][..]));
+    assert_eq!(prim.later_triangles, [(2.0, vec![[0, 1, 2], [4, 1, 3]])]);
+    assert_eq!(prim.triangles_at(1.0), Some(&[[0, 1, 2], [2, 1, 3]][..]));
+    assert_eq!(prim.triangles_at(2.0), Some(&[[0, 1, 2], [4, 1, 3]][..]));
+    assert_eq!(prim.frames.iter().map(Vec::len).collect::<Vec<_>>(), [4, 4, 5]);
+    let case = |name: &str, from: &str, to: &str, expect: &str| {
+        let path = tmp.path().join(format!("{name}.usda"));
+        assert!(text.contains(from));
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        let e = read_usda(&path).unwrap_err().to_string();
+        println!("{name}: {e}");
+        assert!(e.contains(&format!("{name}.usda")) && e.contains(expect), "{name}: {e}");
+    };
+    case("later_index", "2: [0, 1, 2, 4, 1, 3]", "2: [0, 1, 2, 5, 1, 3]", "index 5 with 5 points at time 2");
+    case("early_index", "0: [0, 1, 2, 2, 1, 3]", "0: [0, 1, 2, 4, 1, 3]", "index 4 with 4 points at time 0");
+    case("late_start", "0: [0, 1, 2, 2, 1, 3]", "1: [0, 1, 2, 2, 1, 3]", "its topology starts at time 1");
+    case("order", "2: [0, 1, 2, 4, 1, 3]", "0: [0, 1, 2, 4, 1, 3]", "topology time code 0 does not follow 0");
+    case("quads", "2: [3, 3]", "2: [4, 3]", "other than triangles");
+}
+
 #[test]
 fn usda_round_trip() {
     let tmp = tempfile::tempdir().unwrap();

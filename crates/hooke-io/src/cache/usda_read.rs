@@ -3,8 +3,9 @@
 //!
 //! It reads the layout of the [writer](super::usda) line by line: the layer's
 //! `framesPerSecond`; each `def Mesh` (its `faceVertexCounts`, all 3, and
-//! `faceVertexIndices`) and `def BasisCurves`; and each prim's `points.timeSamples`, one
-//! time code per line. Other lines (`extent`, `widths`, `primvars:st`, metadata) are skipped.
+//! `faceVertexIndices`, or for a cloth that tore or was cut their `.timeSamples`, one time code
+//! per line) and `def BasisCurves`; and each prim's `points.timeSamples`, one time code per
+//! line. Other lines (`extent`, `widths`, `primvars:st`, metadata) are skipped.
 //! It is not a general USD parser: a file that Blender or Houdini re-exported, with arrays
 //! spread over several lines, is refused with the line that could not be read. Floats are read
 //! with Rust's parser, so the positions come back bit for bit as they were written.
@@ -33,10 +34,26 @@ pub struct UsdaCache {
 pub struct UsdaPrim {
     /// The prim's name.
     pub name: String,
-    /// A mesh's triangles (indices into its points); `None` for a rope.
+    /// A mesh's triangles (indices into its points) at the first time code; `None` for a
+    /// rope.
     pub triangles: Option<Vec<[u32; 3]>>,
-    /// The points (m) at each time code of [`UsdaCache::times`], the same count at each.
+    /// A mesh's later triangles where its topology changes over time (a cloth that tore or was
+    /// cut): (the time code from which they hold, the triangles), time codes ascending; empty
+    /// for a fixed topology.
+    pub later_triangles: Vec<(f64, Vec<[u32; 3]>)>,
+    /// The points (m) at each time code of [`UsdaCache::times`]: the same count at each,
+    /// except where the topology changes (split particles are added).
     pub frames: Vec<Vec<Vec3>>,
+}
+
+impl UsdaPrim {
+    /// A mesh's triangles at time code `time`: the last of its topologies that holds from
+    /// `time` or earlier. `None` for a rope.
+    pub fn triangles_at(&self, time: f64) -> Option<&[[u32; 3]]> {
+        let first = self.triangles.as_deref()?;
+        let at = self.later_triangles.partition_point(|(t, _)| *t <= time);
+        Some(at.checked_sub(1).map_or(first, |k| &self.later_triangles[k].1[..]))
+    }
 }
 
 impl UsdaCache {
@@ -56,8 +73,10 @@ impl UsdaCache {
 /// # Errors
 /// [`CacheError::Io`] if the file cannot be read; [`CacheError::Invalid`] naming the file and
 /// line for a file without the `#usda 1.0` header, a line it cannot read, faces other than
-/// triangles, an index out of range, prims whose time codes differ, a point count that
-/// changes between frames, a non-finite point, or a file with no animated prim.
+/// triangles, an index out of range (at any frame), prims whose time codes differ, a point
+/// count that changes between frames of a mesh whose topology does not (or of a rope),
+/// topology samples that start after the points' or do not ascend, a non-finite point, or a
+/// file with no animated prim.
 pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| io_error(path, e))?;
@@ -67,11 +86,19 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     // Time codes of the prim being read.
     let mut times: Vec<f64> = Vec::new();
     let mut all_times: Option<Vec<f64>> = None;
-    let mut current: Option<UsdaPrim> = None;
-    // Inside a `.timeSamples = {` block: `Some(true)` for points, `Some(false)` for others.
-    let mut block: Option<bool> = None;
-    let mut close = |current: &mut Option<UsdaPrim>, times: &mut Vec<f64>, line: usize| -> Result<(), CacheError> {
-        let Some(prim) = current.take() else { return Ok(()) };
+    let mut current: Option<Read> = None;
+    // Inside a `.timeSamples = {` block: of what.
+    let mut block: Option<Block> = None;
+    let mut close = |current: &mut Option<Read>, times: &mut Vec<f64>, line: usize| -> Result<(), CacheError> {
+        let Some(Read { prim, topology_start }) = current.take() else { return Ok(()) };
+        if let (Some(start), Some(&first)) = (topology_start, times.first())
+            && start > first
+        {
+            return Err(bad(
+                line,
+                format!("prim {:?}: its topology starts at time {start}, its points at {first}", prim.name),
+            ));
+        }
         match &all_times {
             None => all_times = Some(std::mem::take(times)),
             Some(t) if *t == *times => times.clear(),
@@ -92,10 +119,35 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
             }
             continue;
         }
-        if let Some(points) = block {
+        if let Some(what) = block {
             if t == "}" {
                 block = None;
-            } else if let (true, Some(prim)) = (points, current.as_mut()) {
+            } else if let (Block::Counts | Block::Indices, Some(prim)) = (what, current.as_mut()) {
+                let (time, rest) = t.split_once(':').ok_or_else(|| bad(n, "a time sample without `time:`".into()))?;
+                let time: f64 =
+                    time.trim().parse().map_err(|_| bad(n, format!("time code {time:?} is not a number")))?;
+                let values = parse_ints(rest.trim().trim_end_matches(',')).map_err(|what| bad(n, what))?;
+                if what == Block::Counts {
+                    if values.iter().any(|&c| c != 3) {
+                        return Err(bad(n, "faces other than triangles (this reader takes hooke's own caches)".into()));
+                    }
+                    continue;
+                }
+                let triangles = triangles_of(&values).map_err(|what| bad(n, what))?;
+                match prim.topology_start {
+                    Some(start) => {
+                        let previous = prim.prim.later_triangles.last().map_or(start, |(t, _)| *t);
+                        if time <= previous {
+                            return Err(bad(n, format!("topology time code {time} does not follow {previous}")));
+                        }
+                        prim.prim.later_triangles.push((time, triangles));
+                    }
+                    None => {
+                        prim.prim.triangles = Some(triangles);
+                        prim.topology_start = Some(time);
+                    }
+                }
+            } else if let (Block::Points, Some(Read { prim, topology_start })) = (what, current.as_mut()) {
                 let (time, rest) = t.split_once(':').ok_or_else(|| bad(n, "a time sample without `time:`".into()))?;
                 let time: f64 =
                     time.trim().parse().map_err(|_| bad(n, format!("time code {time:?} is not a number")))?;
@@ -103,7 +155,7 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
                     return Err(bad(n, format!("time code {time} does not follow {}", times[times.len() - 1])));
                 }
                 let points = parse_points(rest).map_err(|what| bad(n, what))?;
-                if prim.frames.first().is_some_and(|f| f.len() != points.len()) {
+                if topology_start.is_none() && prim.frames.first().is_some_and(|f| f.len() != points.len()) {
                     return Err(bad(
                         n,
                         format!("{} points at time {time}, {} at the first", points.len(), prim.frames[0].len()),
@@ -120,33 +172,32 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
             close(&mut current, &mut times, n)?;
             let (type_name, rest) = rest.split_once(' ').ok_or_else(|| bad(n, "`def` without a type".into()))?;
             let name = rest.trim().trim_end_matches('(').trim().trim_matches('"').to_string();
+            let prim = |triangles| Read {
+                prim: UsdaPrim { name, triangles, later_triangles: Vec::new(), frames: Vec::new() },
+                topology_start: None,
+            };
             current = match type_name {
-                "Mesh" => Some(UsdaPrim { name, triangles: Some(Vec::new()), frames: Vec::new() }),
-                "BasisCurves" => Some(UsdaPrim { name, triangles: None, frames: Vec::new() }),
+                "Mesh" => Some(prim(Some(Vec::new()))),
+                "BasisCurves" => Some(prim(None)),
                 _ => None,
             };
-        } else if t.starts_with("int[] faceVertexIndices.timeSamples") {
-            return Err(bad(
-                n,
-                "the mesh's topology changes over time (a cloth tore or was cut), and only caches of a fixed \
-                 topology can be read back (to draw it, render its scene instead: hooke render SCENE.toml)"
-                    .into(),
-            ));
         } else if t.ends_with('{') && t.contains(".timeSamples") {
-            block = Some(t.contains(" points.timeSamples"));
+            block = Some(if t.contains(" points.timeSamples") {
+                Block::Points
+            } else if current.is_some() && t.starts_with("int[] faceVertexIndices.timeSamples") {
+                Block::Indices
+            } else if current.is_some() && t.starts_with("int[] faceVertexCounts.timeSamples") {
+                Block::Counts
+            } else {
+                Block::Other
+            });
         } else if let (Some(_), Some(rest)) = (current.as_ref(), t.strip_prefix("int[] faceVertexCounts =")) {
             if parse_ints(rest).map_err(|what| bad(n, what))?.iter().any(|&c| c != 3) {
                 return Err(bad(n, "faces other than triangles (this reader takes hooke's own caches)".into()));
             }
-        } else if let (Some(prim), Some(rest)) = (current.as_mut(), t.strip_prefix("int[] faceVertexIndices =")) {
+        } else if let (Some(read), Some(rest)) = (current.as_mut(), t.strip_prefix("int[] faceVertexIndices =")) {
             let indices = parse_ints(rest).map_err(|what| bad(n, what))?;
-            if indices.len() % 3 != 0 {
-                return Err(bad(
-                    n,
-                    format!("{} face vertex indices is not a whole number of triangles", indices.len()),
-                ));
-            }
-            prim.triangles = Some(indices.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect());
+            read.prim.triangles = Some(triangles_of(&indices).map_err(|what| bad(n, what))?);
         }
     }
     close(&mut current, &mut times, last)?;
@@ -156,11 +207,16 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
         return Err(file_bad("no animated Mesh or BasisCurves prim".into()));
     }
     for prim in &prims {
-        let count = prim.frames[0].len() as u32;
-        if let Some(t) = &prim.triangles
-            && let Some(k) = t.iter().flatten().find(|&&k| k >= count)
-        {
-            return Err(file_bad(format!("prim {:?}: face vertex index {k} with {count} points", prim.name)));
+        for (points, &time) in prim.frames.iter().zip(&times) {
+            let count = points.len() as u32;
+            if let Some(t) = prim.triangles_at(time)
+                && let Some(k) = t.iter().flatten().find(|&&k| k >= count)
+            {
+                return Err(file_bad(format!(
+                    "prim {:?}: face vertex index {k} with {count} points at time {time}",
+                    prim.name
+                )));
+            }
         }
     }
     let fps = fps.ok_or_else(|| file_bad("no framesPerSecond in the layer's metadata".into()))?;
@@ -168,6 +224,34 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
         return Err(file_bad(format!("framesPerSecond {fps} must be positive")));
     }
     Ok(UsdaCache { path: path.to_path_buf(), fps, times, prims })
+}
+
+/// A prim being read, and the time code of its first topology sample (`None`: its topology is
+/// not time-sampled, or not yet read).
+struct Read {
+    prim: UsdaPrim,
+    topology_start: Option<f64>,
+}
+
+/// What a `.timeSamples` block holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    /// A prim's points.
+    Points,
+    /// A mesh's face vertex counts (all 3).
+    Counts,
+    /// A mesh's face vertex indices.
+    Indices,
+    /// Anything else (extents, texture coordinates): skipped.
+    Other,
+}
+
+/// Triangles of face vertex `indices`, three by three.
+fn triangles_of(indices: &[u32]) -> Result<Vec<[u32; 3]>, String> {
+    if !indices.len().is_multiple_of(3) {
+        return Err(format!("{} face vertex indices is not a whole number of triangles", indices.len()));
+    }
+    Ok(indices.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
 }
 
 /// The integers of `[a, b, …]`.
