@@ -810,6 +810,44 @@ fn render_draws_a_baked_cache_as_the_scene_draws_it() {
     assert!(!tmp.path().join("c").exists() && !tmp.path().join("d").exists(), "a refused render left a folder");
 }
 
+/// A run that stops on a tear it cannot make (a mesh cloth without texture coordinates, cut
+/// across at frame 3) keeps nothing of itself and says so: into a folder where an earlier run
+/// of the same scene wrote a USD cache, that cache and its diagnostics stay as they were; into
+/// one where an earlier run wrote an OBJ sequence (which the failed run began to overwrite), no
+/// frame and no `diagnostics.csv` is left to describe frames that are not there.
+#[test]
+fn a_run_stopped_by_a_tear_it_cannot_make_keeps_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("two.obj"), "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 3 2 4\n").unwrap();
+    let scene = |y: f32| {
+        format!(
+            "name = \"ms\"\n[solver]\nframes = 6\n[[cloth]]\nname = \"m\"\nmesh = \"two.obj\"\npin_indices = [0]\n\
+             [[cut]]\ntime = 0.04\npoints = [[-5.0, {y}, 0.0], [5.0, {y}, 0.0]]\n"
+        )
+    };
+    // The blade misses the cloth at y = 5 m and crosses it at 0.5 m.
+    std::fs::write(tmp.path().join("miss.toml"), scene(5.0)).unwrap();
+    std::fs::write(tmp.path().join("cut.toml"), scene(0.5)).unwrap();
+    for format in ["usda", "obj"] {
+        let out = format!("out_{format}");
+        let o = hooke(&["run", "miss.toml", "--format", format, "--out", &out], tmp.path());
+        assert!(o.status.success(), "{}", text(&o));
+        let before: Vec<(PathBuf, Vec<u8>)> =
+            files(&tmp.path().join(&out)).into_iter().map(|f| (f.clone(), std::fs::read(&f).unwrap())).collect();
+        let o = hooke(&["run", "cut.toml", "--format", format, "--out", &out], tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success() && t.contains("frame 3") && t.contains("no cache was written"), "{t}");
+        let after = files(&tmp.path().join(&out));
+        if format == "usda" {
+            let now: Vec<(PathBuf, Vec<u8>)> =
+                after.into_iter().map(|f| (f.clone(), std::fs::read(&f).unwrap())).collect();
+            assert!(now == before, "the failed run changed the earlier USD run's files");
+        } else {
+            assert!(after.is_empty(), "left after the failed OBJ run: {after:?}");
+        }
+    }
+}
+
 /// `hooke render CACHE.usda` draws a cache whose topology changes: a hanging cloth cut across
 /// at 0.1 s (frame 6 of 16), baked, draws the same picture and animation, byte for byte, as
 /// `hooke render` of the scene, which tears as it simulates — the cache's model is made again
@@ -1013,7 +1051,8 @@ fn a_scripted_cut_drops_the_lower_half() {
 }
 
 /// `hooke view` opens a real window (under Xvfb, on lavapipe), plays 30 frames on the CPU and
-/// on the GPU and of each demo, and closes with exit status 0; without a display it fails with
+/// on the GPU and of each demo, and closes with exit status 0; a scripted run whose simulation
+/// stops before its frames closes and fails with the reason; without a display it fails with
 /// winit's reason, and an unknown demo is refused by name.
 /// Skipped without `xvfb-run`, unless `HOOKE_REQUIRE_XVFB=1` (CI installs it).
 #[test]
@@ -1040,6 +1079,20 @@ fn view_opens_a_window_and_closes_after_its_frames() {
         }
         assert!(o.status.success(), "view --backend {backend}: {t}");
     }
+    // A scripted run whose simulation stops before its frames (a tear it cannot make at frame
+    // 3) closes the window and fails with the reason, instead of waiting (`timeout`: a hang
+    // fails the test rather than holding it).
+    std::fs::write(tmp.path().join("two.obj"), "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 3 2 4\n").unwrap();
+    let cut = "name = \"ms\"\n[[cloth]]\nname = \"m\"\nmesh = \"two.obj\"\npin_indices = [0]\n[[cut]]\ntime = 0.04\n\
+               points = [[-5.0, 0.5, 0.0], [5.0, 0.5, 0.0]]\n";
+    std::fs::write(tmp.path().join("cut.toml"), cut).unwrap();
+    let o = std::process::Command::new("timeout")
+        .args(["120", "xvfb-run", "-a", env!("CARGO_BIN_EXE_hooke"), "view", "cut.toml", "--frames", "10"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.code() == Some(1) && t.contains("the simulation stopped") && t.contains("cannot tear"), "{t}");
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_hooke"))
         .args(["view", "--frames", "1"])
         .env_remove("DISPLAY")

@@ -54,8 +54,8 @@ pub enum BakeError {
         /// The cause.
         source: std::io::Error,
     },
-    /// A tear could not be made at `frame`.
-    #[error("frame {frame}: {source}")]
+    /// A tear could not be made at `frame`. Nothing was kept.
+    #[error("frame {frame}: {source}; no cache was written")]
     Tear {
         /// The frame after which it tore.
         frame: usize,
@@ -373,16 +373,22 @@ impl<'s> Bake<'s> {
             // Tearing: what broke in this frame breaks now; the frame is written torn.
             // (Nothing to do where the solver ruled a tear out and no cut is due.)
             let tear = if tearing.due(solver) {
-                tearing.after_frame(solver, &mut state).map_err(|source| BakeError::Tear { frame, source })?
+                match tearing.after_frame(solver, &mut state) {
+                    Ok(tear) => tear,
+                    Err(source) => return Err(discard(writer, format, csv, &dir, BakeError::Tear { frame, source })),
+                }
             } else {
                 None
             };
             let rebuilt = tear.is_some();
             if rebuilt {
                 model = solver.model().clone();
-                writer.set_model(&model).map_err(|e| {
-                    CacheError::Invalid(format!("frame {frame}: the cache cannot follow the tear: {e}"))
-                })?;
+                if let Err(e) = writer.set_model(&model) {
+                    let e = CacheError::Invalid(format!(
+                        "frame {frame}: the cache cannot follow the tear: {e}; no cache was written"
+                    ));
+                    return Err(discard(writer, format, csv, &dir, e.into()));
+                }
             }
             let tear: TearCounts = tear.unwrap_or_default();
             if tear.broken + tear.split > 0 {
@@ -419,18 +425,9 @@ impl<'s> Bake<'s> {
             if self.settings.strict
                 && let Some(k) = monitor.over_tolerance(&bodies)
             {
-                // Nothing of this run stays: the atomic caches are dropped unfinished; an OBJ
-                // sequence's complete frames are removed.
-                if format == Format::Obj {
-                    for f in writer.finish().unwrap_or_default() {
-                        let _ = std::fs::remove_file(f);
-                    }
-                } else {
-                    drop(writer);
-                }
-                drop(csv);
                 let when = format!("frame {frame}, t = {t:.3} s");
-                return Err(BakeError::Strict(monitor.exceeded(k, bodies[k].residual(), &when)));
+                let e = BakeError::Strict(monitor.exceeded(k, bodies[k].residual(), &when));
+                return Err(discard(writer, format, csv, &dir, e));
             }
             worst.max_stretch_strain = worst.max_stretch_strain.max(d.max_stretch_strain);
             worst.max_penetration = worst.max_penetration.max(d.max_penetration);
@@ -472,6 +469,28 @@ impl<'s> Bake<'s> {
     }
 }
 
+/// Ends a bake that stopped with `error` (a `--strict` stop, a tear that could not be made) so
+/// that nothing of it stays: the atomic caches (USD, PC2) and `diagnostics.csv` are dropped
+/// unfinished, leaving the folder's earlier ones as they were; an OBJ sequence's complete frames
+/// are removed, and with them the folder's `diagnostics.csv`, which described the earlier
+/// run's frames this run has overwritten or removed. Returns `error`.
+fn discard(
+    writer: Box<dyn cache::CacheWriter>,
+    format: Format,
+    csv: CsvWriter,
+    dir: &Path,
+    error: BakeError,
+) -> BakeError {
+    drop(csv);
+    if format == Format::Obj {
+        for f in writer.finish().unwrap_or_default() {
+            let _ = std::fs::remove_file(f);
+        }
+        let _ = std::fs::remove_file(dir.join("diagnostics.csv"));
+    }
+    error
+}
+
 /// Per-frame diagnostics as CSV, written to a temporary file and renamed when finished.
 pub(crate) struct CsvWriter {
     tmp: PathBuf,
@@ -490,6 +509,13 @@ impl CsvWriter {
             move |source| BakeError::Io { path, source }
         };
         std::fs::create_dir_all(dir).map_err(io(dir))?;
+        // Refused before anything is simulated or written (the rename at the end would fail).
+        if path.is_dir() {
+            return Err(BakeError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::other("a folder is in the way of the diagnostics file"),
+            });
+        }
         // The naming of hooke-io's temporary files (`.<name>.tmp-<pid>-<seq>`), so that a killed
         // run's leftover is swept like theirs; created exclusively, never through a planted link.
         // A leftover under this very name can only be from a dead process that had our pid.
@@ -557,9 +583,18 @@ impl CsvWriter {
 
     pub(crate) fn finish(mut self) -> Result<PathBuf, BakeError> {
         let out = self.out.take().expect("open until finish");
-        out.into_inner().map_err(|e| BakeError::Io { path: self.tmp.clone(), source: e.into_error() })?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|source| BakeError::Io { path: self.path.clone(), source })?;
-        Ok(self.path.clone())
+        // (Whatever fails, the temporary file goes.)
+        let done = out
+            .into_inner()
+            .map_err(|e| BakeError::Io { path: self.tmp.clone(), source: e.into_error() })
+            .and_then(|_| {
+                std::fs::rename(&self.tmp, &self.path)
+                    .map_err(|source| BakeError::Io { path: self.path.clone(), source })
+            });
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        done.map(|()| self.path.clone())
     }
 }
 

@@ -62,6 +62,9 @@ pub struct ViewerApp {
     screenshots: u32,
     /// Close the window once this many frames are simulated (`hooke view --frames N`).
     quit_after: Option<u64>,
+    /// Where a scripted run (`quit_after`) puts the error that stopped its simulation before
+    /// closing the window, for [`crate::run`] to return.
+    failure: Option<std::sync::Arc<std::sync::Mutex<Option<String>>>>,
     /// Where the 3D view was last laid out (points).
     view_rect: egui::Rect,
     /// While dragging a particle or a collider: the plane it moves in (a point and the
@@ -133,6 +136,7 @@ impl ViewerApp {
             message: String::new(),
             screenshots: 0,
             quit_after: None,
+            failure: None,
             view_rect: egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1.0, 1.0)),
             drag_plane: None,
             collider_drag: None,
@@ -307,9 +311,11 @@ impl ViewerApp {
     }
 
     /// Closes the window once `frames` frames are simulated (for scripted runs and smoke
-    /// tests).
-    pub fn quit_after(&mut self, frames: u64) {
+    /// tests) — or as soon as the simulation stops on an error, which it then puts in
+    /// `failure` (where one is given) instead of waiting for frames that will not come.
+    pub fn quit_after(&mut self, frames: u64, failure: Option<std::sync::Arc<std::sync::Mutex<Option<String>>>>) {
         self.quit_after = Some(frames);
+        self.failure = failure;
     }
 
     /// The ray (origin, unit direction; m) under the point `pos` of the 3D view.
@@ -875,8 +881,17 @@ impl eframe::App for ViewerApp {
         self.last_frame = Some(now);
         let ctx = ui.ctx().clone();
         self.keys(&ctx);
-        if self.playing && self.advance().is_err() {
+        if self.playing
+            && let Err(e) = self.advance()
+        {
             self.playing = false;
+            if self.quit_after.is_some() {
+                // A scripted run: the frames asked for will not come.
+                if let Some(slot) = &self.failure {
+                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("the simulation stopped: {e:#}"));
+                }
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            }
         }
         egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));

@@ -68,12 +68,16 @@ pub fn ask_adapter_limits(setup: &mut egui_wgpu::WgpuSetup) {
 }
 
 /// Opens the viewer window on `scene` and returns when it is closed — or, with `frames`, once
-/// that many frames are simulated.
+/// that many frames are simulated, or the simulation stops on an error before.
 ///
 /// # Errors
-/// When no window or wgpu device can be made, or the scene's solver cannot be made.
+/// When no window or wgpu device can be made, or the scene's solver cannot be made; with
+/// `frames`, the error that stopped the simulation before it (a blow-up, a tear that could not
+/// be made).
 pub fn run(scene: Scene, demo: Option<Demo>, backend: Backend, frames: Option<u64>) -> anyhow::Result<()> {
     let title = format!("hooke — {}", scene.name);
+    let failure = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = failure.clone();
     eframe::run_native(
         &title,
         native_options(&title),
@@ -81,7 +85,7 @@ pub fn run(scene: Scene, demo: Option<Demo>, backend: Backend, frames: Option<u6
             let mut app = ViewerApp::new(cc, scene, backend)
                 .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { format!("{e:#}").into() })?;
             if let Some(n) = frames {
-                app.quit_after(n);
+                app.quit_after(n, Some(slot));
             }
             if let Some(d) = demo {
                 app.set_demo(d);
@@ -89,5 +93,9 @@ pub fn run(scene: Scene, demo: Option<Demo>, backend: Backend, frames: Option<u6
             Ok(Box::new(app))
         }),
     )
-    .map_err(|e| anyhow::anyhow!("the viewer window: {e}"))
+    .map_err(|e| anyhow::anyhow!("the viewer window: {e}"))?;
+    match failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(e) => anyhow::bail!("{e}"),
+        None => Ok(()),
+    }
 }
