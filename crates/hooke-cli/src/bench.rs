@@ -265,6 +265,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     // Timed frames whose state was read back for the tear check (on the GPU, those its
     // device-side check did not rule out).
     let mut checked = 0usize;
+    // Tear events in the warm-up frames (untimed).
+    let mut warmup_tears = 0usize;
     let (solver, device): (Box<dyn hooke::Solver>, String) = if let Some(tearing) = &mut tearing {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
@@ -276,7 +278,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             solver.step(&control, dt)?;
             if tearing.due(solver.as_ref()) {
                 solver.read_state(&mut state);
-                tearing.after_frame(solver.as_mut(), &mut state)?;
+                warmup_tears += usize::from(tearing.after_frame(solver.as_mut(), &mut state)?.is_some());
             }
         }
         let mut tore_last = false;
@@ -542,6 +544,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let tearing_json = serde_json::json!({
         "on": args.tearing,
         "events": events.len(),
+        "warmup_events": warmup_tears,
         "broken_constraints": tear_broken,
         "split_particles": tear_split,
         "check_ms_mean": mean(&checks).map(|t| t * 1e3),
@@ -588,6 +591,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                     events.iter().copied().fold(f64::NAN, f64::max) * 1e3,
                     mean(&rebuilds).unwrap_or(0.0) * 1e3,
                     mean(&after_tear).map_or("—".to_string(), |t| format!("{:.3} ms", t * 1e3))
+                ),
+                None if warmup_tears > 0 => format!(
+                    "nothing tore in the timed frames: {} in the {} warm-up frames, untimed (--warmup 0 times {})",
+                    crate::count(warmup_tears, "tear event", "tear events"),
+                    args.warmup,
+                    if warmup_tears == 1 { "it" } else { "them" }
                 ),
                 None => "nothing tore in the timed frames".into(),
             };

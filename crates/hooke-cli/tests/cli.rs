@@ -680,7 +680,8 @@ fn the_blow_up_speed_limit_scales_with_the_scene() {
 /// `hooke bench sheet:N` with `--tethers`, `--auto-iterations` and `--implicit` reports the
 /// strain away from the pins and the residual beside the time: on issue #9's 41² sheet, tethers
 /// (the default) cut the Gauss–Seidel strain by over 10×; iterations to a tolerance report
-/// their mean count; implicit Euler has no residual; `--stages` times the CPU's stages.
+/// their mean count; implicit Euler has no residual; `--stages` times the CPU's stages; a
+/// tear made in the warm-up frames is reported as untimed.
 #[test]
 fn bench_reports_quality_beside_cost() {
     let tmp = tempfile::tempdir().unwrap();
@@ -714,6 +715,22 @@ fn bench_reports_quality_beside_cost() {
     assert!(stages.iter().filter(|(k, _)| *k != "other").all(|(_, v)| v.as_f64().unwrap() <= constraints), "{staged}");
     let o = hooke(&["bench", "sheet:8", "--frames", "1", "--stages", "--tearing"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("--stages cannot be combined with --tearing"), "{}", text(&o));
+    // `cut:N` cuts after its second frame: within the default 10 warm-up frames the cut is made
+    // but not timed, and the summary says so; with --warmup 0 it is timed.
+    let o = hooke(&["bench", "cut:16", "--tearing", "--frames", "2"], tmp.path());
+    let t = text(&o);
+    assert!(
+        o.status.success() && t.contains("1 tear event in the 10 warm-up frames, untimed (--warmup 0 times it)"),
+        "{t}"
+    );
+    let tears = |extra: &[&str]| -> (u64, u64) {
+        let o = hooke(&[&["bench", "cut:16", "--tearing", "--frames", "3", "--json"][..], extra].concat(), tmp.path());
+        assert!(o.status.success(), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v["tearing"]["events"].as_u64().unwrap(), v["tearing"]["warmup_events"].as_u64().unwrap())
+    };
+    assert_eq!(tears(&[]), (0, 1));
+    assert_eq!(tears(&["--warmup", "0"]), (1, 0));
 }
 
 /// `hooke render` draws the last frame to `<name>.png` and, with `--every K`, every K-th frame
