@@ -260,6 +260,12 @@ fn bad_input_fails_cleanly() {
     }
     let o = hooke(&["run", "missing.toml"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("missing.toml"));
+    // A device that never ends is read only as far as a scene file may go (it read without
+    // bound, gigabytes in seconds).
+    if Path::new("/dev/zero").exists() {
+        let o = hooke(&["validate", "/dev/zero"], tmp.path());
+        assert!(!o.status.success() && text(&o).contains("/dev/zero: longer than 64 MiB"), "{}", text(&o));
+    }
     // Benchmark counts out of range are refused by flag (10¹² frames aborted, allocating their
     // timings), before anything runs.
     for (args, flag) in [

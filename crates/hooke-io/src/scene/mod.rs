@@ -122,15 +122,30 @@ impl Scene {
     }
 }
 
+/// The largest scene file read (bytes): a scene is a page of keys; its meshes are files of
+/// their own.
+pub const MAX_SCENE_FILE: u64 = 64 << 20;
+
 /// Reads and builds a scene file.
 ///
 /// # Errors
-/// [`SceneError`] if the file cannot be read, is not valid TOML, has an unknown key or a value
-/// out of range, or its model cannot be built (e.g. it would exceed `memory_limit` bytes).
+/// [`SceneError`] if the file cannot be read or is longer than [`MAX_SCENE_FILE`] (a device
+/// such as `/dev/zero` is read only that far), is not valid TOML, has an unknown key or a
+/// value out of range, or its model cannot be built (e.g. it would exceed `memory_limit`
+/// bytes).
 pub fn load(path: &Path, memory_limit: u64) -> Result<Scene, SceneError> {
+    use std::io::Read;
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| SceneError { file: file.clone(), message: format!("cannot read the scene file: {e}") })?;
+    let cannot =
+        |e: std::io::Error| SceneError { file: file.clone(), message: format!("cannot read the scene file: {e}") };
+    let mut text = String::new();
+    std::fs::File::open(path).and_then(|f| f.take(MAX_SCENE_FILE + 1).read_to_string(&mut text)).map_err(cannot)?;
+    if text.len() as u64 > MAX_SCENE_FILE {
+        return Err(SceneError {
+            file,
+            message: format!("longer than {} MiB: not a scene file", MAX_SCENE_FILE >> 20),
+        });
+    }
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("scene");
     parse(&text, &file, stem, path.parent(), memory_limit)
 }
