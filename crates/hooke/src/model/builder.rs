@@ -15,10 +15,16 @@ use rayon::prelude::*;
 /// Default memory limit of a builder: 16 GiB.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 16 << 30;
 
-/// Estimated bytes per particle over model, state and solver scratch.
-const BYTES_PER_PARTICLE: u128 = 192;
-/// Estimated bytes per constraint over model, solver and colouring scratch.
-const BYTES_PER_CONSTRAINT: u128 = 48;
+/// Estimated bytes per particle over model, state, solver and tethers' scratch (measured: the
+/// peak resident memory of `hooke bench grid:N` on one thread is 400·particles +
+/// 96·constraints within 7 % at N = 300 and 600; it was twice the estimate of 192 and 48).
+const BYTES_PER_PARTICLE: u128 = 400;
+/// Estimated bytes per constraint over model, solver and colouring scratch (see above).
+const BYTES_PER_CONSTRAINT: u128 = 96;
+/// How many times its estimate a cloth that can tear holds: each tear makes the torn model
+/// beside the old one, and the tethers keep a spare search (measured: `hooke bench cut:400
+/// --tearing`, 323 MB at its peak for an estimate of 171 MB without this factor).
+const TEARING_FACTOR: u128 = 2;
 
 /// Handle of a body added to a [`ModelBuilder`]; its index in [`Model::bodies`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -160,6 +166,9 @@ pub struct ModelBuilder {
     worlds: Vec<World>,
     air: Air,
     memory_limit: u64,
+    /// The estimate's share for tearing of the cloths added so far (bytes; see
+    /// [`TEARING_FACTOR`]).
+    tearing_bytes: u128,
 }
 
 impl Default for ModelBuilder {
@@ -188,6 +197,7 @@ impl ModelBuilder {
             worlds: vec![World { gravity: Vec3::new(0.0, -9.81, 0.0), particles: 0..0, bodies: 0..0, colliders: 0..0 }],
             air: Air::default(),
             memory_limit: DEFAULT_MEMORY_LIMIT,
+            tearing_bytes: 0,
         }
     }
 
@@ -266,7 +276,8 @@ impl ModelBuilder {
     /// [`ModelError::DuplicateName`].
     pub fn add_cloth_grid(&mut self, grid: &ClothGrid) -> Result<BodyId, ModelError> {
         let particles = grid.rows as u128 * grid.columns as u128;
-        self.check_size(&format!("cloth {:?}", grid.name), particles, grid.constraint_count())?;
+        let tears = grid.material.tears();
+        self.check_size(&format!("cloth {:?}", grid.name), particles, grid.constraint_count(), tears)?;
         grid.validate()?;
         let kind = BodyKind::ClothGrid { rows: grid.rows, columns: grid.columns };
         self.append(&grid.name, kind, BodyMaterial::Cloth(grid.material), grid.build())
@@ -279,7 +290,7 @@ impl ModelBuilder {
     /// material value out of range; [`ModelError::TooLarge`]; [`ModelError::DuplicateName`].
     pub fn add_rope(&mut self, rope: &Rope) -> Result<BodyId, ModelError> {
         let n = rope.particles as u128;
-        self.check_size(&format!("rope {:?}", rope.name), n, 2 * n)?;
+        self.check_size(&format!("rope {:?}", rope.name), n, 2 * n, false)?;
         rope.validate()?;
         self.append(&rope.name, BodyKind::Rope, BodyMaterial::Rope(rope.material), rope.build())
     }
@@ -292,7 +303,8 @@ impl ModelBuilder {
     /// [`ModelError::DuplicateName`].
     pub fn add_cloth_mesh(&mut self, mesh: &ClothMesh) -> Result<BodyId, ModelError> {
         let (n, t) = (mesh.positions.len() as u128, mesh.triangles.len() as u128);
-        self.check_size(&format!("cloth mesh {:?}", mesh.name), n, 3 * t)?;
+        let tears = mesh.material.tears();
+        self.check_size(&format!("cloth mesh {:?}", mesh.name), n, 3 * t, tears)?;
         mesh.validate()?;
         self.append(&mesh.name, BodyKind::ClothMesh, BodyMaterial::Cloth(mesh.material), mesh.build())
     }
@@ -369,10 +381,14 @@ impl ModelBuilder {
         Ok(self)
     }
 
-    fn check_size(&self, context: &str, particles: u128, constraints: u128) -> Result<(), ModelError> {
+    /// Whether a body of `particles` and `constraints` (and, where it `tears`, the memory a
+    /// tear needs beside it) fits the memory limit with the bodies added so far.
+    fn check_size(&mut self, context: &str, particles: u128, constraints: u128, tears: bool) -> Result<(), ModelError> {
         let total_p = self.positions.len() as u128 + particles;
         let total_c = (self.distance.len() + self.dihedral.len() + self.rope_bending.len()) as u128 + constraints;
-        let bytes = total_p * BYTES_PER_PARTICLE + total_c * BYTES_PER_CONSTRAINT;
+        let body = particles * BYTES_PER_PARTICLE + constraints * BYTES_PER_CONSTRAINT;
+        let tearing = if tears { (TEARING_FACTOR - 1) * body } else { 0 };
+        let bytes = total_p * BYTES_PER_PARTICLE + total_c * BYTES_PER_CONSTRAINT + self.tearing_bytes + tearing;
         if total_p > u32::MAX as u128 || total_c > u32::MAX as u128 || bytes > self.memory_limit as u128 {
             return Err(ModelError::TooLarge {
                 context: context.to_string(),
@@ -382,6 +398,7 @@ impl ModelBuilder {
                 limit: self.memory_limit,
             });
         }
+        self.tearing_bytes += tearing;
         Ok(())
     }
 
