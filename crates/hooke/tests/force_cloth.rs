@@ -344,25 +344,71 @@ fn the_stability_limit_is_estimated_checked_and_real() {
 }
 
 /// Two free particles on a spring: ω² = k(1/m₁ + 1/m₂) exactly, so the estimated limit is
-/// 2/ω to 1e-6.
+/// 2/ω to 1e-6 without damping, and √(τ² + (2/ω)²) − τ with the spring's damping τ. That
+/// damped limit is real: at τ = 0.1 s (the undamped limit is 0.141 s) symplectic Euler 10 %
+/// under it lets the spring's 1 cm stretch decay, and 15 % over it — still under 2/ω, where
+/// the check stood before it took damping in — lets it grow tenfold within 200 steps.
 #[test]
-fn the_stability_limit_of_one_spring_is_two_over_omega() {
-    let mut b = hooke::ModelBuilder::new();
-    let rope = hooke::Rope {
-        name: "pair".into(),
-        points: vec![glam::Vec3::ZERO, glam::Vec3::new(0.3, 0.4, 0.0)],
-        particles: 2,
-        material: hooke::RopeMaterial { stretch_stiffness: 40.0, compression_stiffness: 40.0, ..Default::default() },
-        bending: hooke::Bending::None,
-        particle_mass: None,
+fn the_stability_limit_of_one_spring_is_two_over_omega_less_for_damping() {
+    let model = |damping: f32| {
+        let mut b = hooke::ModelBuilder::new();
+        b.set_gravity(glam::Vec3::ZERO).unwrap();
+        let rope = hooke::Rope {
+            name: "pair".into(),
+            points: vec![glam::Vec3::ZERO, glam::Vec3::new(0.3, 0.4, 0.0)],
+            particles: 2,
+            material: hooke::RopeMaterial {
+                stretch_stiffness: 40.0,
+                compression_stiffness: 40.0,
+                damping,
+                ..Default::default()
+            },
+            bending: hooke::Bending::None,
+            particle_mass: None,
+        };
+        b.add_rope(&rope).unwrap();
+        b.set_particle_mass(0, 2.0).unwrap();
+        b.set_particle_mass(1, 0.5).unwrap();
+        std::sync::Arc::new(b.finalize().unwrap())
     };
-    b.add_rope(&rope).unwrap();
-    b.set_particle_mass(0, 2.0).unwrap();
-    b.set_particle_mass(1, 0.5).unwrap();
-    let model = std::sync::Arc::new(b.finalize().unwrap());
-    let solver = ForceSolver::new(model.clone(), ForceSettings::default()).unwrap();
     let k = 40.0 / 0.5; // EA / L
     let omega = (k * (1.0 / 2.0 + 1.0 / 0.5f64)).sqrt();
-    let limit = solver.stable_step();
+    let limit = ForceSolver::new(model(0.0), ForceSettings::default()).unwrap().stable_step();
     assert!((limit * omega / 2.0 - 1.0).abs() < 1e-6, "limit {limit} s vs 2/ω = {} s", 2.0 / omega);
+    let tau = 0.1f64;
+    let damped = ForceSolver::new(model(tau as f32), ForceSettings::default()).unwrap().stable_step();
+    let want = (tau * tau + 4.0 / (omega * omega)).sqrt() - tau;
+    assert!((damped / want - 1.0).abs() < 1e-6, "damped limit {damped} s vs {want} s");
+    // The spring stretched by 1 cm and let go, 200 steps of h: the largest stretch after them.
+    let run = |h: f64| {
+        let m = model(tau as f32);
+        let s = ForceSettings {
+            integrator: Integrator::SymplecticEuler,
+            substeps: 1,
+            check_stability: false,
+            ..ForceSettings::default()
+        };
+        let mut solver = ForceSolver::new(m.clone(), s).unwrap();
+        let mut st = hooke::State::from_model(&m);
+        st.particle_position[1] *= 1.02;
+        solver.write_state(&st).unwrap();
+        let control = hooke::Control::new();
+        let mut x = Vec::new();
+        let mut worst = 0.0f32;
+        for _ in 0..200 {
+            if solver.step(&control, h as f32).is_err() {
+                return f32::INFINITY;
+            }
+            solver.read_positions(&mut x);
+            worst = worst.max(((x[1] - x[0]).length() - 0.5).abs());
+        }
+        worst
+    };
+    let (under, over) = (run(0.9 * damped), run(1.15 * damped));
+    println!(
+        "τ = {tau} s: limit {damped:.4} s (2/ω = {limit:.4} s); largest stretch {under} m at 0.9×, {over} m at 1.15×"
+    );
+    assert!(1.15 * damped < limit, "the test's step must lie under the undamped limit");
+    // (From 1 cm: at 0.9× it decays; at 1.15× it grows about 2 % a step.)
+    assert!(under < 0.01 && over > 0.1, "{under} m at 0.9 × the limit, {over} m at 1.15 ×");
 }
