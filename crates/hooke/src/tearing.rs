@@ -366,18 +366,27 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         groups[p as usize] = count;
         group_of.insert(p, g);
     }
-    // New numbering: body by body, the originals in order, then the copies.
+    // New numbering: body by body, the originals in order, then the copies. (A body's
+    // particles are a range: its originals move by one offset, filled in parallel; only the
+    // split particles — crack particles of more than one group, in increasing order — have
+    // copies.)
     let mut first_copy = vec![0u32; n];
     let mut new_of = vec![0u32; n];
     let mut parent: Vec<u32> = Vec::with_capacity(n);
     let mut bodies = model.bodies().to_vec();
+    let split_particles: Vec<u32> = crack_particles.iter().copied().filter(|&p| groups[p as usize] > 1).collect();
     for body in &mut bodies {
         let start = parent.len() as u32;
-        for p in body.particles.clone() {
-            new_of[p as usize] = parent.len() as u32;
-            parent.push(p);
-        }
-        for p in body.particles.clone() {
+        let range = body.particles.clone();
+        let shift = start.wrapping_sub(range.start);
+        new_of[range.start as usize..range.end as usize]
+            .par_iter_mut()
+            .with_min_len(PARTICLE_CHUNK)
+            .enumerate()
+            .for_each(|(k, slot)| *slot = range.start + k as u32 + shift);
+        parent.extend(range.clone());
+        let at = split_particles.partition_point(|&p| p < range.start);
+        for &p in split_particles[at..].iter().take_while(|&&p| p < range.end) {
             first_copy[p as usize] = parent.len() as u32;
             for _ in 1..groups[p as usize] {
                 parent.push(p);
@@ -432,7 +441,8 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
             }
         }
     }
-    let split_points: Vec<u32> = (0..n as u32).into_par_iter().filter(|&p| groups[p as usize] > 1).collect();
+    // (The particles of more than one group, in increasing order.)
+    let split_points = split_particles;
     let mut point_cells: HashMap<(u32, i64, i64), Vec<u32>> = HashMap::default();
     for &p in &split_points {
         point_cells.entry(key(body_of[p as usize], uv[p as usize])).or_default().push(p);
@@ -540,13 +550,12 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         }
     }
     let (offsets, _) = set.adjacency();
-    candidates.extend(
-        (0..n as u32)
-            .filter(|&p| {
-                offsets[p as usize] == offsets[p as usize + 1] && !model.particle_triangles(p as usize).is_empty()
-            })
-            .flat_map(|p| (0..groups[p as usize]).map(move |g| id(p, g))),
-    );
+    let unheld: Vec<u32> = (0..n as u32)
+        .into_par_iter()
+        .with_min_len(PARTICLE_CHUNK)
+        .filter(|&p| offsets[p as usize] == offsets[p as usize + 1] && !model.particle_triangles(p as usize).is_empty())
+        .collect();
+    candidates.extend(unheld.into_iter().flat_map(|p| (0..groups[p as usize]).map(move |g| id(p, g))));
     candidates.sort_unstable();
     candidates.dedup();
     // The kept constraints at new particle q, as (old index, colour), in increasing order.
@@ -556,7 +565,9 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
             (c.i == q || c.j == q).then(|| (k, colour_index(set.colour_ranges(), k)))
         })
     };
-    let mut loose: HashSet<u32> = candidates.iter().copied().filter(|&q| at(q).next().is_none()).collect();
+    // (Each candidate's constraints mapped again: in parallel.)
+    let mut loose: HashSet<u32> =
+        candidates.par_iter().copied().filter(|&q| at(q).next().is_none()).collect::<Vec<u32>>().into_iter().collect();
     // The flaps' constraints, after the kept ones.
     let mut flaps: Vec<(crate::model::DistanceConstraint, u32, u32)> = Vec::new();
     if !loose.is_empty() {
@@ -580,8 +591,12 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
         corners.dedup();
         // The colours at each corner, and the old constraints between the corners' parents by
         // their particles (the last of a pair, as in a map filled in order).
-        let mut colours_at: HashMap<u32, Vec<u32>> =
-            corners.iter().map(|&p| (p, at(p).map(|(_, colour)| colour).collect())).collect();
+        let mut colours_at: HashMap<u32, Vec<u32>> = corners
+            .par_iter()
+            .map(|&p| (p, at(p).map(|(_, colour)| colour).collect()))
+            .collect::<Vec<(u32, Vec<u32>)>>()
+            .into_iter()
+            .collect();
         let parent_corner: HashSet<u32> = corners.iter().map(|&p| parent[p as usize]).collect();
         let mut pairs: Vec<u32> = parent_corner
             .iter()

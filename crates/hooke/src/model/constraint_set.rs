@@ -100,6 +100,18 @@ impl<T> ConstraintSet<T> {
     where
         T: ParticleConstraint<N>,
     {
+        // No constraint: every particle's list empty (a model without ropes, say; its torn
+        // model too), without a pass over the particles.
+        if items.is_empty() {
+            return Ok(ConstraintSet {
+                items,
+                family,
+                element,
+                colour_ranges: Vec::new(),
+                incidence_offsets: vec![0; particle_count + 1],
+                incidence: Vec::new(),
+            });
+        }
         // Sorted by colour, stably; constraints that come in colour order already (a torn
         // model's, say) are taken as they are.
         // `order`: the given index of each sorted constraint (None: the identity).
@@ -474,16 +486,25 @@ impl<T> ConstraintSet<T> {
         }
         touched.sort_unstable();
         touched.dedup();
-        // The old particle each new one takes its list from (u32::MAX: none).
-        let mut source = vec![u32::MAX; particle_count];
+        // The old particle each new one takes its list from (u32::MAX: none); without a
+        // renumbering, itself (the particles past the old ones have none).
         let old_count = self.incidence_offsets.len() - 1;
-        for p in 0..old_count as u32 {
-            if let Some(slot) = source.get_mut(new_of_old(p) as usize) {
-                *slot = p;
+        let source: Option<Vec<u32>> = renumber.map(|map| {
+            let mut source = vec![u32::MAX; particle_count];
+            for p in 0..old_count as u32 {
+                if let Some(slot) = source.get_mut(map[p as usize] as usize) {
+                    *slot = p;
+                }
             }
-        }
+            source
+        });
         let old_list = |q: u32| -> &[u32] {
-            match source[q as usize] {
+            let p = match &source {
+                Some(source) => source[q as usize],
+                None if (q as usize) < old_count => q,
+                None => u32::MAX,
+            };
+            match p {
                 u32::MAX => &[],
                 p => {
                     &self.incidence
@@ -543,13 +564,21 @@ impl<T> ConstraintSet<T> {
             return rebuild(items, family, element);
         }
         // The adjacency: the other particles' lists are their old ones renumbered.
-        let mut offsets = vec![0u32; particle_count + 1];
-        for q in 0..particle_count {
-            let count = match slot[q] {
-                u32::MAX => old_list(q as u32).len(),
-                at => lists[at as usize].len(),
-            };
-            offsets[q + 1] = offsets[q] + count as u32;
+        // (Counted in parallel; the running sum is one pass of additions.)
+        let counts: Vec<u32> = (0..particle_count)
+            .into_par_iter()
+            .with_min_len(4096)
+            .map(|q| match slot[q] {
+                u32::MAX => old_list(q as u32).len() as u32,
+                at => lists[at as usize].len() as u32,
+            })
+            .collect();
+        let mut offsets = Vec::with_capacity(particle_count + 1);
+        offsets.push(0u32);
+        let mut total = 0u32;
+        for c in counts {
+            total += c;
+            offsets.push(total);
         }
         let mut incidence = vec![0u32; offsets[particle_count] as usize];
         csr_blocks(&mut incidence, &offsets, 4096).into_par_iter().for_each(|(q0, q1, part)| {
