@@ -874,6 +874,12 @@ fn numbers_too_small_for_f32_are_refused_by_key() {
     assert!(parse(&wind("0.0")).is_ok());
     assert!(parse(&wind("1.2e-38")).is_ok());
     assert!(err(&wind("1e-40")).contains("wind[0]: 1e-40 is too small for f32"));
+    // Beyond f32's largest: refused by key rather than read as infinity (a tear strain of
+    // 1e300 was taken as "never tears", a spacing of 1e300 reported as "got inf").
+    let tear = format!("[materials.m]\ntear_strain = 1e300\n{GRID}material = \"m\"\n");
+    assert!(err(&tear).contains("materials.m.tear_strain: 1e300 is too large for f32"), "{}", err(&tear));
+    assert!(err(&wind("-1e39")).contains("wind[0]: -1e39 is too large for f32"));
+    assert!(parse(&wind("3.4e38")).is_ok());
 }
 
 /// A mesh cloth's pin group chooses its particles by `indices` (the mesh file's vertices):

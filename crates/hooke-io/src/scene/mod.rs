@@ -217,13 +217,23 @@ fn orphan_subtable(text: &str) -> Option<String> {
 /// Refuses a number that is not zero but below f32's smallest normal magnitude (1.18·10⁻³⁸),
 /// naming its key: the simulation runs in f32, where such a value is subnormal or rounds to
 /// 0 — and a thread that flushes subnormals to zero, as `hooke run`'s do for speed, reads it as
-/// 0, so the same file passed `hooke validate` and failed `hooke run` with "got 0".
+/// 0, so the same file passed `hooke validate` and failed `hooke run` with "got 0". Refuses a
+/// finite number beyond f32's largest (3.4·10³⁸) too: it would be read as infinity, which a
+/// key may take with another meaning (`tear_strain = 1e300` read as "never tears"); `inf`
+/// says that where it is meant.
 fn check_f32_range(table: &toml::Table) -> Result<(), String> {
     fn walk(value: &toml::Value, path: &str) -> Result<(), String> {
         match value {
-            toml::Value::Float(f) if *f != 0.0 && f.is_finite() && ((*f as f32).abs() < f32::MIN_POSITIVE) => Err(
-                format!("{path}: {f:e} is too small for f32 (below {:e}); use 0 or a larger value", f32::MIN_POSITIVE),
-            ),
+            toml::Value::Float(f) if *f != 0.0 && f.is_finite() && ((*f as f32).abs() < f32::MIN_POSITIVE) => {
+                Err(format!(
+                    "{path}: {f:e} is too small for f32 (below {:e}); use a larger value, or 0 where the key takes it",
+                    f32::MIN_POSITIVE
+                ))
+            }
+            toml::Value::Float(f) if f.is_finite() && (*f as f32).is_infinite() => Err(format!(
+                "{path}: {f:e} is too large for f32 (above {:e}); use a smaller value, or inf where the key takes it",
+                f32::MAX
+            )),
             toml::Value::Table(t) => t
                 .iter()
                 .try_for_each(|(k, v)| walk(v, &if path.is_empty() { k.clone() } else { format!("{path}.{k}") })),
