@@ -803,25 +803,8 @@ fn render_draws_a_baked_cache_as_the_scene_draws_it() {
     let tmp = tempfile::tempdir().unwrap();
     let scene = "name = \"hang\"\n[solver]\nsubsteps = 10\niterations = 4\nframes = 30\n[[cloth]]\nname = \"cloth\"\n\
                  rows = 10\ncolumns = 10\nspacing = 0.05\ncenter = [0.0, 1.0, 0.0]\npin_cells = [[0, 0], [0, -1]]\n";
-    std::fs::write(tmp.path().join("hang.toml"), scene).unwrap();
-    let size = ["--width", "160", "--height", "120", "--every", "10"];
-    let o = hooke(&[&["render", "hang.toml", "--out", "a"][..], &size[..]].concat(), tmp.path());
-    let t = text(&o);
-    if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
-        println!("skipped: no GPU adapter");
+    if draws_its_cache_as_itself(tmp.path(), "hang", scene, "10").is_none() {
         return;
-    }
-    assert!(o.status.success(), "{t}");
-    let o = hooke(&["run", "hang.toml", "--out", "baked"], tmp.path());
-    assert!(o.status.success(), "{}", text(&o));
-    let o = hooke(&[&["render", "baked/hang.usda", "--out", "b"][..], &size[..]].concat(), tmp.path());
-    assert!(o.status.success(), "{}", text(&o));
-    for name in ["hang.png", "hang.anim.png"] {
-        let (a, b) = (
-            std::fs::read(tmp.path().join("a").join(name)).unwrap(),
-            std::fs::read(tmp.path().join("b").join(name)).unwrap(),
-        );
-        assert!(a == b, "{name}: the cache draws another picture than the scene");
     }
     let o = hooke(&["render", "baked/hang.usda", "--frames", "31", "--out", "c"], tmp.path());
     let t = text(&o);
@@ -882,28 +865,39 @@ fn render_draws_a_torn_cache_as_the_scene_draws_it() {
                  rows = 10\ncolumns = 10\nspacing = 0.05\nrotation = [90.0, 0.0, 0.0]\ncenter = [0.0, 1.0, 0.0]\n\
                  pin_rows = [0]\n[[cut]]\ntime = 0.1\npoints = [[-0.5, 0.9, 0.0], [0.5, 0.9, 0.0]]\n\
                  direction = [0.0, 0.0, 1.0]\n";
-    std::fs::write(tmp.path().join("snip.toml"), scene).unwrap();
-    let size = ["--width", "160", "--height", "120", "--every", "4"];
-    let o = hooke(&[&["render", "snip.toml", "--out", "a"][..], &size[..]].concat(), tmp.path());
+    if let Some(usd) = draws_its_cache_as_itself(tmp.path(), "snip", scene, "4") {
+        assert!(usd.contains("faceVertexIndices.timeSamples"), "the cut did not change the cache's topology");
+    }
+}
+
+/// Renders the scene `text` (written to `<name>.toml` in `dir`, 160 × 120, every `every`
+/// frames) into `a/`, bakes it into `baked/`, renders the baked cache into `b/` and asserts the
+/// two pictures and animations are the same bytes; returns the cache's text, or `None` when
+/// skipped without a GPU adapter.
+fn draws_its_cache_as_itself(dir: &Path, name: &str, text_: &str, every: &str) -> Option<String> {
+    std::fs::write(dir.join(format!("{name}.toml")), text_).unwrap();
+    let size = ["--width", "160", "--height", "120", "--every", every];
+    let scene = format!("{name}.toml");
+    let o = hooke(&[&["render", scene.as_str(), "--out", "a"][..], &size[..]].concat(), dir);
     let t = text(&o);
     if !o.status.success() && t.contains("adapter") && std::env::var_os("HOOKE_REQUIRE_GPU").is_none() {
         println!("skipped: no GPU adapter");
-        return;
+        return None;
     }
     assert!(o.status.success(), "{t}");
-    let o = hooke(&["run", "snip.toml", "--out", "baked"], tmp.path());
+    let o = hooke(&["run", scene.as_str(), "--out", "baked"], dir);
     assert!(o.status.success(), "{}", text(&o));
-    let usd = std::fs::read_to_string(tmp.path().join("baked/snip.usda")).unwrap();
-    assert!(usd.contains("faceVertexIndices.timeSamples"), "the cut did not change the cache's topology");
-    let o = hooke(&[&["render", "baked/snip.usda", "--out", "b"][..], &size[..]].concat(), tmp.path());
+    let cache = format!("baked/{name}.usda");
+    let o = hooke(&[&["render", cache.as_str(), "--out", "b"][..], &size[..]].concat(), dir);
     assert!(o.status.success(), "{}", text(&o));
-    for name in ["snip.png", "snip.anim.png"] {
+    for picture in [format!("{name}.png"), format!("{name}.anim.png")] {
         let (a, b) = (
-            std::fs::read(tmp.path().join("a").join(name)).unwrap(),
-            std::fs::read(tmp.path().join("b").join(name)).unwrap(),
+            std::fs::read(dir.join("a").join(&picture)).unwrap(),
+            std::fs::read(dir.join("b").join(&picture)).unwrap(),
         );
-        assert!(a == b, "{name}: the torn cache draws another picture than the scene");
+        assert!(a == b, "{picture}: the cache draws another picture than the scene");
     }
+    Some(std::fs::read_to_string(dir.join(&cache)).unwrap())
 }
 
 /// The tension limit, and the note where it does not apply: `scenes/falling_cable.toml` (a

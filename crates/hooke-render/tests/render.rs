@@ -106,11 +106,16 @@ fn the_cloth_covers_its_projected_bounding_box() {
     let rgba = renderer.read_rgba().unwrap();
     let px = drawn(&rgba, background(&renderer.settings().palette));
     assert!(px.len() > 1000, "only {} cloth pixels", px.len());
+    assert_box_is_projected(&px, renderer.view_projection(&camera), &x);
+}
+
+/// The box of the pixels `px` is the box of `points` (m) projected by `vp`, within 2 pixels on
+/// every side.
+fn assert_box_is_projected(px: &[(u32, u32)], vp: glam::Mat4, points: &[Vec3]) {
     let (x0, x1) = (px.iter().map(|p| p.0).min().unwrap(), px.iter().map(|p| p.0).max().unwrap());
     let (y0, y1) = (px.iter().map(|p| p.1).min().unwrap(), px.iter().map(|p| p.1).max().unwrap());
-    let vp = renderer.view_projection(&camera);
     let (mut lo, mut hi) = (glam::Vec2::splat(f32::MAX), glam::Vec2::splat(f32::MIN));
-    for p in &x {
+    for p in points {
         let c = vp * Vec4::new(p.x, p.y, p.z, 1.0);
         let ndc = c.truncate() / c.w;
         let s = glam::Vec2::new((ndc.x + 1.0) * 0.5 * W as f32, (1.0 - ndc.y) * 0.5 * H as f32);
@@ -254,22 +259,9 @@ fn a_mesh_collider_is_drawn_where_its_pose_puts_it() {
         rgba[k] as i32 > rgba[k + 1] as i32 + 30 && rgba[k] as i32 > rgba[k + 2] as i32 + 30
     });
     assert!(red.count() > px.len() * 9 / 10, "the mesh collider is not drawn in the colliders' colour");
-    let (x0, x1) = (px.iter().map(|p| p.0).min().unwrap(), px.iter().map(|p| p.0).max().unwrap());
-    let (y0, y1) = (px.iter().map(|p| p.1).min().unwrap(), px.iter().map(|p| p.1).max().unwrap());
     let origin = model(true).colliders()[0].shape.origin();
-    let (mut lo, mut hi) = (glam::Vec2::splat(f32::MAX), glam::Vec2::splat(f32::MIN));
-    for &p in &corners {
-        let placed = pose.rotation * (p - origin) + origin + pose.translation;
-        let c = vp * placed.extend(1.0);
-        let ndc = c.truncate() / c.w;
-        let s = glam::Vec2::new((ndc.x + 1.0) * 0.5 * W as f32, (1.0 - ndc.y) * 0.5 * H as f32);
-        lo = lo.min(s);
-        hi = hi.max(s);
-    }
-    println!("pixels x {x0}..={x1}, y {y0}..={y1}; projected x {:.1}..{:.1}, y {:.1}..{:.1}", lo.x, hi.x, lo.y, hi.y);
-    for (got, want) in [(x0 as f32, lo.x), (x1 as f32 + 1.0, hi.x), (y0 as f32, lo.y), (y1 as f32 + 1.0, hi.y)] {
-        assert!((got - want).abs() <= 2.0, "pixel box side {got} against projected {want}");
-    }
+    let placed = corners.map(|p| pose.rotation * (p - origin) + origin + pose.translation);
+    assert_box_is_projected(&px, vp, &placed);
     let (none, _, _) = draw(model(false));
     assert!(none.is_empty(), "{} pixels drawn for a grid without its mesh", none.len());
 }
