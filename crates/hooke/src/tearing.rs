@@ -57,7 +57,9 @@ pub struct Torn {
     /// For each particle of the new model, the particle of the old model it comes from
     /// (length: the new particle count).
     pub parent: Vec<u32>,
-    /// Constraints removed: those broken, and those that spanned a crack (distance and hinge).
+    /// Constraints removed: those broken, and those that spanned a crack (distance and hinge),
+    /// less those a flap makes again between the same particles (a blade drawn twice along the
+    /// same line breaks nothing the second time).
     pub broken: u32,
     /// Particles added by splitting (new particle count − old).
     pub split: u32,
@@ -640,6 +642,24 @@ fn tear_with(model: &Model, positions: &[Vec3], broken: &[u32], how: Sets) -> Re
                 loose.remove(&p);
             }
         }
+    }
+    // A flap between the particles of a constraint removed now makes it again (a blade drawn
+    // twice along the same line cuts the flaps of the first pass, which the corners they held
+    // then take again): that constraint is not counted broken.
+    if !flaps.is_empty() {
+        let mut removed_pairs: HashSet<(u32, u32)> = broken
+            .iter()
+            .chain(&spanning)
+            .map(|&k| {
+                let c = set.constraints()[k as usize];
+                edge(c.i, c.j)
+            })
+            .collect();
+        let made_again = flaps
+            .iter()
+            .filter(|(c, _, _)| removed_pairs.remove(&edge(parent[c.i as usize], parent[c.j as usize])))
+            .count();
+        count_broken -= made_again as u32;
     }
     // The distance set and the hinges are made side by side (each in parallel within).
     let distance_set = || match how {
