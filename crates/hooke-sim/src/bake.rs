@@ -303,6 +303,9 @@ impl<'s> Bake<'s> {
             model: &model,
             vertex_maps: &scene.vertex_maps,
         };
+        // An earlier OBJ sequence of this scene in the folder, which this run overwrites: its
+        // `diagnostics.csv` goes if this run is discarded (see `discard`).
+        let earlier_sequence = format == Format::Obj && dir.join(format!("{}_0000.obj", scene.name)).exists();
         let mut writer = cache::create(format, &spec)?;
         let names: Vec<&str> = model.bodies().iter().map(|b| b.name.as_str()).collect();
         let mut csv = CsvWriter::create(&dir.join("diagnostics.csv"), &names)?;
@@ -375,7 +378,16 @@ impl<'s> Bake<'s> {
             let tear = if tearing.due(solver) {
                 match tearing.after_frame(solver, &mut state) {
                     Ok(tear) => tear,
-                    Err(source) => return Err(discard(writer, format, csv, &dir, BakeError::Tear { frame, source })),
+                    Err(source) => {
+                        return Err(discard(
+                            writer,
+                            format,
+                            csv,
+                            &dir,
+                            earlier_sequence,
+                            BakeError::Tear { frame, source },
+                        ));
+                    }
                 }
             } else {
                 None
@@ -387,7 +399,7 @@ impl<'s> Bake<'s> {
                     let e = CacheError::Invalid(format!(
                         "frame {frame}: the cache cannot follow the tear: {e}; no cache was written"
                     ));
-                    return Err(discard(writer, format, csv, &dir, e.into()));
+                    return Err(discard(writer, format, csv, &dir, earlier_sequence, e.into()));
                 }
             }
             let tear: TearCounts = tear.unwrap_or_default();
@@ -427,7 +439,7 @@ impl<'s> Bake<'s> {
             {
                 let when = format!("frame {frame}, t = {t:.3} s");
                 let e = BakeError::Strict(monitor.exceeded(k, bodies[k].residual(), &when));
-                return Err(discard(writer, format, csv, &dir, e));
+                return Err(discard(writer, format, csv, &dir, earlier_sequence, e));
             }
             worst.max_stretch_strain = worst.max_stretch_strain.max(d.max_stretch_strain);
             worst.max_penetration = worst.max_penetration.max(d.max_penetration);
@@ -472,13 +484,14 @@ impl<'s> Bake<'s> {
 /// Ends a bake that stopped with `error` (a `--strict` stop, a tear that could not be made) so
 /// that nothing of it stays: the atomic caches (USD, PC2) and `diagnostics.csv` are dropped
 /// unfinished, leaving the folder's earlier ones as they were; an OBJ sequence's complete frames
-/// are removed, and with them the folder's `diagnostics.csv`, which described the earlier
-/// run's frames this run has overwritten or removed. Returns `error`.
+/// are removed — and where they overwrote an `earlier_sequence` of the same scene, the folder's
+/// `diagnostics.csv` too, which described that run's frames, now gone. Returns `error`.
 fn discard(
     writer: Box<dyn cache::CacheWriter>,
     format: Format,
     csv: CsvWriter,
     dir: &Path,
+    earlier_sequence: bool,
     error: BakeError,
 ) -> BakeError {
     drop(csv);
@@ -486,7 +499,9 @@ fn discard(
         for f in writer.finish().unwrap_or_default() {
             let _ = std::fs::remove_file(f);
         }
-        let _ = std::fs::remove_file(dir.join("diagnostics.csv"));
+        if earlier_sequence {
+            let _ = std::fs::remove_file(dir.join("diagnostics.csv"));
+        }
     }
     error
 }
