@@ -84,7 +84,7 @@ impl Torn {
     /// The state of the new model from `old`, the state of the old one: each particle at its
     /// parent's position and velocity, at the same time.
     pub fn state(&self, old: &State) -> State {
-        let pick = |v: &[Vec3]| self.parent.iter().map(|&p| v[p as usize]).collect();
+        let pick = |v: &[Vec3]| self.parent.par_iter().with_min_len(PARTICLE_CHUNK).map(|&p| v[p as usize]).collect();
         State {
             particle_position: pick(&old.particle_position),
             particle_velocity: pick(&old.particle_velocity),
