@@ -51,7 +51,8 @@ pub struct RunArgs {
     /// Pack N copies of the scene file into one model of N worlds, solved together and baked
     /// as one scene (bodies and colliders named `w<k>_<name>`); each world's positions are
     /// bit for bit those of its scene run alone. With `--vary`, world k takes the k-th value
-    /// of every varied key.
+    /// of every varied key. `--worlds 1` without `--vary` runs the scene as it is (any scene,
+    /// one that tears or is cut too).
     #[arg(long, value_name = "N")]
     worlds: Option<usize>,
     /// `KEY=[V0, V1, …]`: a dotted scene key (as in a batch manifest's `set`) and one TOML value
@@ -106,7 +107,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         Some(path) => hooke_io::scene::load(path, crate::memory_limit())?,
         None => crate::presets::default_scene()?,
     };
-    if args.worlds.is_some() || !args.vary.is_empty() {
+    // One world without values to vary is the scene itself, run as it is (a scene that tears
+    // or is cut too, which cannot be packed with others).
+    let alone = args.worlds == Some(1) && args.vary.is_empty();
+    if (args.worlds.is_some() || !args.vary.is_empty()) && !alone {
         let Some(path) = &args.scene else {
             bail!(
                 "--worlds and --vary pack copies of a scene file: give one (the built-in default scene is not a file)"

@@ -505,6 +505,31 @@ fn run_with_worlds_bakes_each_world_as_its_scene_alone() {
         assert!(text(&o).contains(needle), "{args:?}: wanted {needle:?} in {}", text(&o));
     }
     assert!(!tmp.path().join("out").exists(), "a refused run wrote output");
+    // One world without --vary is the scene itself: a scene that is cut (which cannot be packed
+    // with others) runs, and bakes what it bakes without --worlds (it was refused).
+    let cut = format!(
+        "{}[[cut]]\ntime = 0.05\npoints = [[0.0, 0.5, 0.0], [0.0, 1.5, 0.0]]\ndirection = [0.0, 0.0, 1.0]\n",
+        drape(6)
+    );
+    std::fs::write(tmp.path().join("scenes/cut.toml"), cut).unwrap();
+    for (args, out) in [(vec!["--worlds", "1"], "one"), (vec![], "plain")] {
+        let o =
+            hooke(&[&["run", "scenes/cut.toml", "--format", "obj", "--out", out][..], &args[..]].concat(), tmp.path());
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+    }
+    let objs = |dir: &str| {
+        let mut files: Vec<_> = std::fs::read_dir(tmp.path().join(dir)).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "obj"))
+            .map(|p| std::fs::read(p).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let (one, plain) = (objs("one"), objs("plain"));
+    assert!(!one.is_empty() && one == plain, "--worlds 1 differs from the scene run alone");
+    let vertices = |obj: &[u8]| String::from_utf8_lossy(obj).lines().filter(|l| l.starts_with("v ")).count();
+    assert!(vertices(&one[one.len() - 1]) > vertices(&one[0]), "the blade split no particle");
 }
 
 /// A reader that stops early (`hooke batch M --dry-run | head -1`) ends hooke quietly, by the

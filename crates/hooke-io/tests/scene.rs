@@ -933,6 +933,18 @@ fn more_bad_input_is_named_by_key() {
         s.warnings
     );
     assert!(parse(&cut.replace("time = 2.0", "time = 0.25")).unwrap().warnings.is_empty());
+    // A blade cuts cloth only: in a scene of ropes it cuts nothing, and says so (it was silent).
+    let ropes = "[solver]\nframes = 30\n[[rope]]\nstart = [0.0, 1.0, 0.0]\nend = [1.0, 1.0, 0.0]\nparticles = 5\n\
+                 [[cut]]\ntime = 0.25\npoints = [[0.5, 0.0, -1.0], [0.5, 2.0, -1.0]]\ndirection = [0.0, 0.0, 1.0]\n";
+    let s = parse(ropes).unwrap();
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("a [[cut]] but no cloth, and a blade cuts only cloth (a rope is not cut)")),
+        "{:?}",
+        s.warnings
+    );
+    assert!(parse(&format!("{ropes}{GRID}")).unwrap().warnings.is_empty());
 }
 
 /// The derived blow-up speed counts a tearing cloth's recoil at most at the blow-up strain

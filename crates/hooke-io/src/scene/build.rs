@@ -168,6 +168,14 @@ pub(super) fn build(
             c.time
         ));
     }
+    // A blade cuts cloth only (a rope's segments are not cut): in a scene without cloth it
+    // cuts nothing.
+    if !cuts.is_empty() && !model.bodies().iter().any(|b| matches!(b.material, hooke::model::BodyMaterial::Cloth(_))) {
+        warnings.push(format!(
+            "cut: the scene has {} but no cloth, and a blade cuts only cloth (a rope is not cut): it cuts nothing",
+            if cuts.len() == 1 { "a [[cut]]".to_string() } else { format!("{} [[cut]]s", cuts.len()) }
+        ));
+    }
     // Tearing rebuilds the model around a crack, which a model of several worlds cannot do:
     // refuse it now, not at the first tear after minutes of simulation.
     if model.worlds().len() > 1 {
@@ -708,9 +716,25 @@ fn add_rope(
     let name = r.name.clone().unwrap_or(format!("rope{k}"));
     let key = format!("rope[{k}] {name:?}");
     let m = material(f, &r.material, &key)?;
-    if m.shear_stiffness.is_some() || m.thickness.is_some() || m.tear_strain.is_some() || m.tear_energy.is_some() {
+    // The keys of a cloth's material that a rope has no use for, named as the file sets them.
+    let cloth_only: Vec<&str> = [
+        ("shear_stiffness", m.shear_stiffness.is_some()),
+        ("thickness", m.thickness.is_some()),
+        ("tear_strain", m.tear_strain.is_some()),
+        ("tear_energy", m.tear_energy.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, set)| set.then_some(name))
+    .collect();
+    if !cloth_only.is_empty() {
+        let (keys, verb) = match cloth_only.as_slice() {
+            [one] => (one.to_string(), "is a cloth's key"),
+            [rest @ .., last] => (format!("{} and {last}", rest.join(", ")), "are cloth keys"),
+            [] => unreachable!("checked non-empty"),
+        };
         return Err(format!(
-            "{key}: material {:?} sets shear_stiffness, thickness, tear_strain or tear_energy, which are for cloth",
+            "{key}: material {:?} sets {keys}, which {verb}: a rope has no shear, thickness or tearing (give the \
+             rope a material of its own)",
             r.material.as_deref().unwrap_or("")
         ));
     }
