@@ -42,8 +42,9 @@ impl Normals {
     }
 }
 
-/// Fixed-point scale S and per-contribution clamp for a mesh (see the module docs).
-pub(crate) fn fixed_point_scale(model: &hooke::Model) -> (f32, f32) {
+/// Fixed-point scale S and per-contribution clamp for a mesh (see the module docs), given its
+/// [`largest_valence`].
+pub(crate) fn fixed_point_scale_at(model: &hooke::Model, valence: f32) -> (f32, f32) {
     let x = model.particle_position();
     // (Largest of each thread's largest: the same maximum in any order.)
     let largest = model
@@ -54,7 +55,6 @@ pub(crate) fn fixed_point_scale(model: &hooke::Model) -> (f32, f32) {
             (b - a).cross(c - a).length()
         })
         .reduce(|| 0.0f32, f32::max);
-    let valence = largest_valence(model);
     if largest <= 0.0 || !largest.is_finite() {
         return (1.0, i32::MAX as f32 / valence);
     }

@@ -278,6 +278,14 @@ pub fn iterates_to_tolerance(settings: &GpuSettings) -> bool {
 /// breaking strain less a margin of 10⁻⁴ (10⁻⁴ of it above a strain of 1) — far more than the
 /// few ulp by which the device's square root and division may differ from the host's; ∞ when
 /// nothing tears.
+/// The fixed-point scales of the normals' and the tangents' sums
+/// ([`normals::fixed_point_scale`], [`tangents::fixed_point_scale`]), their passes over the
+/// triangles made side by side and the largest valence found once.
+fn fixed_point_scales(model: &Model) -> ((f32, f32), (f32, f32)) {
+    let valence = normals::largest_valence(model);
+    rayon::join(|| normals::fixed_point_scale_at(model, valence), || tangents::fixed_point_scale_at(model, valence))
+}
+
 fn tear_flag_strain(model: &Model) -> f32 {
     let lowest = hooke::tearing::lowest_breaking_strain(model);
     if lowest.is_finite() { lowest - 1e-4 * lowest.max(1.0) } else { f32::INFINITY }
@@ -542,12 +550,13 @@ impl GpuXpbdSolver {
         )?;
         let k = Bindings::new(&kernels, device, &b, &model, &settings, ctx.loop_budget(), ctx.is_cpu());
         write_colour_slots(ctx.queue(), &b, &model);
+        let (normal_scale, tangent_scale) = fixed_point_scales(&model);
         let mut solver = GpuXpbdSolver {
-            structural: buffers::structural_count(&model) as u32,
+            structural: b.structural_count,
             tear_flag_strain: tear_flag_strain(&model),
             tear_flag: None,
-            normal_scale: normals::fixed_point_scale(&model),
-            tangent_scale: tangents::fixed_point_scale(&model),
+            normal_scale,
+            tangent_scale,
             time: 0.0,
             collider_pose: vec![Pose::IDENTITY; model.colliders().len()],
             pinned: Vec::new(),
@@ -640,10 +649,9 @@ impl GpuXpbdSolver {
         self.list_tally = [0; 2];
         write_colour_slots(self.ctx.queue(), &b, &model);
         self.b = b;
-        self.structural = buffers::structural_count(&model) as u32;
+        self.structural = self.b.structural_count;
         (self.tear_flag_strain, self.tear_flag) = (tear_flag_strain(&model), None);
-        self.normal_scale = normals::fixed_point_scale(&model);
-        self.tangent_scale = tangents::fixed_point_scale(&model);
+        (self.normal_scale, self.tangent_scale) = fixed_point_scales(&model);
         // The colliders go on from where they are, when the model keeps them.
         if self.collider_pose.len() != model.colliders().len() {
             self.collider_pose = vec![Pose::IDENTITY; model.colliders().len()];

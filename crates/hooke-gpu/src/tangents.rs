@@ -56,9 +56,9 @@ pub(crate) fn device_uvs(uv: &[glam::Vec2]) -> Vec<[f32; 2]> {
     uv.iter().map(|t| if t.is_finite() { t.to_array() } else { [0.0; 2] }).collect()
 }
 
-/// Fixed-point scale S and per-contribution clamp (see the module docs).
-pub(crate) fn fixed_point_scale(model: &hooke::Model) -> (f32, f32) {
-    let valence = crate::normals::largest_valence(model);
+/// Fixed-point scale S and per-contribution clamp (see the module docs), given the mesh's
+/// [`largest_valence`](crate::normals::largest_valence).
+pub(crate) fn fixed_point_scale_at(model: &hooke::Model, valence: f32) -> (f32, f32) {
     let max = i32::MAX as f32;
     let clamp = (max / valence).floor();
     let Some(uv) = model.particle_uv() else { return (1.0, clamp) };

@@ -839,8 +839,10 @@ impl TetherSearch {
                 }
                 _ => false,
             };
-            // In parallel, in order.
-            out.par_extend(body.particles.clone().into_par_iter().with_min_len(GRAPH_CHUNK).filter_map(|p| {
+            // In parallel, in order: blocks of particles each filtered on its own, then joined
+            // (an unindexed parallel filter collects through a linked list of pieces: 3.4–3.9
+            // ms of a 512² tear on the lent H200's host).
+            let tether = |p: u32| -> Option<Tether> {
                 let pi = p as usize;
                 let here = &self.at[pi];
                 if here.pin || here.settled == 0 {
@@ -855,7 +857,20 @@ impl TetherSearch {
                     t.length[k] = rest * scale;
                 }
                 Some(t)
-            }));
+            };
+            let (start, end) = (body.particles.start, body.particles.end);
+            let blocks: Vec<Vec<Tether>> = (start..end)
+                .step_by(GRAPH_CHUNK)
+                .collect::<Vec<u32>>()
+                .into_par_iter()
+                .map(|first| (first..end.min(first.saturating_add(GRAPH_CHUNK as u32))).filter_map(tether).collect())
+                .collect();
+            let pieces: Vec<&[Tether]> = blocks.iter().map(Vec::as_slice).collect();
+            if out.is_empty() {
+                out = crate::model::concat(&pieces);
+            } else {
+                out.extend_from_slice(&crate::model::concat(&pieces));
+            }
         }
         Ok(out)
     }
@@ -1010,10 +1025,19 @@ impl TetherCache {
         let spare = self.spare.take().unwrap_or_default();
         let old = self.search.as_ref()?;
         let lineage = self.lineage_after(parent);
-        let pins: Vec<u32> = (0..lineage.len() as u32)
-            .into_par_iter()
-            .filter(|&p| old.at.get(lineage[p as usize] as usize).is_some_and(|r| r.pin))
-            .collect();
+        // (Blocks filtered in parallel and joined, in order.)
+        let pins: Vec<u32> = lineage
+            .par_chunks(GRAPH_CHUNK)
+            .enumerate()
+            .map(|(b, chunk)| {
+                let base = (b * GRAPH_CHUNK) as u32;
+                (0..chunk.len() as u32)
+                    .filter(|&d| old.at.get(chunk[d as usize] as usize).is_some_and(|r| r.pin))
+                    .map(|d| base + d)
+                    .collect::<Vec<u32>>()
+            })
+            .collect::<Vec<_>>()
+            .concat();
         let search = match from {
             Some(from) if self.lineage.is_none() => old.after_tear_reusing(model, &lineage, &pins, from, spare),
             _ => old.after_tear(model, &lineage, &pins),

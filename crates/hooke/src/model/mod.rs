@@ -43,7 +43,7 @@ mod rope_bending;
 pub use builder::{BodyId, DEFAULT_MEMORY_LIMIT, ModelBuilder};
 pub use constraint::{ConstraintFamily, ParticleConstraint, compliance_from_stiffness};
 pub use constraint_set::{ConstraintSet, CopiedRun};
-pub(crate) use constraint_set::{Fate, csr_blocks};
+pub(crate) use constraint_set::{Fate, concat, csr_blocks};
 pub use dihedral::{DihedralBending, dihedral_angle};
 pub use distance::DistanceConstraint;
 pub use grid::ClothGrid;
