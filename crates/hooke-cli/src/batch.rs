@@ -32,12 +32,12 @@ pub struct BatchArgs {
     #[arg(long)]
     dry_run: bool,
     /// Worker threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Samples baked at the same time, each on one thread (default 1: one sample at a time on
     /// every thread). Small scenes keep about one core busy each: give the number of cores.
     /// Not with --worlds > 1 (on the GPU, --jobs > 1 turns the default packing off).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     jobs: usize,
     /// Pack up to this many samples into one model of worlds, solved together by the same
     /// sweeps (1: each alone). Each sample's results are bit for bit its own run's. Consecutive
@@ -45,7 +45,7 @@ pub struct BatchArgs {
     /// particles a pack; a sample that tears or iterates "auto" runs alone. Default: 256 on the
     /// GPU (what fills the device with small scenes) unless --jobs > 1 or a Jacobi solve
     /// estimates its parameters, 1 on the CPU (where --jobs is faster).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     worlds: Option<usize>,
     /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; packed into worlds by default).
     #[arg(long, value_enum, default_value = "cpu")]

@@ -21,21 +21,21 @@ pub struct BenchArgs {
     #[arg(default_value = "default")]
     scene: String,
     /// Timed frames.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, allow_negative_numbers = true)]
     frames: usize,
     /// Untimed warm-up frames.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     warmup: usize,
     /// Substeps per frame (overrides the scene).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     substeps: Option<u32>,
     /// Iterations per substep (overrides the scene).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     iterations: Option<u32>,
     /// Iterate each substep to half the residual tolerance, at most this many iterations
     /// (XPBD; on the GPU with --tearing only, as frames are otherwise queued without a
     /// read-back; overrides the scene's iterations).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     auto_iterations: Option<u32>,
     /// Tethers on or off (XPBD/PBD; overrides the scene).
     #[arg(long)]
@@ -56,7 +56,7 @@ pub struct BenchArgs {
     #[arg(long)]
     no_broad_phase: bool,
     /// Worker threads (default: all cores; 1 runs the sequential path).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Where to simulate: cpu, or gpu (wgpu compute; XPBD/PBD scenes). On the GPU the frames
     /// are queued without waiting and timed as one block ending in a read-back, so the figure
@@ -76,7 +76,7 @@ pub struct BenchArgs {
     #[arg(long)]
     full_detail: bool,
     /// Samples per pixel of --draw's picture (1 or 4).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true)]
     samples: u32,
     /// Tear as the scene says (tear strains and energies, scripted cuts) after every timed frame: the state
     /// is read back each frame (on the GPU too), checked, and torn; the report gives the
@@ -87,7 +87,7 @@ pub struct BenchArgs {
     /// Pack this many copies of the scene file into one model of worlds (`hooke batch
     /// --worlds`'s packing) and time a frame of all of them together. Scene files only, not
     /// presets.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     worlds: usize,
     /// After the timed frames, time each stage of more frames and report ms per frame per
     /// stage: on the GPU 10 frames with timestamps inside the compute pass (where the adapter

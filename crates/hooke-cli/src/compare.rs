@@ -22,13 +22,13 @@ pub struct CompareArgs {
     #[arg(long, default_value = "out/compare")]
     out: PathBuf,
     /// Oscillator time step Δt (s).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     dt: f32,
     /// Oscillator spring stiffness k (N/m); the mass is 1 kg, so ω = √k.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     k: f32,
     /// Oscillator steps.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true)]
     steps: usize,
 }
 

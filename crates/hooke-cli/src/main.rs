@@ -63,7 +63,7 @@ struct ViewArgs {
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
     /// Close the window after this many frames (scripted runs).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     frames: Option<u64>,
     /// Open one of the article's demos instead of a scene: topology, integrators, pbd-rope, coloring or cloth.
     #[arg(long, conflicts_with = "scene")]
@@ -288,11 +288,11 @@ pub struct GpuSolveArgs {
     /// Jacobi relaxation ω in (0, 2] (default: chosen from the spectrum of the model's
     /// constraints at the substep, 0.29–0.46 for a stiff cloth grid, ≈ 0.9 for a soft one).
     /// A stiff cloth grid diverges above ≈ 0.5.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     relaxation: Option<f32>,
     /// Chebyshev spectral radius ρ in [0, 1) of the Jacobi solve (default: from the same
     /// spectrum); 0 turns the acceleration off.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     spectral_radius: Option<f32>,
     /// With --backend gpu and Gauss–Seidel: sweep each body's constraints in a workgroup of
     /// its own, every colour in one dispatch (the same result; faster for many small bodies

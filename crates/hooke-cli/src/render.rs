@@ -22,23 +22,23 @@ pub struct RenderArgs {
     scene: Option<PathBuf>,
     /// Number of frames to simulate (overrides the scene; 0 draws the initial state); of a
     /// cache, the frames to draw after its first (at most the cache's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     frames: Option<usize>,
     /// Output folder (default: `out/<scene name>`): writes `<name>.png` (the last frame) and,
     /// with --every, `<name>.anim.png`.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Also write an animated PNG of every K-th frame (frame 0 and the last frame included).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     every: Option<usize>,
     /// Image width in pixels.
-    #[arg(long, default_value_t = 960)]
+    #[arg(long, default_value_t = 960, allow_negative_numbers = true)]
     width: u32,
     /// Image height in pixels.
-    #[arg(long, default_value_t = 540)]
+    #[arg(long, default_value_t = 540, allow_negative_numbers = true)]
     height: u32,
     /// Samples per pixel (1 or 4).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true)]
     samples: u32,
     /// Camera azimuth about the vertical (degrees; 0 looks along −z).
     #[arg(long, default_value_t = 35.0, allow_negative_numbers = true)]
@@ -54,7 +54,7 @@ pub struct RenderArgs {
     #[arg(long, value_enum, default_value = "cpu")]
     backend: crate::Backend,
     /// Worker threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
 }
 

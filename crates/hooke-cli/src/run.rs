@@ -14,10 +14,10 @@ pub struct RunArgs {
     /// Scene file (TOML). Omitted: the built-in default scene (a cloth falling onto a sphere).
     scene: Option<PathBuf>,
     /// Number of frames (overrides the scene).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     frames: Option<usize>,
     /// Frames per second (overrides the scene).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     fps: Option<f32>,
     /// Output folder (default: the scene's `output.dir`, else `out/<scene name>`).
     #[arg(long)]
@@ -26,7 +26,7 @@ pub struct RunArgs {
     #[arg(long)]
     format: Option<String>,
     /// Worker threads (default: all cores; 1 runs the sequential path).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Where to simulate: cpu, or gpu (wgpu compute; XPBD/PBD scenes).
     #[arg(long, value_enum, default_value = "cpu")]
@@ -53,7 +53,7 @@ pub struct RunArgs {
     /// bit for bit those of its scene run alone. With `--vary`, world k takes the k-th value
     /// of every varied key. `--worlds 1` without `--vary` runs the scene as it is (any scene,
     /// one that tears or is cut too).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     worlds: Option<usize>,
     /// `KEY=[V0, V1, …]`: a dotted scene key (as in a batch manifest's `set`) and one TOML value
     /// per world; repeatable, every list as long as the others and as --worlds (without

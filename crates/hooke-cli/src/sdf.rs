@@ -12,20 +12,20 @@ pub struct SdfArgs {
     /// The mesh (OBJ).
     mesh: PathBuf,
     /// Cells along the mesh's longest side (with --bounds, along the box's; default 64).
-    #[arg(long, conflicts_with = "cell_size")]
+    #[arg(long, conflicts_with = "cell_size", allow_negative_numbers = true)]
     resolution: Option<u32>,
     /// Cell size (m), instead of --resolution.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     cell_size: Option<f32>,
     /// Free space around the mesh (m; default 3 cells).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     margin: Option<f32>,
     /// The box the grid covers instead of the mesh's bounds plus the margin: its lower and
     /// upper corners, x0,y0,z0,x1,y1,z1 (m, in the scaled mesh's frame).
     #[arg(long, allow_hyphen_values = true, conflicts_with = "margin")]
     bounds: Option<String>,
     /// Uniform scale from file units to metres.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     scale: f32,
     /// How inside is told from outside: pseudo-normals (closed meshes) or winding-number.
     #[arg(long, default_value = "pseudo-normals")]
@@ -34,7 +34,7 @@ pub struct SdfArgs {
     #[arg(long)]
     rebuild: bool,
     /// Worker threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
 }
 

@@ -259,6 +259,20 @@ fn bad_input_fails_cleanly() {
         assert!(!o.status.success() && text(&o).contains("--fps"), "{}", text(&o));
         assert!(files(&tmp.path().join("out")).is_empty());
     }
+    // A negative number after a flag is the flag's value, refused by that flag's own check
+    // (clap took "-3" for an unknown flag "-3" and suggested passing it as the scene).
+    for (args, needle) in [
+        (&["run", "--frames", "-3", "--out", "out"][..], "invalid value '-3' for '--frames <FRAMES>'"),
+        (
+            &["run", "--fps", "-60", "--out", "out"][..],
+            "--fps: the frame rate must be between 1e-3 and 1e6 frames per second (the time step is 1/fps), got -60",
+        ),
+        (&["bench", "demo:4", "--threads", "-2"][..], "invalid value '-2' for '--threads <THREADS>'"),
+    ] {
+        let o = hooke(args, tmp.path());
+        assert!(!o.status.success() && text(&o).contains(needle), "{args:?}: {}", text(&o));
+        assert!(files(&tmp.path().join("out")).is_empty());
+    }
     let o = hooke(&["run", "missing.toml"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("missing.toml"));
     // A device that never ends is read only as far as a scene file may go (it read without
