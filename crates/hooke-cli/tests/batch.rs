@@ -235,6 +235,23 @@ fn a_killed_run_resumes_without_duplicates_or_half_written_samples() {
     assert!(text(&o).contains("sample 1 was made from"), "{}", text(&o));
 }
 
+/// The manifest that `docs/SCALE.md` shows is shipped as `examples/drapes.toml`, the same text,
+/// and every sample of it loads (`--dry-run` from any folder: its scenes are found from the
+/// manifest's own).
+#[test]
+fn the_documented_manifest_is_shipped_and_loads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/SCALE.md")).unwrap();
+    let start = doc.find("```toml\n# drapes.toml\n").expect("SCALE.md shows drapes.toml") + "```toml\n".len();
+    let block = &doc[start..start + doc[start..].find("```").unwrap()];
+    let shipped = std::fs::read_to_string(root.join("examples/drapes.toml")).unwrap();
+    assert_eq!(block, shipped, "examples/drapes.toml is not the manifest SCALE.md shows");
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = root.join("examples/drapes.toml");
+    let o = hooke(&["batch", manifest.to_str().unwrap(), "--dry-run"], tmp.path());
+    assert!(o.status.success() && text(&o).contains("7 samples of 7 in shard 0/1, every scene loaded"), "{}", text(&o));
+}
+
 #[test]
 fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let tmp = setup(10);
