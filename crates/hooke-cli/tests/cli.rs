@@ -1135,6 +1135,8 @@ fn view_opens_a_window_and_closes_after_its_frames() {
         .unwrap();
     let t = text(&o);
     assert!(!o.status.success() && t.contains("DISPLAY"), "{t}");
+    // ... and says how to get a display, or how to do without one.
+    assert!(t.contains("`xvfb-run -a hooke view …`") && t.contains("`hooke render`"), "{t}");
     // An unknown demo is refused before any window, naming the known ones.
     let o = hooke(&["view", "--demo", "nope"], tmp.path());
     let t = text(&o);

@@ -93,7 +93,18 @@ pub fn run(scene: Scene, demo: Option<Demo>, backend: Backend, frames: Option<u6
             Ok(Box::new(app))
         }),
     )
-    .map_err(|e| anyhow::anyhow!("the viewer window: {e}"))?;
+    .map_err(|e| {
+        // Without a display (a server, CI) say how to get one, or how to do without.
+        let headless = cfg!(target_os = "linux")
+            && ["DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET"].iter().all(|v| std::env::var_os(v).is_none());
+        let hint = if headless {
+            " (no display: run the viewer under a virtual one, `xvfb-run -a hooke view …`, or draw pictures \
+             without a window with `hooke render`)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("the viewer window: {e}{hint}")
+    })?;
     match failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
         Some(e) => anyhow::bail!("{e}"),
         None => Ok(()),
