@@ -482,24 +482,11 @@ pub(crate) fn velocity_records(v: &[glam::Vec3]) -> Vec<[f32; 4]> {
 }
 
 /// Indices of the structural constraints (checked for runaway strain), in increasing order.
-/// (Each block of families filtered on its own, in parallel, and the blocks' lists joined: an
-/// unindexed parallel filter collects through a linked list of pieces, 3 ms of a 512² tear's
-/// rebuild on the lent H200's host.)
 pub(crate) fn structural_constraints(model: &hooke::Model) -> Vec<u32> {
-    const BLOCK: usize = 1 << 15;
     let families = model.distance().families();
-    let blocks: Vec<Vec<u32>> = families
-        .par_chunks(BLOCK)
-        .enumerate()
-        .map(|(b, chunk)| {
-            let base = (b * BLOCK) as u32;
-            (0..chunk.len() as u32)
-                .filter(|&d| chunk[d as usize] == hooke::ConstraintFamily::Structural)
-                .map(|d| base + d)
-                .collect()
-        })
-        .collect();
-    blocks.concat()
+    hooke::parallel::filter_map_ordered(0..families.len() as u32, 1 << 15, |k| {
+        (families[k as usize] == hooke::ConstraintFamily::Structural).then_some(k)
+    })
 }
 
 /// The distance grids of the model's mesh colliders, one after another.

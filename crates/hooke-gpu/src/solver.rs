@@ -274,18 +274,18 @@ pub fn iterates_to_tolerance(settings: &GpuSettings) -> bool {
         && settings.health_interval == 1
 }
 
-/// The strain at which the device's tear check flags a distance constraint: the model's lowest
-/// breaking strain less a margin of 10⁻⁴ (10⁻⁴ of it above a strain of 1) — far more than the
-/// few ulp by which the device's square root and division may differ from the host's; ∞ when
-/// nothing tears.
 /// The fixed-point scales of the normals' and the tangents' sums
-/// ([`normals::fixed_point_scale`], [`tangents::fixed_point_scale`]), their passes over the
+/// ([`normals::fixed_point_scale_at`], [`tangents::fixed_point_scale_at`]), their passes over the
 /// triangles made side by side and the largest valence found once.
 fn fixed_point_scales(model: &Model) -> ((f32, f32), (f32, f32)) {
     let valence = normals::largest_valence(model);
     rayon::join(|| normals::fixed_point_scale_at(model, valence), || tangents::fixed_point_scale_at(model, valence))
 }
 
+/// The strain at which the device's tear check flags a distance constraint: the model's lowest
+/// breaking strain less a margin of 10⁻⁴ (10⁻⁴ of it above a strain of 1) — far more than the
+/// few ulp by which the device's square root and division may differ from the host's; ∞ when
+/// nothing tears.
 fn tear_flag_strain(model: &Model) -> f32 {
     let lowest = hooke::tearing::lowest_breaking_strain(model);
     if lowest.is_finite() { lowest - 1e-4 * lowest.max(1.0) } else { f32::INFINITY }

@@ -54,6 +54,7 @@ mod error;
 pub mod forces;
 pub mod fp;
 pub mod model;
+pub mod parallel;
 pub mod picking;
 pub mod solver;
 pub mod state;

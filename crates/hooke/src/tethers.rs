@@ -839,9 +839,7 @@ impl TetherSearch {
                 }
                 _ => false,
             };
-            // In parallel, in order: blocks of particles each filtered on its own, then joined
-            // (an unindexed parallel filter collects through a linked list of pieces: 3.4–3.9
-            // ms of a 512² tear on the lent H200's host).
+            // In parallel, in order.
             let tether = |p: u32| -> Option<Tether> {
                 let pi = p as usize;
                 let here = &self.at[pi];
@@ -858,18 +856,11 @@ impl TetherSearch {
                 }
                 Some(t)
             };
-            let (start, end) = (body.particles.start, body.particles.end);
-            let blocks: Vec<Vec<Tether>> = (start..end)
-                .step_by(GRAPH_CHUNK)
-                .collect::<Vec<u32>>()
-                .into_par_iter()
-                .map(|first| (first..end.min(first.saturating_add(GRAPH_CHUNK as u32))).filter_map(tether).collect())
-                .collect();
-            let pieces: Vec<&[Tether]> = blocks.iter().map(Vec::as_slice).collect();
+            let mut tethers = crate::parallel::filter_map_ordered(body.particles.clone(), GRAPH_CHUNK as u32, tether);
             if out.is_empty() {
-                out = crate::model::concat(&pieces);
+                out = tethers;
             } else {
-                out.extend_from_slice(&crate::model::concat(&pieces));
+                out.append(&mut tethers);
             }
         }
         Ok(out)
@@ -1025,19 +1016,9 @@ impl TetherCache {
         let spare = self.spare.take().unwrap_or_default();
         let old = self.search.as_ref()?;
         let lineage = self.lineage_after(parent);
-        // (Blocks filtered in parallel and joined, in order.)
-        let pins: Vec<u32> = lineage
-            .par_chunks(GRAPH_CHUNK)
-            .enumerate()
-            .map(|(b, chunk)| {
-                let base = (b * GRAPH_CHUNK) as u32;
-                (0..chunk.len() as u32)
-                    .filter(|&d| old.at.get(chunk[d as usize] as usize).is_some_and(|r| r.pin))
-                    .map(|d| base + d)
-                    .collect::<Vec<u32>>()
-            })
-            .collect::<Vec<_>>()
-            .concat();
+        let pins = crate::parallel::filter_map_ordered(0..lineage.len() as u32, GRAPH_CHUNK as u32, |p| {
+            old.at.get(lineage[p as usize] as usize).is_some_and(|r| r.pin).then_some(p)
+        });
         let search = match from {
             Some(from) if self.lineage.is_none() => old.after_tear_reusing(model, &lineage, &pins, from, spare),
             _ => old.after_tear(model, &lineage, &pins),

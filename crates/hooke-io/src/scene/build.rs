@@ -726,11 +726,10 @@ fn add_rope(
     .into_iter()
     .filter_map(|(name, set)| set.then_some(name))
     .collect();
-    if !cloth_only.is_empty() {
-        let (keys, verb) = match cloth_only.as_slice() {
-            [one] => (one.to_string(), "is a cloth's key"),
-            [rest @ .., last] => (format!("{} and {last}", rest.join(", ")), "are cloth keys"),
-            [] => unreachable!("checked non-empty"),
+    if let Some((last, rest)) = cloth_only.split_last() {
+        let (keys, verb) = match rest {
+            [] => (last.to_string(), "is a cloth's key"),
+            _ => (format!("{} and {last}", rest.join(", ")), "are cloth keys"),
         };
         return Err(format!(
             "{key}: material {:?} sets {keys}, which {verb}: a rope has no shear, thickness or tearing (give the \
