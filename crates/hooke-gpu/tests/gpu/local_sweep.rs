@@ -52,6 +52,49 @@ fn local_sweeps_give_the_colour_sweeps_bit_for_bit() {
     }
 }
 
+/// A body whose colours hold more constraints than a workgroup has threads (a 48² cloth:
+/// 1 128 horizontal structural constraints a colour, at most 1 024 threads) and more tethers
+/// than twice that: a thread reads its first two constraints of a colour, and its first two
+/// tethers, before it projects either, and loops over the rest. The colour sweep's positions
+/// bit for bit all the same.
+#[test]
+fn local_sweeps_with_several_constraints_per_thread_give_the_colour_sweeps_bit_for_bit() {
+    let ctx = gpu_or_skip!();
+    let n = 48;
+    let mut b = ModelBuilder::new();
+    let mut g = ClothGrid::new("cloth", n, n, 0.02);
+    g.material.stretch_stiffness = 2000.0;
+    b.add_cloth_grid(&g).unwrap();
+    b.add_collider(Collider::new("ball", Shape::Sphere { center: Vec3::new(0.0, -0.5, 0.0), radius: 0.2 })).unwrap();
+    let model = Arc::new(b.finalize().unwrap());
+    let largest = model.distance().colour_ranges().iter().map(|r| r.len()).max().unwrap();
+    assert!(largest > 1024, "the largest colour holds {largest} constraints");
+    let mut control = Control::new();
+    // The corners of the last row: the tethers of the particles near them, the last of the
+    // tether records, pull.
+    control.pin((n * (n - 1)) as u32);
+    control.pin((n * n) as u32 - 1);
+    let xpbd = XpbdSettings { substeps: 8, iterations: 2, ..XpbdSettings::default() };
+    let run = |local: LocalSweepMode| {
+        let mut s =
+            GpuXpbdSolver::new(ctx.clone(), model.clone(), GpuSettings { xpbd, local, ..Default::default() }).unwrap();
+        for _ in 0..20 {
+            s.step(&control, 1.0 / 60.0).unwrap();
+        }
+        assert_eq!(s.uses_local_sweep(), local == LocalSweepMode::Always);
+        state_of(&mut s).particle_position
+    };
+    let (colours, local) = (run(LocalSweepMode::Never), run(LocalSweepMode::Always));
+    let differ = colours
+        .iter()
+        .zip(&local)
+        .filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits))
+        .count();
+    assert_eq!(differ, 0, "{differ} of {} particles differ", local.len());
+    // The cloth fell: its middle is below where it started.
+    assert!(local[n * n / 2 + n / 2].y < model.particle_position()[n * n / 2 + n / 2].y - 1e-3);
+}
+
 /// A material change (`notify_model_changed`) and a rebuild on a torn model (`rebuild`: one
 /// constraint broken by `hooke::tearing::tear`) keep the local sweep, and its positions stay
 /// the colour sweep's bit for bit through both (the default leaves it out on lavapipe, so
