@@ -525,23 +525,29 @@ fn shorter_obj_rerun_removes_later_frames() {
 
 /// A run that fails part-way (here a frame of the wrong size; a full disk takes the same path:
 /// the writer dropped without `finish`) into a folder holding an earlier, longer run leaves
-/// its own complete frames and none of the earlier run's after them — not a sequence whose
-/// first frames are one run's and the rest another's.
+/// that run's sequence as it was, byte for byte, and none of its own frames or temporary
+/// files — not a sequence whose first frames are one run's and the rest another's. Its frames
+/// appear only when it finishes.
 #[test]
-fn a_failed_obj_run_leaves_no_frame_of_an_earlier_run() {
+fn a_failed_obj_run_leaves_the_earlier_sequence_as_it_was() {
     let m = model();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     write(Format::Obj, dir, &m, 5);
+    let contents = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        listing(dir).into_iter().map(|n| (n.clone(), std::fs::read(dir.join(&n)).unwrap())).collect()
+    };
+    let before = contents(dir);
     let mut w = cache::create(Format::Obj, &spec(dir, &m)).unwrap();
     for f in 0..2 {
-        w.write_frame(f, &positions(&m, f)).unwrap();
+        // Other positions than the earlier run's.
+        let x: Vec<Vec3> = positions(&m, f).iter().map(|p| *p + Vec3::Y).collect();
+        w.write_frame(f, &x).unwrap();
     }
+    assert!(listing(dir).iter().filter(|n| !n.starts_with('.')).eq(before.iter().map(|(n, _)| n)), "frames appeared");
     assert!(w.write_frame(2, &positions(&m, 2)[1..]).is_err());
     drop(w);
-    assert_eq!(listing(dir), ["scene_0000.obj", "scene_0001.obj"]);
-    let frame1 = std::fs::read_to_string(dir.join("scene_0001.obj")).unwrap();
-    assert!(frame1.contains("frame 1,"), "{frame1}");
+    assert!(contents(dir) == before, "the earlier sequence changed: {:?}", listing(dir));
 }
 
 /// A scene with a welded mesh cloth whose UV seam splits vertices (input E of issue #9, with

@@ -303,9 +303,6 @@ impl<'s> Bake<'s> {
             model: &model,
             vertex_maps: &scene.vertex_maps,
         };
-        // An earlier OBJ sequence of this scene in the folder, which this run overwrites: its
-        // `diagnostics.csv` goes if this run is discarded (see `discard`).
-        let earlier_sequence = format == Format::Obj && dir.join(format!("{}_0000.obj", scene.name)).exists();
         let mut writer = cache::create(format, &spec)?;
         let names: Vec<&str> = model.bodies().iter().map(|b| b.name.as_str()).collect();
         let mut csv = CsvWriter::create(&dir.join("diagnostics.csv"), &names)?;
@@ -379,14 +376,7 @@ impl<'s> Bake<'s> {
                 match tearing.after_frame(solver, &mut state) {
                     Ok(tear) => tear,
                     Err(source) => {
-                        return Err(discard(
-                            writer,
-                            format,
-                            csv,
-                            &dir,
-                            earlier_sequence,
-                            BakeError::Tear { frame, source },
-                        ));
+                        return Err(discard(writer, csv, BakeError::Tear { frame, source }));
                     }
                 }
             } else {
@@ -399,7 +389,7 @@ impl<'s> Bake<'s> {
                     let e = CacheError::Invalid(format!(
                         "frame {frame}: the cache cannot follow the tear: {e}; no cache was written"
                     ));
-                    return Err(discard(writer, format, csv, &dir, earlier_sequence, e.into()));
+                    return Err(discard(writer, csv, e.into()));
                 }
             }
             let tear: TearCounts = tear.unwrap_or_default();
@@ -439,7 +429,7 @@ impl<'s> Bake<'s> {
             {
                 let when = format!("frame {frame}, t = {t:.3} s");
                 let e = BakeError::Strict(monitor.exceeded(k, bodies[k].residual(), &when));
-                return Err(discard(writer, format, csv, &dir, earlier_sequence, e));
+                return Err(discard(writer, csv, e));
             }
             worst.max_stretch_strain = worst.max_stretch_strain.max(d.max_stretch_strain);
             worst.max_penetration = worst.max_penetration.max(d.max_penetration);
@@ -482,27 +472,12 @@ impl<'s> Bake<'s> {
 }
 
 /// Ends a bake that stopped with `error` (a `--strict` stop, a tear that could not be made) so
-/// that nothing of it stays: the atomic caches (USD, PC2) and `diagnostics.csv` are dropped
-/// unfinished, leaving the folder's earlier ones as they were; an OBJ sequence's complete frames
-/// are removed — and where they overwrote an `earlier_sequence` of the same scene, the folder's
-/// `diagnostics.csv` too, which described that run's frames, now gone. Returns `error`.
-fn discard(
-    writer: Box<dyn cache::CacheWriter>,
-    format: Format,
-    csv: CsvWriter,
-    dir: &Path,
-    earlier_sequence: bool,
-    error: BakeError,
-) -> BakeError {
+/// that nothing of it stays: the cache (a USD or PC2 file, or an OBJ sequence's frames, still
+/// under their temporary names) and `diagnostics.csv` are dropped unfinished, leaving the
+/// folder's earlier ones as they were. Returns `error`.
+fn discard(writer: Box<dyn cache::CacheWriter>, csv: CsvWriter, error: BakeError) -> BakeError {
     drop(csv);
-    if format == Format::Obj {
-        for f in writer.finish().unwrap_or_default() {
-            let _ = std::fs::remove_file(f);
-        }
-        if earlier_sequence {
-            let _ = std::fs::remove_file(dir.join("diagnostics.csv"));
-        }
-    }
+    drop(writer);
     error
 }
 

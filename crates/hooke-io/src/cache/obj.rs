@@ -20,9 +20,12 @@
 //! line indices are 1-based and count vertices (and texture coordinates) across the whole
 //! file. A cloth with a vertex map is written in its mesh file's vertex order (see the
 //! [parent module](super)). Each frame is written
-//! to a temporary file and renamed into place, so a crash leaves only complete frames; a run
-//! that ends (or fails) after fewer frames than an earlier run in the same folder removes that
-//! run's later frames.
+//! to a temporary file (`.<scene>_<f:04>.obj.tmp-…`, see [`AtomicFile`]), and the frames are
+//! renamed into place together when the run finishes ([`CacheWriter::finish`]), after which the
+//! frames of an earlier, longer run of the same scene past the new last one are removed. A run
+//! that fails (a full disk, a `--strict` stop, a tear that cannot be made: the writer dropped
+//! without `finish`) removes its temporary frames and leaves an earlier run's sequence as it
+//! was, as the single-file caches do.
 
 use super::atomic::AtomicFile;
 use super::{BodyOutput, CacheError, CacheSpec, CacheWriter, FrameCounter, body_outputs, file_stems};
@@ -49,23 +52,12 @@ pub(crate) struct ObjWriter {
     fps: f32,
     bodies: Vec<ObjBody>,
     counter: FrameCounter,
-    written: Vec<PathBuf>,
+    /// The frames written so far, complete and closed, under their temporary names until
+    /// [`CacheWriter::finish`] renames them (dropped uncommitted, they are removed).
+    pending: Vec<AtomicFile>,
     buf: String,
     /// Scratch for the points of a body written in file order.
     gathered: Vec<Vec3>,
-    /// Whether [`CacheWriter::finish`] ran; a writer dropped before (a run that failed: a full
-    /// disk, say) removes the frames of an earlier run past its own, as `finish` does.
-    finished: bool,
-}
-
-impl Drop for ObjWriter {
-    /// A run that failed leaves its complete frames, and no frame of an earlier, longer run
-    /// after them (the sequence would read as one run's frames 0…k followed by another's).
-    fn drop(&mut self) {
-        if !self.finished {
-            remove_later_frames(&self.dir, &self.scene_name, self.written.len());
-        }
-    }
 }
 
 impl ObjWriter {
@@ -86,10 +78,9 @@ impl ObjWriter {
             fps: spec.fps,
             bodies,
             counter: FrameCounter::new(spec.dir.to_path_buf(), model.particle_count()),
-            written: Vec::new(),
+            pending: Vec::new(),
             buf: String::new(),
             gathered: Vec::new(),
-            finished: false,
         })
     }
 }
@@ -113,14 +104,12 @@ impl CacheWriter for ObjWriter {
         let path = self.dir.join(format!("{}_{frame:04}.obj", self.scene_name));
         let mut file = AtomicFile::create(&path)?;
         file.write_all(buf.as_bytes())?;
-        self.written.push(file.commit()?);
+        file.close()?;
+        self.pending.push(file);
         self.counter.end();
         Ok(())
     }
 
-    /// Also removes frames `<scene>_NNNN.obj` beyond the last one written, left in the
-    /// directory by an earlier, longer run of the same scene (they would otherwise be read as
-    /// part of this sequence).
     fn set_model(&mut self, model: &hooke::Model) -> Result<(), CacheError> {
         let old: Vec<BodyOutput> = self.bodies.iter().map(|b| b.output.clone()).collect();
         let outputs = super::retopologized(model, &old)?;
@@ -135,11 +124,15 @@ impl CacheWriter for ObjWriter {
         Ok(())
     }
 
+    /// Renames the frames into place, then removes frames `<scene>_NNNN.obj` beyond the last
+    /// one, left in the directory by an earlier, longer run of the same scene (they would
+    /// otherwise be read as part of this sequence).
     fn finish(mut self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
         self.counter.check_finish()?;
-        remove_later_frames(&self.dir, &self.scene_name, self.written.len());
-        self.finished = true;
-        Ok(std::mem::take(&mut self.written))
+        let written =
+            std::mem::take(&mut self.pending).into_iter().map(AtomicFile::commit).collect::<Result<Vec<_>, _>>()?;
+        remove_later_frames(&self.dir, &self.scene_name, written.len());
+        Ok(written)
     }
 }
 
