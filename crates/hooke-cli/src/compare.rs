@@ -89,8 +89,9 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     if args.what != "integrators" {
         bail!("unknown comparison {:?} (available: integrators)", args.what);
     }
-    if !(args.dt.is_finite() && args.dt > 0.0) {
-        bail!("--dt must be finite and > 0, got {}", args.dt);
+    // The solvers' own floor: a shorter step is refused by every one of them.
+    if !(args.dt.is_finite() && args.dt >= hooke::solver::MIN_FRAME_DT) {
+        bail!("--dt must be finite and at least {:e} s, got {}", hooke::solver::MIN_FRAME_DT, args.dt);
     }
     if !(args.k.is_finite() && args.k > 0.0 && args.k <= 1e30) {
         bail!("--k must be finite, > 0 and at most 1e30 N/m, got {}", args.k);

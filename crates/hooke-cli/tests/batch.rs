@@ -262,7 +262,7 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, [1, 4], "task 5 of the array 4–6 is shard 1/3");
 
-    let cases: [(&str, &str, &str); 7] = [
+    let cases: [(&str, &str, &str); 8] = [
         ("bad1.toml", "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n", "substep"),
         ("bad2.toml", "[[sample]]\nscene = \"scenes/nope.toml\"\n", "nope.toml"),
         (
@@ -283,6 +283,12 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
         ),
         // A line that is an array, not one sample's object (serde read it as fields in order).
         ("bad7.jsonl", "[{\"scene\": \"scenes/pendulum.toml\"}]\n", "line 1: each line is one sample, a JSON object"),
+        // A misspelt material: the sweep would vary nothing (every sample the same).
+        (
+            "bad8.toml",
+            "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = { \"materials.cordd.density\" = [0.1, 0.2] }\n",
+            "no cloth or rope of",
+        ),
     ];
     for (name, manifest, needle) in cases {
         std::fs::write(tmp.path().join(name), manifest).unwrap();

@@ -364,6 +364,17 @@ fn compare_integrators_writes_csv_and_png() {
     assert!(o.status.success(), "{t}");
     let line = t.lines().find(|l| l.trim_start().starts_with("forward-euler:")).unwrap();
     assert!(line.contains("stopped after t = 5.000 s") && line.contains("blew up"), "{t}");
+    // Bad values are refused, naming the flag, before anything is written: a step below the
+    // solvers' 1 ns floor (every method would refuse its first step and leave empty series),
+    // a stiffness of zero, no steps.
+    for (flag, value, says) in
+        [("--dt", "1e-10", "at least 1e-9 s"), ("--k", "0", "--k must"), ("--steps", "0", "--steps must")]
+    {
+        let o = hooke(&["compare", "integrators", "--out", "cmp3", flag, value], tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success() && t.contains(flag) && t.contains(says), "{flag} {value}: {t}");
+        assert!(!tmp.path().join("cmp3").exists(), "{flag} {value} left a folder");
+    }
 }
 
 /// Column `name`, with empty cells as `None`.

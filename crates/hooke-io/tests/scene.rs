@@ -519,6 +519,13 @@ fn names_friction_warnings_and_units() {
     assert!(s.warnings[0].contains("collider[0]") && s.warnings[0].contains("μₖ = 0.5"), "{:?}", s.warnings);
     let s = parse(&format!("{GRID}{plane}static_friction = 0.5\nkinetic_friction = 0.3\n")).unwrap();
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    // A material that no body names changes nothing: a warning naming it (a misspelt name,
+    // most likely); one that a body names, none.
+    let s = parse(&format!("[materials.cottn]\ndensity = 0.2\n{GRID}")).unwrap();
+    assert!(s.warnings.len() == 1 && s.warnings[0].contains("materials.cottn"), "{:?}", s.warnings);
+    let named = GRID.replacen("[[cloth]]\n", "[[cloth]]\nmaterial = \"cotton\"\n", 1);
+    let s = parse(&format!("[materials.cotton]\ndensity = 0.2\n{named}")).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 
     let rope = "[[rope]]\nmaterial = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 5\n";
     for key in ["stretch_stiffness", "bend_stiffness"] {

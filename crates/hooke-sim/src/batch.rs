@@ -190,7 +190,33 @@ pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Tabl
     for (key, value) in set {
         set_key(&mut table, key, value.clone()).map_err(|m| format!("set {key:?}: {m}"))?;
     }
+    // A material key that no body's material is would change nothing: a misspelt name, most
+    // likely (the scene itself only warns of a material no body names).
+    for key in set.keys() {
+        if let Some(name) = key.strip_prefix("materials.").and_then(|k| k.split('.').next()) {
+            let used = material_names(&table);
+            if !used.iter().any(|u| u == name) {
+                return Err(format!(
+                    "set {key:?}: no cloth or rope of {} has the material {name:?} (theirs: {used:?}); the key would change nothing",
+                    path.display()
+                ));
+            }
+        }
+    }
     Ok((text, table))
+}
+
+/// The `material` names of the scene table's `[[cloth]]` and `[[rope]]` entries.
+fn material_names(table: &toml::Table) -> Vec<String> {
+    let mut names: Vec<String> = ["cloth", "rope"]
+        .iter()
+        .filter_map(|section| table.get(*section)?.as_array())
+        .flatten()
+        .filter_map(|body| Some(body.get("material")?.as_str()?.to_string()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Sets the dotted `key` (`a.b.0.c`) of `table` to `value`.

@@ -279,6 +279,12 @@ fn tear_energy_breaks_each_family_where_it_holds_that_energy() {
     g.material = ClothMaterial { tear_energy: 1e-20, ..material };
     let e = ModelBuilder::new().add_cloth_grid(&g).unwrap_err().to_string();
     assert!(e.contains("below rounding"), "{e}");
+    // And a tear strain that small; 1e-6 itself is allowed.
+    g.material = ClothMaterial { tear_strain: 1e-9, ..ClothMaterial::default() };
+    let e = ModelBuilder::new().add_cloth_grid(&g).unwrap_err().to_string();
+    assert!(e.contains("tear strain") && e.contains("below rounding"), "{e}");
+    g.material.tear_strain = 1e-6;
+    assert!(ModelBuilder::new().add_cloth_grid(&g).is_ok());
 }
 
 /// A 12 × 12 cloth of 0.44 m hanging from its top row, at rest, cut straight across its middle

@@ -81,6 +81,13 @@ pub(super) fn build(
             collider_motion.push(add_collider(&mut b, k, c, base_dir, &mut warnings)?);
         }
     }
+    // A material no body names changes nothing (a misspelt name, most likely).
+    for name in f.materials.keys() {
+        let named = |m: &Option<String>| m.as_deref() == Some(name.as_str());
+        if !f.cloth.iter().any(|c| named(&c.material)) && !f.rope.iter().any(|r| named(&r.material)) {
+            warnings.push(format!("materials.{name}: no cloth or rope names this material; its keys change nothing"));
+        }
+    }
     // Colliders are named in messages and in the caches, as bodies are: one name, one collider.
     let mut collider_names = std::collections::HashSet::new();
     for (k, c) in f.collider.iter().enumerate() {

@@ -276,6 +276,17 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
             format!("must be > 0 (inf: never tears), got {}", m.tear_strain),
         ));
     }
+    // A strain that rounding alone passes (f32 lengths carry about 1e-7 of relative error)
+    // breaks every constraint at once; the same floor as the energy's below.
+    if m.tear_strain < 1e-6 {
+        return Err(ModelError::invalid(
+            format!("{ctx}: tear strain"),
+            format!(
+                "{:e} is below rounding (1e-6): every constraint would break at once (inf: never tears)",
+                m.tear_strain
+            ),
+        ));
+    }
     if m.tear_energy.is_nan() || m.tear_energy <= 0.0 {
         return Err(ModelError::invalid(
             format!("{ctx}: tear energy"),
@@ -289,8 +300,7 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
              (got inf); use tear_strain",
         ));
     }
-    // An energy whose breaking strain rounding alone would pass breaks every constraint at once
-    // (the tear strain's own lower bound is the user's, as before).
+    // An energy whose breaking strain rounding alone would pass breaks every constraint at once.
     for (family, modulus) in [
         (crate::ConstraintFamily::Structural, m.stretch_stiffness),
         (crate::ConstraintFamily::Shear, m.shear_stiffness),

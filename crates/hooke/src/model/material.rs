@@ -64,7 +64,8 @@ pub struct ClothMaterial {
     /// not poke between the particles (see `collision::triangle_contact`). On by default.
     pub triangle_contact: bool,
     /// Stretch strain |xᵢ − xⱼ|/L₀ − 1 at which a structural or shear constraint breaks
-    /// ([`tearing`](crate::tearing)), > 0; `INFINITY` (the default): the cloth never tears.
+    /// ([`tearing`](crate::tearing)), at least 1e-6 (below, rounding alone would break every
+    /// constraint: refused); `INFINITY` (the default): the cloth never tears.
     pub tear_strain: f32,
     /// Elastic energy per unit area of cloth (J/m²) at which a structural or shear constraint
     /// breaks, > 0; `INFINITY` (the default): no energy criterion. A constraint of membrane
