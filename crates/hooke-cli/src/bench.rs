@@ -601,13 +601,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 None => "nothing tore in the timed frames".into(),
             };
             format!(
-                "  tearing: {} tear events ({} constraints broken, {} particles split; {} particles at the end, from {}); state read back and checked after {checked} of {} timed frames (the others ruled out by the device's tear check); check (strains) {}; {per_event} (the frame times above are the solve and, where checked, the read-back; GPU timestamps are not taken with --tearing)",
-                events.len(),
+                "  tearing: {} ({} constraints broken, {} particles split; {} particles at the end, from {}); state read back and checked after {checked} of {} timed frames{}; check (strains) {}; {per_event} (the frame times above are the solve and, where checked, the read-back; GPU timestamps are not taken with --tearing)",
+                crate::count(events.len(), "tear event", "tear events"),
                 tear_broken,
                 tear_split,
                 model.particle_count(),
                 scene.model.particle_count(),
                 times.len(),
+                if checked < times.len() { " (the others ruled out by the solver's own tear check)" } else { "" },
                 mean(&checks).map_or("not timed: no frame checked without a tear".to_string(), |c| format!(
                     "{:.3} ms per frame checked without a tear",
                     c * 1e3

@@ -318,7 +318,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("wrote {}", f.display());
     }
     if files.len() > 5 {
-        println!("wrote {} more files in {}", files.len() - 5, dir.display());
+        println!("wrote {} in {}", crate::count(files.len() - 5, "more file", "more files"), dir.display());
     }
     println!("wrote {}", baked.diagnostics.display());
     let others = other_caches(&dir, files);

@@ -47,6 +47,34 @@ fn example_scenes_load() {
     assert_eq!(d.pins.len(), 2);
 }
 
+/// The README's annotated scene file ("Scene files") loads as printed, with a 4 × 4 grid of
+/// vertices with texture coordinates standing in for the user's `dress.obj`, and without
+/// warnings.
+#[test]
+fn the_readmes_scene_example_loads() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let section = &readme[readme.find("## Scene files").expect("a Scene files section")..];
+    let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let mut obj = String::new();
+    for k in 0..16 {
+        obj += &format!("v {} {} 0\n", (k % 4) as f32 * 10.0, (k / 4) as f32 * 10.0);
+        obj += &format!("vt {} {}\n", (k % 4) as f32 / 3.0, (k / 4) as f32 / 3.0);
+    }
+    for r in 0..3 {
+        for c in 0..3 {
+            let v = r * 4 + c + 1;
+            obj += &format!("f {0}/{0} {1}/{1} {2}/{2}\nf {0}/{0} {2}/{2} {3}/{3}\n", v, v + 1, v + 5, v + 4);
+        }
+    }
+    std::fs::write(dir.path().join("dress.obj"), obj).unwrap();
+    std::fs::write(dir.path().join("full.toml"), block).unwrap();
+    let s = scene::load(&dir.path().join("full.toml"), LIMIT).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.name, "my_scene");
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+}
+
 #[test]
 fn syntax_errors_give_line_and_column() {
     let e = err("[solver\nsubsteps = 3\n");
