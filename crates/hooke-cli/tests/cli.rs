@@ -204,6 +204,10 @@ fn bad_input_fails_cleanly() {
         ("[[collider]]\nshape = \"sphere\"\ncenter = [0.0, 0.0, 0.0]\nradius = 1e30\n[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\n".into(), "radius"),
         (format!("{grid}[[collider]]\nshape = \"capsule\"\na = [-1e20, 1.0, 0.0]\nb = [1e20, 1.0, 0.0]\nradius = 0.1\n"), "is too long"),
         (format!("{grid}velocity = [1e30, 0.0, 0.0]\n"), "too fast to square within f32"),
+        // A wind or gust whose drag would overflow (it blew up at frame 1, not naming the key).
+        (format!("wind = [1e30, 0.0, 0.0]\n[air]\n{grid}"), "wind: [1000000000000000000000000000000, 0, 0] m/s is too fast"),
+        (format!("wind = [1e19, 0.0, 0.0]\ngust = {{ amplitude = [1e19, 0.0, 0.0], period = 1.0 }}\n{grid}"), "gust.amplitude with the wind"),
+        (format!("[[world]]\nwind = [0.0, 0.0, 1e25]\n{grid}"), "world[1]: wind"),
         (format!("[solver]\nmax_speed = nan\n{grid}"), "solver.max_speed"),
         (format!("[solver]\nresidual_tolerance = -0.02\n{grid}"), "solver.residual_tolerance"),
         (format!("[solver]\nresidual_tolerance = nan\n{grid}"), "solver.residual_tolerance"),
@@ -634,6 +638,14 @@ fn residual_columns_are_empty_without_multipliers_and_the_tolerance_is_a_scene_k
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("residual not measured") && !t.contains("did not converge"), "{t}");
+    // A cloth with no stretch constraint at all has no residual to measure, and is told so
+    // (not that no frame was solved to the end).
+    let loose = "[solver]\nframes = 3\n[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\nstructural = false\n\
+                 shear = false\nbending = \"none\"\n";
+    std::fs::write(tmp.path().join("loose.toml"), loose).unwrap();
+    let o = hooke(&["run", "loose.toml", "--out", "loose"], tmp.path());
+    let t = text(&o);
+    assert!(o.status.success() && t.contains("residual not measured (it has no stretch constraints)"), "{t}");
     let csv = std::fs::read_to_string(tmp.path().join("implicit/diagnostics.csv")).unwrap();
     assert!(column_opt(&csv, "max_residual_strain").iter().all(Option::is_none));
     assert!(column_opt(&csv, "sheet:residual_stiff").iter().all(Option::is_none));

@@ -914,7 +914,10 @@ fn numbers_too_small_for_f32_are_refused_by_key() {
     let tear = format!("[materials.m]\ntear_strain = 1e300\n{GRID}material = \"m\"\n");
     assert!(err(&tear).contains("materials.m.tear_strain: 1e300 is too large for f32"), "{}", err(&tear));
     assert!(err(&wind("-1e39")).contains("wind[0]: -1e39 is too large for f32"));
-    assert!(parse(&wind("3.4e38")).is_ok());
+    let tear = format!("[materials.m]\ntear_strain = 3.4e38\n{GRID}material = \"m\"\n");
+    assert!(parse(&tear).is_ok(), "{}", err(&tear));
+    // A wind that large is an f32, but its drag is not.
+    assert!(err(&wind("3.4e38")).contains("wind: [340000000000000000000000000000000000000, 0, 0] m/s is too fast"));
 }
 
 /// A mesh cloth's pin group chooses its particles by `indices` (the mesh file's vertices):
@@ -1018,7 +1021,11 @@ fn keys_that_do_nothing_warn() {
         &format!("{GRID}self_collision_speed_clamp = true\n"),
         "self_collision_speed_clamp is set but self_collision is off",
     );
-    warns(&format!("{GRID}structural = false\nshear = false\n"), "structural = false and shear = false");
+    warns(&format!("{GRID}structural = false\nshear = false\n"), "together but its bending");
+    warns(
+        &format!("{GRID}structural = false\nshear = false\nbending = \"none\"\n"),
+        "together: it has no constraints at all",
+    );
     warns(
         &format!("{GRID}[[collider]]\nshape = \"capsule\"\na = [0.0, -1.0, 0.0]\nb = [0.0, -1.0, 0.0]\nradius = 0.1\n"),
         "a and b are the same point: the capsule is a sphere",

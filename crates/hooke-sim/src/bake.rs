@@ -663,6 +663,9 @@ pub struct ConvergenceMonitor {
     /// Per body: its material's axial damping time τ (s) and τ/h at the configured substep h
     /// (0 where the solver's position update has no damping term: PBD, force-based).
     damping: Vec<(f32, f32)>,
+    /// Per body: whether it has no distance constraint (structural and shear off, no bend
+    /// springs), so that it has no stretch residual to measure.
+    no_stretch: Vec<bool>,
 }
 
 /// The damping ratio τ/h above which the monitor's advice names the axial damping: from there
@@ -719,6 +722,14 @@ impl ConvergenceMonitor {
                     if xpbd && ratio.is_finite() { (tau, ratio) } else { (tau, 0.0) }
                 })
                 .collect(),
+            no_stretch: {
+                let set = scene.model.distance();
+                let mut none = vec![true; bodies.len()];
+                for b in (0..set.len()).filter_map(|k| set.body_of(k)) {
+                    none[b] = false;
+                }
+                none
+            },
         }
     }
 
@@ -825,7 +836,9 @@ impl ConvergenceMonitor {
             if !w.strain_at_pins.is_nan() {
                 line += &format!(", {} at them", percent(w.strain_at_pins));
             }
-            if w.residual().is_nan() && self.torn_unmeasured > 0 {
+            if w.residual().is_nan() && self.no_stretch[k] {
+                line += "; residual not measured (it has no stretch constraints)";
+            } else if w.residual().is_nan() && self.torn_unmeasured > 0 {
                 line += &format!(
                     "; residual not measured ({} tore, and the solver of a torn model has no multipliers before its \
                      next substep)",

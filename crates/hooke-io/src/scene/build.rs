@@ -16,6 +16,24 @@ pub(super) fn vec3(v: [f32; 3], key: &str) -> Result<Vec3, String> {
     if v.is_finite() { Ok(v) } else { Err(format!("{key}: must be finite, got {v}")) }
 }
 
+/// A velocity (m/s) at `key`: finite, and small enough that its square (kinetic energy, drag,
+/// the blow-up speed limit) is finite in f32.
+fn speed(v: [f32; 3], key: &str) -> Result<Vec3, String> {
+    let v = vec3(v, key)?;
+    if v.length_squared().is_finite() { Ok(v) } else { Err(format!("{key}: {v} m/s is too fast to square within f32")) }
+}
+
+/// A wind's gust at `key` (amplitude in m/s, period in s), the wind and gust together
+/// squarable in f32.
+fn gust(wind: Vec3, g: &crate::scene::schema::GustSection, key: &str) -> Result<hooke::Gust, String> {
+    let amplitude = speed(g.amplitude, &format!("{key}.amplitude"))?;
+    if !(g.period.is_finite() && g.period > 0.0) {
+        return Err(format!("{key}.period: must be a time > 0 s, got {}", g.period));
+    }
+    speed((wind.abs() + amplitude.abs()).to_array(), &format!("{key}.amplitude with the wind"))?;
+    Ok(hooke::Gust { amplitude, period: g.period })
+}
+
 /// The longest scene name (bytes): file systems take names of up to 255 bytes, and a cache's
 /// temporary files add a suffix of about 40 to the name.
 const MAX_NAME_BYTES: usize = 200;
@@ -303,19 +321,8 @@ fn worlds(f: &SceneFile) -> Result<Vec<(Vec3, Option<hooke::Gust>)>, String> {
         .enumerate()
         .map(|(k, w)| {
             let key = format!("world[{}]", k + 1);
-            let wind = vec3(w.wind.unwrap_or([0.0; 3]), &format!("{key}: wind"))?;
-            let gust = match &w.gust {
-                Some(g) => {
-                    if !(g.period.is_finite() && g.period > 0.0) {
-                        return Err(format!("{key}: gust.period must be finite and > 0 (s), got {}", g.period));
-                    }
-                    Some(hooke::Gust {
-                        amplitude: vec3(g.amplitude, &format!("{key}: gust.amplitude"))?,
-                        period: g.period,
-                    })
-                }
-                None => None,
-            };
+            let wind = speed(w.wind.unwrap_or([0.0; 3]), &format!("{key}: wind"))?;
+            let gust = w.gust.as_ref().map(|g| gust(wind, g, &format!("{key}: gust"))).transpose()?;
             Ok((wind, gust))
         })
         .collect()
@@ -326,17 +333,8 @@ fn environment(f: &SceneFile, b: &mut ModelBuilder) -> Result<(Vec3, Option<hook
     if let Some(g) = f.gravity {
         b.set_gravity(vec3(g, "gravity")?).map_err(|e| e.to_string())?;
     }
-    let wind = vec3(f.wind.unwrap_or([0.0; 3]), "wind")?;
-    let gust = match f.gust {
-        Some(g) => {
-            let amplitude = vec3(g.amplitude, "gust.amplitude")?;
-            if !(g.period.is_finite() && g.period > 0.0) {
-                return Err(format!("gust.period: must be a time > 0 s, got {}", g.period));
-            }
-            Some(hooke::Gust { amplitude, period: g.period })
-        }
-        None => None,
-    };
+    let wind = speed(f.wind.unwrap_or([0.0; 3]), "wind")?;
+    let gust = f.gust.as_ref().map(|g| gust(wind, g, "gust")).transpose()?;
     if let Some(a) = &f.air {
         // Each key finite and ≥ 0, named in the error (dimensionless but for the density).
         let key = |name: &str, value: Option<f32>, default: f32| match value.unwrap_or(default) {
@@ -566,21 +564,20 @@ fn add_cloth(
         );
         g.center = center;
         g.rotation = rot;
-        g.velocity = vec3(c.velocity.unwrap_or([0.0; 3]), &format!("{key}: velocity"))?;
-        // Kinetic energy and the blow-up speed limit square it.
-        if !g.velocity.length_squared().is_finite() {
-            return Err(format!("{key}: velocity: {} m/s is too fast to square within f32", g.velocity));
-        }
+        g.velocity = speed(c.velocity.unwrap_or([0.0; 3]), &format!("{key}: velocity"))?;
         g.material = mat;
         g.structural = c.structural.unwrap_or(true);
         g.shear = c.shear.unwrap_or(true);
+        g.bending = bending;
         if !g.structural && !g.shear {
+            let but = match g.bending {
+                hooke::Bending::None => ": it has no constraints at all (bending = \"none\")",
+                _ => " but its bending",
+            };
             warnings.push(format!(
-                "{key}: structural = false and shear = false: nothing holds the grid's particles together but \
-                 its bending"
+                "{key}: structural = false and shear = false: nothing holds the grid's particles together{but}"
             ));
         }
-        g.bending = bending;
         g.particle_mass = c.particle_mass;
         g.spring_stiffness = c.spring_stiffness;
         (b.add_cloth_grid(&g).map_err(|e| e.to_string())?, Some((g.rows, g.columns)), None)
