@@ -935,6 +935,15 @@ fn a_mesh_cloths_pin_group_refuses_grid_keys() {
     }
     let (_dir, s) = mesh_scene(quad, &group("indices = [3]"));
     assert_eq!(s.unwrap().pins.len(), 1);
+    // A scale that makes the mesh's masses or positions unusable names the file and the scale.
+    for scale in ["1e-30", "1e12"] {
+        let (_dir, s) = mesh_scene(quad, &format!("scale = {scale}\n"));
+        let e = s.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            e.contains("mesh.obj (scale = ") && e.contains(&format!("{}", scale.parse::<f32>().unwrap())),
+            "{scale}: {e}"
+        );
+    }
 }
 
 /// Faults a helper found, each refused (or warned about) by the key that causes it: two
@@ -1022,6 +1031,12 @@ fn keys_that_do_nothing_warn() {
         "self_collision_speed_clamp is set but self_collision is off",
     );
     warns(&format!("{GRID}structural = false\nshear = false\n"), "together but its bending");
+    // A grid far from the origin: rounding a good part of its spacing is refused, a smaller part
+    // warned of; at 100 m a 10 cm spacing is fine.
+    let at = |x: &str| GRID.replace("spacing = 0.1\n", &format!("spacing = 0.1\ncenter = [{x}, 1.0, 0.0]\n"));
+    assert!(err(&at("1e6")).contains("too coarse for a spacing of 0.1 m"), "{}", err(&at("1e6")));
+    warns(&at("2e4"), "the rounding shows as strain");
+    assert!(parse(&at("100.0")).unwrap().warnings.is_empty());
     warns(
         &format!("{GRID}structural = false\nshear = false\nbending = \"none\"\n"),
         "together: it has no constraints at all",

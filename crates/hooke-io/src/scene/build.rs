@@ -536,15 +536,31 @@ fn add_cloth(
             }
         }
         let welded = crate::mesh::weld(&obj, tolerance).map_err(|e| format!("{key}: mesh: {}: {e}", path.display()))?;
+        let scale = c.scale.unwrap_or(1.0);
+        // The mesh's size after its scale: one too small for f32 to tell its vertices' masses
+        // and lengths from zero is named here, by file and key (the model would name only a
+        // particle's mass).
+        let (lo, hi) =
+            welded.positions.iter().fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
+        let size = (hi - lo).max_element() * scale;
+        if size.is_finite() && size < 1e-6 || size > 1e9 {
+            return Err(format!(
+                "{key}: mesh {} (scale = {scale}): it spans {size:e} m; a cloth must span between 1e-6 m and 1e9 m",
+                path.display()
+            ));
+        }
         let mut cm = ClothMesh::new(name.clone(), welded.positions, welded.triangles);
         cm.uvs = welded.uvs;
-        cm.scale = c.scale.unwrap_or(1.0);
+        cm.scale = scale;
         cm.rotation = rot;
         cm.translation = center;
         cm.material = mat;
         cm.bending = bending;
         cm.particle_mass = c.particle_mass;
-        (b.add_cloth_mesh(&cm).map_err(|e| e.to_string())?, None, Some(welded.map))
+        // (The model names the body and the particle; the file and its scale are the scene's.)
+        let added =
+            b.add_cloth_mesh(&cm).map_err(|e| format!("{key}: mesh {} (scale = {}): {e}", path.display(), cm.scale))?;
+        (added, None, Some(welded.map))
     } else {
         let (Some(rows), Some(columns), Some(spacing)) = (c.rows, c.columns, c.spacing) else {
             return Err(format!("{key}: a grid cloth needs `rows`, `columns` and `spacing` (or give a `mesh`)"));
@@ -564,6 +580,24 @@ fn add_cloth(
         );
         g.center = center;
         g.rotation = rot;
+        // Far from the origin f32 rounds positions to steps a good part of the spacing: rest
+        // lengths then come out wrong (degenerate, at worst) and the rounding reads as strain.
+        let reach = center.abs().max_element() + (g.rows.max(g.columns) as f32) * spacing;
+        let step = f32::EPSILON * reach;
+        // (Beyond 10⁹ m, or not finite, the grid's own check names the spacing or the center.)
+        let within = reach.is_finite() && reach <= 1e9;
+        if within && step > 0.25 * spacing {
+            return Err(format!(
+                "{key}: center = {center}: {reach:.3e} m from the origin, f32 positions are {step:.2e} m apart, too \
+                 coarse for a spacing of {spacing} m; build the scene nearer the origin"
+            ));
+        } else if within && step > 1e-3 * spacing {
+            warnings.push(format!(
+                "{key}: center = {center}: {reach:.3e} m from the origin, f32 positions are {step:.2e} m apart, {:.2} % \
+                 of the spacing: the rounding shows as strain; build the scene nearer the origin",
+                100.0 * step / spacing
+            ));
+        }
         g.velocity = speed(c.velocity.unwrap_or([0.0; 3]), &format!("{key}: velocity"))?;
         g.material = mat;
         g.structural = c.structural.unwrap_or(true);
