@@ -960,6 +960,8 @@ fn more_bad_input_is_named_by_key() {
     );
     let e = err(&two);
     assert!(e.contains("collider[1] \"ball\": two colliders are named \"ball\""), "{e}");
+    let e = err(&format!("[output]\ndir = \"a\\u0000b\"\n{GRID}"));
+    assert!(e.contains("output.dir") && e.contains("NUL"), "{e}");
     let e = err(&format!("[solver]\niterations = 2.5\n{GRID}"));
     assert!(e.contains("solver.iterations: expected a whole count ≥ 1 or \"auto\", got 2.5"), "{e}");
     let e = err(&GRID.replace("spacing = 0.1", "spacing = 1e38"));

@@ -247,6 +247,10 @@ pub(super) fn build(
             ));
         }
     }
+    // A path with a NUL byte names no file (found only when the run ends and writes).
+    if let Some(dir) = f.output.dir.as_deref().filter(|d| d.contains('\0')) {
+        return Err(format!("output.dir: {dir:?} contains a NUL byte, which no file name may hold"));
+    }
     Ok(Scene {
         name,
         model,
