@@ -262,7 +262,7 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, [1, 4], "task 5 of the array 4–6 is shard 1/3");
 
-    let cases: [(&str, &str, &str); 8] = [
+    let cases: [(&str, &str, &str); 9] = [
         ("bad1.toml", "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n", "substep"),
         ("bad2.toml", "[[sample]]\nscene = \"scenes/nope.toml\"\n", "nope.toml"),
         (
@@ -288,6 +288,12 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
             "bad8.toml",
             "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = { \"materials.cordd.density\" = [0.1, 0.2] }\n",
             "no cloth or rope of",
+        ),
+        // Two keys, one inside the other: which wins would depend on their order.
+        (
+            "bad9.toml",
+            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver\" = { frames = 3 }, \"solver.frames\" = 4 }\n",
+            "the first holds the second",
         ),
     ];
     for (name, manifest, needle) in cases {

@@ -187,6 +187,15 @@ pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Tabl
         std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read the scene file: {e}", path.display()))?;
     let mut table: toml::Table =
         toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    // Two keys of which one holds the other ("solver" and "solver.frames") would be applied in
+    // an order the manifest does not show: refused.
+    for a in set.keys() {
+        if let Some(b) =
+            set.keys().find(|b| b.len() > a.len() && b.starts_with(a.as_str()) && b[a.len()..].starts_with('.'))
+        {
+            return Err(format!("set {a:?} and {b:?}: the first holds the second; set one of them"));
+        }
+    }
     for (key, value) in set {
         set_key(&mut table, key, value.clone()).map_err(|m| format!("set {key:?}: {m}"))?;
     }
