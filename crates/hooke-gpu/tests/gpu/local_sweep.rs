@@ -16,6 +16,11 @@ fn positions(ctx: &Arc<GpuContext>, model: &Arc<Model>, control: &Control, setti
     (x, solver.uses_local_sweep())
 }
 
+/// How many particles of `a` and `b` differ in any bit.
+fn differing(a: &[Vec3], b: &[Vec3]) -> usize {
+    a.iter().zip(b).filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits)).count()
+}
+
 #[test]
 fn local_sweeps_give_the_colour_sweeps_bit_for_bit() {
     let ctx = gpu_or_skip!();
@@ -40,11 +45,7 @@ fn local_sweeps_give_the_colour_sweeps_bit_for_bit() {
         assert!(!used);
         let (local, used) = positions(&ctx, &model, &control, GpuSettings { local: LocalSweepMode::Always, ..colours });
         assert!(used, "the local sweep did not apply");
-        let differ = reference
-            .iter()
-            .zip(&local)
-            .filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits))
-            .count();
+        let differ = differing(&reference, &local);
         let case = format!("worlds {worlds}, {method:?}, tethers {tethers}");
         assert_eq!(differ, 0, "{case}: {differ} of {} particles differ", local.len());
         // The scene moved: the free rope end swung down, the cloths sagged.
@@ -85,11 +86,7 @@ fn local_sweeps_with_several_constraints_per_thread_give_the_colour_sweeps_bit_f
         state_of(&mut s).particle_position
     };
     let (colours, local) = (run(LocalSweepMode::Never), run(LocalSweepMode::Always));
-    let differ = colours
-        .iter()
-        .zip(&local)
-        .filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits))
-        .count();
+    let differ = differing(&colours, &local);
     assert_eq!(differ, 0, "{differ} of {} particles differ", local.len());
     // The cloth fell: its middle is below where it started.
     assert!(local[n * n / 2 + n / 2].y < model.particle_position()[n * n / 2 + n / 2].y - 1e-3);
@@ -149,11 +146,7 @@ fn local_sweeps_survive_a_material_change_and_a_rebuild() {
         state_of(&mut s).particle_position
     };
     let (colours, local) = (run(LocalSweepMode::Never), run(LocalSweepMode::Always));
-    let differ = colours
-        .iter()
-        .zip(&local)
-        .filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits))
-        .count();
+    let differ = differing(&colours, &local);
     assert_eq!(differ, 0, "{differ} of {} particles differ after the change and the rebuild", local.len());
 }
 
