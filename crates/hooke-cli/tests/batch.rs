@@ -305,6 +305,22 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
         assert!(!tmp.path().join("bad/samples").exists() || hidden(&tmp.path().join("bad")).is_empty(), "{name}");
         assert!(!tmp.path().join("bad/samples/000000").exists(), "{name}: a sample was written");
     }
+    // A sweep over a body's material and one material's keys: the samples where the body has
+    // the other material are not refused (that material's keys change nothing there, by design).
+    let scene = std::fs::read_to_string(tmp.path().join("scenes/pendulum.toml")).unwrap();
+    let two = scene.replacen(
+        "[materials.cord]",
+        "[materials.twine]\ndensity = 0.3\nstretch_stiffness = 1e5\nradius = 0.004\n[materials.cord]",
+        1,
+    );
+    std::fs::write(tmp.path().join("scenes/two.toml"), two).unwrap();
+    std::fs::write(
+        tmp.path().join("both.toml"),
+        "[[sweep]]\nscene = \"scenes/two.toml\"\nvary = { \"rope.0.material\" = [\"cord\", \"twine\"], \"materials.twine.density\" = [0.1, 0.2] }\n",
+    )
+    .unwrap();
+    let o = hooke(&["batch", "both.toml", "--dry-run"], tmp.path());
+    assert!(o.status.success() && text(&o).contains("4 samples of 4"), "{}", text(&o));
     let o = hooke(&["batch", "batch.toml", "--shard", "3/3"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("--shard"), "{}", text(&o));
 }

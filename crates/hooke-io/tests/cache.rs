@@ -526,8 +526,9 @@ fn shorter_obj_rerun_removes_later_frames() {
 /// A run that fails part-way (here a frame of the wrong size; a full disk takes the same path:
 /// the writer dropped without `finish`) into a folder holding an earlier, longer run leaves
 /// that run's sequence as it was, byte for byte, and none of its own frames or temporary
-/// files — not a sequence whose first frames are one run's and the rest another's. Its frames
-/// appear only when it finishes.
+/// files — not a sequence whose first frames are one run's and the rest another's; while it
+/// runs, the folder shows the earlier sequence only. A run whose frame name a folder takes
+/// is refused when it finishes, before any frame is renamed.
 #[test]
 fn a_failed_obj_run_leaves_the_earlier_sequence_as_it_was() {
     let m = model();
@@ -535,7 +536,9 @@ fn a_failed_obj_run_leaves_the_earlier_sequence_as_it_was() {
     let dir = tmp.path();
     write(Format::Obj, dir, &m, 5);
     let contents = |dir: &Path| -> Vec<(String, Vec<u8>)> {
-        listing(dir).into_iter().map(|n| (n.clone(), std::fs::read(dir.join(&n)).unwrap())).collect()
+        // (A folder as its name alone.)
+        let read = |p: PathBuf| if p.is_dir() { Vec::new() } else { std::fs::read(p).unwrap() };
+        listing(dir).into_iter().map(|n| (n.clone(), read(dir.join(&n)))).collect()
     };
     let before = contents(dir);
     let mut w = cache::create(Format::Obj, &spec(dir, &m)).unwrap();
@@ -544,9 +547,22 @@ fn a_failed_obj_run_leaves_the_earlier_sequence_as_it_was() {
         let x: Vec<Vec3> = positions(&m, f).iter().map(|p| *p + Vec3::Y).collect();
         w.write_frame(f, &x).unwrap();
     }
-    assert!(listing(dir).iter().filter(|n| !n.starts_with('.')).eq(before.iter().map(|(n, _)| n)), "frames appeared");
+    let visible = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        contents(dir).into_iter().filter(|(n, _)| !n.starts_with('.')).collect()
+    };
+    assert!(visible(dir) == before, "frames of the running run appeared: {:?}", listing(dir));
     assert!(w.write_frame(2, &positions(&m, 2)[1..]).is_err());
     drop(w);
+    assert!(contents(dir) == before, "the earlier sequence changed: {:?}", listing(dir));
+    // A frame's name taken by a folder: refused at the end, before any frame is renamed.
+    std::fs::create_dir(dir.join("scene_0006.obj")).unwrap();
+    let before = contents(dir);
+    let mut w = cache::create(Format::Obj, &spec(dir, &m)).unwrap();
+    for f in 0..7 {
+        w.write_frame(f, &positions(&m, f)).unwrap();
+    }
+    let e = w.finish().unwrap_err().to_string();
+    assert!(e.contains("scene_0006.obj: a folder has the name of a frame"), "{e}");
     assert!(contents(dir) == before, "the earlier sequence changed: {:?}", listing(dir));
 }
 

@@ -936,6 +936,9 @@ fn a_mesh_cloths_pin_group_refuses_grid_keys() {
     let (_dir, s) = mesh_scene(quad, &group("indices = [3]"));
     assert_eq!(s.unwrap().pins.len(), 1);
     // A scale that makes the mesh's masses or positions unusable names the file and the scale.
+    let (_dir, s) = mesh_scene(quad, "scale = -1.0\n");
+    let e = s.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("scale") && !e.contains("spans"), "{e}");
     for scale in ["1e-30", "1e12"] {
         let (_dir, s) = mesh_scene(quad, &format!("scale = {scale}\n"));
         let e = s.err().map(|e| e.to_string()).unwrap_or_default();
@@ -1039,6 +1042,9 @@ fn keys_that_do_nothing_warn() {
     assert!(err(&at("1e6")).contains("too coarse for a spacing of 0.1 m"), "{}", err(&at("1e6")));
     warns(&at("2e4"), "the rounding shows as strain");
     assert!(parse(&at("100.0")).unwrap().warnings.is_empty());
+    // A negative spacing or scale is named as such, not as rounding far from the origin.
+    let e = err(&GRID.replace("spacing = 0.1", "spacing = -0.1"));
+    assert!(e.contains("spacing") && !e.contains("origin"), "{e}");
     warns(
         &format!("{GRID}structural = false\nshear = false\nbending = \"none\"\n"),
         "together: it has no constraints at all",

@@ -200,8 +200,11 @@ pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Tabl
         set_key(&mut table, key, value.clone()).map_err(|m| format!("set {key:?}: {m}"))?;
     }
     // A material key that no body's material is would change nothing: a misspelt name, most
-    // likely (the scene itself only warns of a material no body names).
-    for key in set.keys() {
+    // likely (the scene itself only warns of a material no body names). Not where the keys
+    // give a body another material: a sweep over both a body's material and one material's
+    // keys has samples where that material is not used.
+    let reassigned = set.keys().any(|k| k.ends_with(".material"));
+    for key in set.keys().filter(|_| !reassigned) {
         if let Some(name) = key.strip_prefix("materials.").and_then(|k| k.split('.').next()) {
             let used = material_names(&table);
             if !used.iter().any(|u| u == name) {

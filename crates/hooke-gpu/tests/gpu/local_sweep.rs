@@ -56,8 +56,10 @@ fn local_sweeps_give_the_colour_sweeps_bit_for_bit() {
 /// A body whose colours hold more constraints than a workgroup has threads (a 48² cloth:
 /// 1 128 horizontal structural constraints a colour, at most 1 024 threads) and more tethers
 /// than twice that: a thread reads its first two constraints of a colour, and its first two
-/// tethers, before it projects either, and loops over the rest. The colour sweep's positions
-/// bit for bit all the same.
+/// tethers, before it projects either, and loops over the rest of its tethers (a colour past
+/// twice the threads does not fit a workgroup's memory at 1 024 threads, so the distance
+/// colours' own loop runs only on devices of fewer threads). The colour sweep's positions bit
+/// for bit all the same.
 #[test]
 fn local_sweeps_with_several_constraints_per_thread_give_the_colour_sweeps_bit_for_bit() {
     let ctx = gpu_or_skip!();

@@ -127,10 +127,30 @@ impl CacheWriter for ObjWriter {
     /// Renames the frames into place, then removes frames `<scene>_NNNN.obj` beyond the last
     /// one, left in the directory by an earlier, longer run of the same scene (they would
     /// otherwise be read as part of this sequence).
+    ///
+    /// # Errors
+    /// A frame's final name taken by a folder is refused before any frame is renamed (the
+    /// folder keeps the earlier sequence). Should a rename fail part-way all the same, the
+    /// earlier run's frames from that one on are removed, so that the folder holds one run's
+    /// first frames, not two runs' frames mixed, and the error says so.
     fn finish(mut self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
         self.counter.check_finish()?;
-        let written =
-            std::mem::take(&mut self.pending).into_iter().map(AtomicFile::commit).collect::<Result<Vec<_>, _>>()?;
+        if let Some(taken) = self.pending.iter().map(|f| f.final_path()).find(|p| p.is_dir()) {
+            return Err(CacheError::Invalid(format!("{}: a folder has the name of a frame", taken.display())));
+        }
+        let mut written = Vec::with_capacity(self.pending.len());
+        for file in std::mem::take(&mut self.pending) {
+            match file.commit() {
+                Ok(path) => written.push(path),
+                Err(e) => {
+                    remove_later_frames(&self.dir, &self.scene_name, written.len());
+                    return Err(CacheError::Invalid(format!(
+                        "{e}; the sequence holds this run's first {} frames only",
+                        written.len()
+                    )));
+                }
+            }
+        }
         remove_later_frames(&self.dir, &self.scene_name, written.len());
         Ok(written)
     }

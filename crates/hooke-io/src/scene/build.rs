@@ -547,7 +547,8 @@ fn add_cloth(
         let (lo, hi) =
             welded.positions.iter().fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
         let size = (hi - lo).max_element() * scale;
-        if size.is_finite() && size < 1e-6 || size > 1e9 {
+        // (A scale ≤ 0 or not finite: the model's own check names it.)
+        if scale > 0.0 && (size.is_finite() && size < 1e-6 || size > 1e9) {
             return Err(format!(
                 "{key}: mesh {} (scale = {scale}): it spans {size:e} m; a cloth must span between 1e-6 m and 1e9 m",
                 path.display()
@@ -584,24 +585,6 @@ fn add_cloth(
         );
         g.center = center;
         g.rotation = rot;
-        // Far from the origin f32 rounds positions to steps a good part of the spacing: rest
-        // lengths then come out wrong (degenerate, at worst) and the rounding reads as strain.
-        let reach = center.abs().max_element() + (g.rows.max(g.columns) as f32) * spacing;
-        let step = f32::EPSILON * reach;
-        // (Beyond 10⁹ m, or not finite, the grid's own check names the spacing or the center.)
-        let within = reach.is_finite() && reach <= 1e9;
-        if within && step > 0.25 * spacing {
-            return Err(format!(
-                "{key}: center = {center}: {reach:.3e} m from the origin, f32 positions are {step:.2e} m apart, too \
-                 coarse for a spacing of {spacing} m; build the scene nearer the origin"
-            ));
-        } else if within && step > 1e-3 * spacing {
-            warnings.push(format!(
-                "{key}: center = {center}: {reach:.3e} m from the origin, f32 positions are {step:.2e} m apart, {:.2} % \
-                 of the spacing: the rounding shows as strain; build the scene nearer the origin",
-                100.0 * step / spacing
-            ));
-        }
         g.velocity = speed(c.velocity.unwrap_or([0.0; 3]), &format!("{key}: velocity"))?;
         g.material = mat;
         g.structural = c.structural.unwrap_or(true);
@@ -618,7 +601,32 @@ fn add_cloth(
         }
         g.particle_mass = c.particle_mass;
         g.spring_stiffness = c.spring_stiffness;
-        (b.add_cloth_grid(&g).map_err(|e| e.to_string())?, Some((g.rows, g.columns)), None)
+        // Far from the origin f32 rounds positions to steps a good part of the spacing: rest
+        // lengths then come out wrong (degenerate, at worst) and the rounding reads as strain.
+        // (Its farthest particle from the origin is at most the center's largest coordinate
+        // plus half the grid's diagonal away along any axis.)
+        let half_diagonal = 0.5 * (g.rows.saturating_sub(1) as f32).hypot(g.columns.saturating_sub(1) as f32) * spacing;
+        let reach = center.abs().max_element() + half_diagonal;
+        let step = f32::EPSILON * reach;
+        // (A spacing ≤ 0, beyond 10⁹ m or not finite: the grid's own check names it.)
+        let within = spacing > 0.0 && reach.is_finite() && reach <= 1e9;
+        let coarse = within && step > 0.25 * spacing;
+        // (A grid refused for another reason — its size, its memory — is named for that.)
+        let added = b.add_cloth_grid(&g).map_err(|e| e.to_string());
+        if coarse && added.as_ref().map_or_else(|e| e.contains("degenerate"), |_| true) {
+            return Err(format!(
+                "{key}: center = {center}: its particles lie up to {reach:.3e} m from the origin, where f32 positions \
+                 are {step:.2e} m apart, too coarse for a spacing of {spacing} m; build the scene nearer the origin"
+            ));
+        } else if added.is_ok() && within && step > 1e-3 * spacing {
+            warnings.push(format!(
+                "{key}: center = {center}: its particles lie up to {reach:.3e} m from the origin, where f32 positions \
+                 are {step:.2e} m apart, {:.2} % of the spacing: the rounding shows as strain; build the scene nearer \
+                 the origin",
+                100.0 * step / spacing
+            ));
+        }
+        (added?, Some((g.rows, g.columns)), None)
     };
     let body = b.body(id).clone();
     let global = cloth_pins(b, c, &body, grid, map.as_ref(), &key, "pin_")?;
