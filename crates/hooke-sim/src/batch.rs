@@ -204,15 +204,18 @@ pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Tabl
     // give a body another material: a sweep over both a body's material and one material's
     // keys has samples where that material is not used.
     let reassigned = set.keys().any(|k| k.ends_with(".material"));
-    for key in set.keys().filter(|_| !reassigned) {
-        if let Some(name) = key.strip_prefix("materials.").and_then(|k| k.split('.').next()) {
-            let used = material_names(&table);
-            if !used.iter().any(|u| u == name) {
-                return Err(format!(
-                    "set {key:?}: no cloth or rope of {} has the material {name:?} (theirs: {used:?}); the key would change nothing",
-                    path.display()
-                ));
-            }
+    let materials = set
+        .keys()
+        .filter(|_| !reassigned)
+        .filter_map(|key| Some((key, key.strip_prefix("materials.")?.split('.').next()?)));
+    let mut used = None;
+    for (key, name) in materials {
+        let used = used.get_or_insert_with(|| material_names(&table));
+        if !used.iter().any(|u| u == name) {
+            return Err(format!(
+                "set {key:?}: no cloth or rope of {} has the material {name:?} (theirs: {used:?}); the key would change nothing",
+                path.display()
+            ));
         }
     }
     Ok((text, table))
