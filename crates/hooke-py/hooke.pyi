@@ -136,7 +136,8 @@ def bake(
     "obj" or "pc2") and diagnostics.csv. Returns frames, time_s, seconds, max_stretch_strain,
     max_residual_strain, max_penetration_m, files, diagnostics.
 
-    Raises SimulationError if it blows up (the frames before it are kept) or, with `strict`,
+    Raises SimulationError if it blows up (the frames before it are kept, in `out/failed/`,
+    so that a complete cache of an earlier run in `out` is not replaced) or, with `strict`,
     does not converge (nothing is kept).
     """
 

@@ -179,7 +179,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     options.tiles = args.gpu_solve.tiles(args.backend)?;
     options.local = args.gpu_solve.local(args.backend)?;
     options.contact_search = args.gpu_solve.contact_search.mode();
-    let settings = BakeSettings { dir: dir.clone(), format, options, strict: args.strict };
+    let failed_dir = dir.join(hooke_sim::FAILED_FOLDER);
+    let settings =
+        BakeSettings { dir: dir.clone(), format, options, strict: args.strict, failed_dir: Some(failed_dir.clone()) };
     // A setting the solver refuses is the scene file's (or the default scene's) doing: name it.
     let source = args.scene.as_ref().map_or("the default scene".to_string(), |p| p.display().to_string());
     let bake = Bake::new(&mut scene, settings).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
@@ -313,15 +315,17 @@ pub fn run(args: RunArgs) -> Result<()> {
     for w in warnings {
         eprintln!("warning: {w}");
     }
+    // A run cut short wrote into `failed/`, leaving `dir`'s earlier cache as it was.
+    let written_dir = if baked.failure.is_some() { &failed_dir } else { &dir };
     let files = &baked.files;
     for f in files.iter().take(5) {
         println!("wrote {}", f.display());
     }
     if files.len() > 5 {
-        println!("wrote {} in {}", crate::count(files.len() - 5, "more file", "more files"), dir.display());
+        println!("wrote {} in {}", crate::count(files.len() - 5, "more file", "more files"), written_dir.display());
     }
     println!("wrote {}", baked.diagnostics.display());
-    let others = other_caches(&dir, files);
+    let others = other_caches(written_dir, files);
     if !others.is_empty() {
         let shown: Vec<String> = others.iter().take(3).cloned().collect();
         eprintln!(
@@ -340,10 +344,16 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("wrote {}", path.display());
     }
     if let Some(failure) = baked.failure {
-        if written == 1 {
-            bail!("{failure}; the frame before it (0) was written");
-        }
-        bail!("{failure}; the {written} frames before it (0–{}) were written", written - 1);
+        let frames = if written == 1 {
+            "the frame before it (0) was".to_string()
+        } else {
+            format!("the {written} frames before it (0–{}) were", written - 1)
+        };
+        bail!(
+            "{failure}; {frames} written to {} (a complete cache of an earlier run in {} is left as it was)",
+            failed_dir.display(),
+            dir.display()
+        );
     }
     Ok(())
 }

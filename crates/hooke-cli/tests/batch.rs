@@ -262,7 +262,7 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, [1, 4], "task 5 of the array 4–6 is shard 1/3");
 
-    let cases: [(&str, &str, &str); 9] = [
+    let cases: [(&str, &str, &str); 10] = [
         ("bad1.toml", "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n", "substep"),
         ("bad2.toml", "[[sample]]\nscene = \"scenes/nope.toml\"\n", "nope.toml"),
         (
@@ -283,6 +283,12 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
         ),
         // A line that is an array, not one sample's object (serde read it as fields in order).
         ("bad7.jsonl", "[{\"scene\": \"scenes/pendulum.toml\"}]\n", "line 1: each line is one sample, a JSON object"),
+        // A key given twice in one object: JSON kept the last value silently.
+        (
+            "bad10.jsonl",
+            "{\"scene\": \"scenes/pendulum.toml\"}\n{\"scene\": \"scenes/pendulum.toml\", \"set\": {\"solver.frames\": 3, \"solver.frames\": 4}}\n",
+            "line 2: the key \"set\".\"solver.frames\" is given twice",
+        ),
         // A misspelt material: the sweep would vary nothing (every sample the same).
         (
             "bad8.toml",

@@ -311,24 +311,51 @@ fn bad_input_fails_cleanly() {
 }
 
 /// A run that blows up stops with a non-zero exit, says where, and leaves a valid cache with
-/// the frames before the failure.
+/// the frames before the failure — in `failed/`, so that the complete cache of an earlier run
+/// of the scene stays as it was, in every format.
 #[test]
 fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
     let tmp = tempfile::tempdir().unwrap();
+    let rope = "[solver]\nmax_speed = 500.0\n[[rope]]\nname = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 8\n";
     // 1 000 m/s² of gravity passes the 500 m/s speed limit (set: the scene's own would be
     // 894 m/s) after 0.5 s (frame 30 at 60 fps).
-    let scene = "gravity = [0.0, -1000.0, 0.0]\n[solver]\nmax_speed = 500.0\n[[rope]]\nname = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 8\n";
-    std::fs::write(tmp.path().join("boom.toml"), scene).unwrap();
-    let o = hooke(&["run", "boom.toml", "--frames", "100", "--out", "out"], tmp.path());
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
-    assert!(t.contains("blew up") && t.contains("m/s"), "{t}");
-    let prims = read_usda_summary(tmp.path().join("out/boom.usda")).unwrap();
-    let frames = prims[0].points_per_frame.len();
-    assert!((28..=32).contains(&frames), "{frames} frames written");
-    let csv = std::fs::read_to_string(tmp.path().join("out/diagnostics.csv")).unwrap();
-    assert_eq!(column(&csv, "frame").len(), frames);
-    assert!(column(&csv, "max_speed_m_per_s").iter().all(|&v| v <= 500.0));
+    let boom = format!("gravity = [0.0, -1000.0, 0.0]\n{rope}");
+    let contents = |dir: &Path| {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    for format in ["usda", "obj", "pc2"] {
+        let out = format!("out_{format}");
+        // An earlier, complete run of the scene (the rope hangs under normal gravity).
+        std::fs::write(tmp.path().join("boom.toml"), rope).unwrap();
+        let o = hooke(&["run", "boom.toml", "--frames", "40", "--format", format, "--out", &out], tmp.path());
+        assert!(o.status.success(), "{}", text(&o));
+        let earlier = contents(&tmp.path().join(&out));
+        assert!(earlier.len() >= 2, "{format}: {earlier:?}");
+        std::fs::write(tmp.path().join("boom.toml"), &boom).unwrap();
+        let o = hooke(&["run", "boom.toml", "--frames", "100", "--format", format, "--out", &out], tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(t.contains("blew up") && t.contains("m/s") && t.contains("failed"), "{t}");
+        assert!(contents(&tmp.path().join(&out)) == earlier, "{format}: the earlier cache changed");
+        let failed = tmp.path().join(&out).join("failed");
+        let csv = std::fs::read_to_string(failed.join("diagnostics.csv")).unwrap();
+        let frames = column(&csv, "frame").len();
+        assert!((28..=32).contains(&frames), "{format}: {frames} frames written");
+        assert!(column(&csv, "max_speed_m_per_s").iter().all(|&v| v <= 500.0));
+        let cached = match format {
+            "usda" => read_usda_summary(failed.join("boom.usda")).unwrap()[0].points_per_frame.len(),
+            "obj" => contents(&failed).iter().filter(|(n, _)| n.starts_with("boom_") && n.ends_with(".obj")).count(),
+            _ => hooke_io::cache::read_pc2(failed.join("r.pc2")).unwrap().1.len(),
+        };
+        assert_eq!(cached, frames, "{format}");
+    }
 }
 
 /// `hooke compare integrators`: forward Euler's oscillator energy grows and the run stops with

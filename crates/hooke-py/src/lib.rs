@@ -616,7 +616,8 @@ fn bake(
         {
             let mut scene = hooke_sim::batch::load_scene(&path, &set, MEMORY_LIMIT).map_err(scene_error)?;
             scene.solver.set_parallel(pool().current_num_threads() > 1);
-            let settings = hooke_sim::BakeSettings { dir: out.clone(), format, options, strict };
+            let failed_dir = Some(out.join(hooke_sim::FAILED_FOLDER));
+            let settings = hooke_sim::BakeSettings { dir: out.clone(), format, options, strict, failed_dir };
             let baked = hooke_sim::Bake::new(&mut scene, settings).and_then(|b| b.run(stop, |_, _| {})).map_err(
                 |e| match e {
                     hooke_sim::BakeError::Io { .. } | hooke_sim::BakeError::Cache(_) => {
@@ -630,7 +631,7 @@ fn bake(
                 return Err(SimulationError::new_err(format!(
                     "{f}; the {} frames before it were written to {}",
                     baked.frames_written,
-                    out.display()
+                    baked.diagnostics.parent().unwrap_or(&out).display()
                 )));
             }
             let residual = baked.monitor.worst_residual();

@@ -220,6 +220,14 @@ def test_bake_and_batches_shard_by_shard(tmp_path):
     scene = ROOT / "scenes" / "rope_pendulum.toml"
     r = hooke.bake(scene, tmp_path / "baked", set={"solver.frames": 20})
     assert r["frames"] == 21 and Path(r["files"][0]).is_file() and Path(r["diagnostics"]).is_file()
+    # A bake of the same scene that blows up keeps its frames in `failed/`, and the complete
+    # cache above as it was.
+    before = {p.name: p.read_bytes() for p in (tmp_path / "baked").iterdir() if p.is_file()}
+    with pytest.raises(hooke.SimulationError, match="failed"):
+        hooke.bake(scene, tmp_path / "baked", set={"solver.frames": 60, "gravity": [0.0, -1000.0, 0.0],
+                                                     "solver.max_speed": 5.0})
+    assert {p.name: p.read_bytes() for p in (tmp_path / "baked").iterdir() if p.is_file()} == before
+    assert (tmp_path / "baked" / "failed" / "diagnostics.csv").is_file()
     manifest = tmp_path / "sweep.toml"
     manifest.write_text(f'[[sweep]]\nscene = {json.dumps(str(scene))}\nset = {{ "solver.frames" = 10 }}\n'
                         'vary = { "rope.0.end_mass" = [0.5, 1.0, 2.0, 4.0, 8.0] }\n')

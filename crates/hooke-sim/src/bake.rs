@@ -3,8 +3,10 @@
 //! `hooke run` — one loop for the command line, `hooke batch` and the Python bindings.
 //!
 //! Nothing half-written is left: the caches and the CSV are written to temporary files and
-//! renamed when finished. A run that blows up ([`hooke::SolverError::BlowUp`]) stops there and
-//! keeps the frames before it, reported as [`Baked::failure`]; a run stopped by
+//! renamed when finished. A run that blows up ([`hooke::SolverError::BlowUp`]) or is
+//! interrupted stops there and keeps the frames before it, reported as [`Baked::failure`] —
+//! in [`BakeSettings::failed_dir`] where one is given, so that an earlier, complete cache of
+//! the same scene is not replaced by a cut-short one; a run stopped by
 //! [`BakeSettings::strict`] keeps nothing.
 
 use crate::{MadeSolver, SolverOptions, TearCounts, TearError, Tearing, make_solver};
@@ -30,7 +32,17 @@ pub struct BakeSettings {
     /// Stop with [`BakeError::Strict`], keeping no cache, as soon as a body's residual stretch
     /// strain away from its pins exceeds the scene's `residual_tolerance`.
     pub strict: bool,
+    /// Where a run that stops early (a blow-up, an interruption) puts the frames before it
+    /// and their `diagnostics.csv`, created if missing: a subfolder of `dir` (the renames
+    /// cross into it), so that a cut-short cache never takes the place of an earlier, complete
+    /// one in `dir` ([`FAILED_FOLDER`] for `hooke run`). `None`: in `dir`, as a finished run
+    /// (a batch's sample folders, which hold nothing earlier).
+    pub failed_dir: Option<PathBuf>,
 }
+
+/// The subfolder of the output folder where `hooke run` and the Python bindings' `bake` put
+/// the frames of a run that stopped early ([`BakeSettings::failed_dir`]).
+pub const FAILED_FOLDER: &str = "failed";
 
 /// Why a bake stopped without a result. A blow-up is not one of these: it is a result, with
 /// the frames before it written ([`Baked::failure`]).
@@ -448,6 +460,13 @@ impl<'s> Bake<'s> {
             on_frame(frame, t);
         }
         let seconds = started.elapsed().as_secs_f64();
+        if failure.is_some()
+            && let Some(failed) = &self.settings.failed_dir
+        {
+            std::fs::create_dir_all(failed).map_err(|source| BakeError::Io { path: failed.clone(), source })?;
+            writer.redirect(failed);
+            csv.redirect(failed);
+        }
         let files = writer.finish()?;
         let diagnostics = csv.finish()?;
         Ok(Baked {
@@ -569,6 +588,11 @@ impl CsvWriter {
             d.max_speed
         )
         .map_err(|source| BakeError::Io { path: self.tmp.clone(), source })
+    }
+
+    /// Makes [`CsvWriter::finish`] rename the file into `dir` (on the same file system).
+    pub(crate) fn redirect(&mut self, dir: &Path) {
+        self.path = dir.join("diagnostics.csv");
     }
 
     pub(crate) fn finish(mut self) -> Result<PathBuf, BakeError> {

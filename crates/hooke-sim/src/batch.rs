@@ -337,7 +337,7 @@ impl Manifest {
     /// # Errors
     /// [`BatchError::Manifest`] naming the file, the entry (`[[sweep]] 2`, line 5) and what is
     /// wrong: unknown keys, an empty `vary` list, a sweep of more than [`MAX_SAMPLES`], no
-    /// samples at all.
+    /// samples at all, a key given twice in one object of a JSON Lines line.
     pub fn read(path: &Path) -> Result<Manifest, BatchError> {
         let file = path.display().to_string();
         let err = |m: String| BatchError::Manifest(format!("{file}: {m}"));
@@ -371,6 +371,12 @@ impl Manifest {
                     return Err(err(format!(
                         "line {}: each line is one sample, a JSON object such as {{\"scene\": \"scenes/flag.toml\"}}; \
                          this one is {what}",
+                        n + 1
+                    )));
+                }
+                if let Some(key) = crate::json_keys::duplicated_key(line) {
+                    return Err(err(format!(
+                        "line {}: the key {key} is given twice (JSON keeps only the last value); give each key once",
                         n + 1
                     )));
                 }
@@ -867,8 +873,13 @@ fn run_sample(
     let mut scene = sample.load(settings.memory_limit)?;
     // Several samples at once: each on its own thread (the results are the same).
     scene.solver.set_parallel(settings.jobs <= 1 && rayon_threads() > 1);
-    let bake_settings =
-        BakeSettings { dir: tmp.clone(), format: manifest.format, options: settings.options.clone(), strict: false };
+    let bake_settings = BakeSettings {
+        dir: tmp.clone(),
+        format: manifest.format,
+        options: settings.options.clone(),
+        strict: false,
+        failed_dir: None,
+    };
     let mut record = new_record(sample, settings)?;
     let baked = Bake::new(&mut scene, bake_settings).and_then(|bake| bake.run(stop, |_, _| {}));
     let keep = match baked {

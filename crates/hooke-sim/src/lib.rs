@@ -21,10 +21,13 @@
 pub mod bake;
 pub mod batch;
 mod factory;
+mod json_keys;
 pub mod tearing;
 pub mod worlds;
 
-pub use bake::{Bake, BakeError, BakeSettings, Baked, ConvergenceMonitor, Failure, TornTotals, check_format};
+pub use bake::{
+    Bake, BakeError, BakeSettings, Baked, ConvergenceMonitor, FAILED_FOLDER, Failure, TornTotals, check_format,
+};
 pub use factory::{
     Backend, FactoryError, MadeSolver, SolverOptions, gpu_settings, make_cpu_solver, make_gpu_solver, make_solver,
 };

@@ -64,6 +64,15 @@ impl AtomicFile {
         self.final_path.as_deref().unwrap_or(&self.tmp_path)
     }
 
+    /// Makes [`AtomicFile::commit`] move the file into `dir` under the same name (a scratch
+    /// file is left alone). `dir` should be on the temporary file's file system (a subfolder
+    /// of the one it was created in, say): the commit is a rename.
+    pub(crate) fn retarget(&mut self, dir: &Path) {
+        if let Some(name) = self.final_path.as_ref().and_then(|p| p.file_name()) {
+            self.final_path = Some(dir.join(name));
+        }
+    }
+
     fn handle(&mut self) -> Result<&mut BufWriter<File>, CacheError> {
         match self.file.as_mut() {
             Some(f) => Ok(f),

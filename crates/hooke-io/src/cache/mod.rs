@@ -221,6 +221,13 @@ pub trait CacheWriter: Send {
         ))
     }
 
+    /// Makes [`CacheWriter::finish`] put the files into `dir` instead of the folder the
+    /// writer was made for, under the same names — where a run that stopped early keeps its
+    /// frames without taking the place of an earlier, complete cache. `dir` must exist and be
+    /// on the same file system as the writer's folder (a subfolder of it): the temporary files
+    /// stay where they are and are renamed across.
+    fn redirect(&mut self, dir: &Path);
+
     /// Completes the files with the frames written so far — atomically: each is moved from
     /// its temporary name into place only when complete — and returns their final paths.
     ///

@@ -124,6 +124,13 @@ impl CacheWriter for ObjWriter {
         Ok(())
     }
 
+    fn redirect(&mut self, dir: &Path) {
+        self.dir = dir.to_path_buf();
+        for file in &mut self.pending {
+            file.retarget(dir);
+        }
+    }
+
     /// Renames the frames into place, then removes frames `<scene>_NNNN.obj` beyond the last
     /// one, left in the directory by an earlier, longer run of the same scene (they would
     /// otherwise be read as part of this sequence).

@@ -133,6 +133,18 @@ impl CacheWriter for Pc2Writer {
         Ok(())
     }
 
+    fn redirect(&mut self, dir: &Path) {
+        for body in &mut self.bodies {
+            body.pc2.retarget(dir);
+            if let Some(name) = body.rest_path.file_name() {
+                body.rest_path = dir.join(name);
+            }
+            if let Some(rest) = &mut body.rest {
+                rest.retarget(dir);
+            }
+        }
+    }
+
     fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
         let mut this = *self;
         this.counter.check_finish()?;

@@ -55,7 +55,7 @@ use super::atomic::AtomicFile;
 use super::{BodyOutput, CacheError, CacheSpec, CacheWriter, FrameCounter, body_outputs, usd_identifiers};
 use glam::Vec3;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A mesh's topology from a frame on: the frame, and the arrays (`[…]`) of faceVertexCounts,
 /// faceVertexIndices and, if it has UVs, primvars:st.
@@ -228,6 +228,12 @@ impl CacheWriter for UsdaWriter {
         }
         self.counter.set_particles(model.particle_count());
         Ok(())
+    }
+
+    fn redirect(&mut self, dir: &Path) {
+        if let Some(name) = self.path.file_name() {
+            self.path = dir.join(name);
+        }
     }
 
     fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, CacheError> {
