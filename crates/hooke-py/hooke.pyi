@@ -138,7 +138,8 @@ def bake(
 
     Raises SimulationError if it blows up (the frames before it are kept, in `out/failed/`,
     so that a complete cache of an earlier run in `out` is not replaced) or, with `strict`,
-    does not converge (nothing is kept).
+    does not converge (nothing is kept). Interrupted (Ctrl-C), it raises KeyboardInterrupt
+    and keeps the frames done in `out/failed/` likewise.
     """
 
 def run_batch(

@@ -18,6 +18,8 @@ for SI in $BUDGETS; do
   echo "== $S substeps x $I iterations" >> "$O/bench.txt"
   $B bench "$F" --backend gpu --frames 120 --warmup 30 >> "$O/bench.txt" 2>&1
   $B run "$F" --backend gpu --format pc2 --out "/tmp/demo_run_$SI" > "$O/run_${S}x${I}.txt" 2>&1
-  cp "/tmp/demo_run_$SI/diagnostics.csv" "$O/diagnostics_${S}x${I}.csv"
+  # A budget that blows up keeps its frames in failed/.
+  cp "/tmp/demo_run_$SI/diagnostics.csv" "$O/diagnostics_${S}x${I}.csv" 2>/dev/null \
+    || cp "/tmp/demo_run_$SI/failed/diagnostics.csv" "$O/diagnostics_${S}x${I}_failed.csv"
   rm -rf "/tmp/demo_run_$SI"
 done

@@ -331,7 +331,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         eprintln!(
             "note: {} also holds {} that this run did not write ({}{}), from an earlier run with another format or \
              name; diagnostics.csv describes this run only",
-            dir.display(),
+            written_dir.display(),
             crate::count(others.len(), "cache file", "cache files"),
             shown.join(", "),
             if others.len() > 3 { ", …" } else { "" }
@@ -349,11 +349,14 @@ pub fn run(args: RunArgs) -> Result<()> {
         } else {
             format!("the {written} frames before it (0–{}) were", written - 1)
         };
-        bail!(
-            "{failure}; {frames} written to {} (a complete cache of an earlier run in {} is left as it was)",
-            failed_dir.display(),
-            dir.display()
-        );
+        // Whether `dir` holds a cache of this scene that the run left alone.
+        let kept = files.iter().filter_map(|f| f.file_name()).any(|name| dir.join(name).is_file());
+        let earlier =
+            if kept { "the earlier run's cache there is left as it was" } else { "nothing there was changed" };
+        bail!("{failure}; {frames} written to {}, not into {} ({earlier})", failed_dir.display(), dir.display());
+    }
+    if failed_dir.is_dir() {
+        println!("note: {} holds the frames of an earlier run that was cut short", failed_dir.display());
     }
     Ok(())
 }
@@ -376,8 +379,8 @@ fn other_caches(dir: &Path, written: &[PathBuf]) -> Vec<String> {
 }
 
 /// A flag set by Ctrl-C or SIGTERM, for the whole process: a bake stops after its current
-/// frame and finishes its cache with the frames done, so that an interrupted run leaves
-/// complete files and no temporary ones. The handler is installed on first use; if another
+/// frame and finishes its cache with the frames done (in the output folder's `failed/`, as a
+/// blow-up's), so that an interrupted run leaves complete files and no temporary ones. The handler is installed on first use; if another
 /// is installed already (tests calling `run` twice), the default action stays.
 pub fn interrupted() -> &'static std::sync::atomic::AtomicBool {
     static FLAG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

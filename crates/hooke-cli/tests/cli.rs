@@ -316,10 +316,15 @@ fn bad_input_fails_cleanly() {
 #[test]
 fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
     let tmp = tempfile::tempdir().unwrap();
-    let rope = "[solver]\nmax_speed = 500.0\n[[rope]]\nname = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 8\n";
+    let rope = |end: f32| {
+        format!(
+            "[solver]\nmax_speed = 500.0\n[[rope]]\nname = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [{end:?}, 0.0, 0.0]\nparticles = 8\n"
+        )
+    };
     // 1 000 m/s² of gravity passes the 500 m/s speed limit (set: the scene's own would be
-    // 894 m/s) after 0.5 s (frame 30 at 60 fps).
-    let boom = format!("gravity = [0.0, -1000.0, 0.0]\n{rope}");
+    // 894 m/s) after 0.5 s (frame 30 at 60 fps). A longer rope, so that every file it writes
+    // (the PC2 rest mesh too) differs from the earlier run's.
+    let boom = format!("gravity = [0.0, -1000.0, 0.0]\n{}", rope(1.2));
     let contents = |dir: &Path| {
         let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
             .unwrap()
@@ -333,7 +338,7 @@ fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
     for format in ["usda", "obj", "pc2"] {
         let out = format!("out_{format}");
         // An earlier, complete run of the scene (the rope hangs under normal gravity).
-        std::fs::write(tmp.path().join("boom.toml"), rope).unwrap();
+        std::fs::write(tmp.path().join("boom.toml"), rope(1.0)).unwrap();
         let o = hooke(&["run", "boom.toml", "--frames", "40", "--format", format, "--out", &out], tmp.path());
         assert!(o.status.success(), "{}", text(&o));
         let earlier = contents(&tmp.path().join(&out));
@@ -342,7 +347,7 @@ fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
         let o = hooke(&["run", "boom.toml", "--frames", "100", "--format", format, "--out", &out], tmp.path());
         let t = text(&o);
         assert!(!o.status.success(), "{t}");
-        assert!(t.contains("blew up") && t.contains("m/s") && t.contains("failed"), "{t}");
+        assert!(t.contains("blew up") && t.contains("m/s") && t.contains("earlier run's cache there is left"), "{t}");
         assert!(contents(&tmp.path().join(&out)) == earlier, "{format}: the earlier cache changed");
         let failed = tmp.path().join(&out).join("failed");
         let csv = std::fs::read_to_string(failed.join("diagnostics.csv")).unwrap();
@@ -355,7 +360,23 @@ fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
             _ => hooke_io::cache::read_pc2(failed.join("r.pc2")).unwrap().1.len(),
         };
         assert_eq!(cached, frames, "{format}");
+        // The next complete run says that failed/ holds a cut-short one.
+        std::fs::write(tmp.path().join("boom.toml"), rope(1.0)).unwrap();
+        let o = hooke(&["run", "boom.toml", "--frames", "2", "--format", format, "--out", &out], tmp.path());
+        assert!(o.status.success() && text(&o).contains("cut short"), "{}", text(&o));
     }
+    // Into an empty folder: nothing there to keep, and the message does not claim an earlier
+    // cache. A file in the way of failed/ is refused before anything is simulated.
+    std::fs::write(tmp.path().join("boom.toml"), &boom).unwrap();
+    let o = hooke(&["run", "boom.toml", "--frames", "100", "--out", "fresh"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("nothing there was changed"), "{t}");
+    std::fs::create_dir_all(tmp.path().join("blocked")).unwrap();
+    std::fs::write(tmp.path().join("blocked/failed"), "x").unwrap();
+    let o = hooke(&["run", "boom.toml", "--frames", "100", "--out", "blocked"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("is not a folder") && !t.contains("blew up"), "{t}");
+    assert!(!tmp.path().join("blocked/boom.usda").exists());
 }
 
 /// `hooke compare integrators`: forward Euler's oscillator energy grows and the run stops with

@@ -628,10 +628,14 @@ fn bake(
                 },
             )?;
             if let Some(f) = &baked.failure {
+                let frames = match baked.frames_written {
+                    1 => "the frame before it was".to_string(),
+                    n => format!("the {n} frames before it were"),
+                };
                 return Err(SimulationError::new_err(format!(
-                    "{f}; the {} frames before it were written to {}",
-                    baked.frames_written,
-                    baked.diagnostics.parent().unwrap_or(&out).display()
+                    "{f}; {frames} written to {}, not into {}",
+                    baked.diagnostics.parent().unwrap_or(&out).display(),
+                    out.display()
                 )));
             }
             let residual = baked.monitor.worst_residual();

@@ -23,7 +23,8 @@ use std::time::Instant;
 /// How to bake a scene.
 #[derive(Clone, Debug)]
 pub struct BakeSettings {
-    /// Output folder, created if missing: the cache and `diagnostics.csv` go there.
+    /// Output folder, created if missing: the cache and `diagnostics.csv` go there (those of
+    /// a run cut short into [`BakeSettings::failed_dir`], where one is given).
     pub dir: PathBuf,
     /// Cache format.
     pub format: Format,
@@ -196,12 +197,25 @@ impl<'s> Bake<'s> {
     ///
     /// # Errors
     /// [`BakeError::Factory`] if the solver cannot be made, [`BakeError::Invalid`] for a tearing
-    /// scene written to PC2 or an output path that exists and is not a folder.
+    /// scene written to PC2, an output path that exists and is not a folder, or a
+    /// [`BakeSettings::failed_dir`] that exists and is not a folder (a link included: the
+    /// renames into it must stay on the output folder's file system).
     pub fn new(scene: &'s mut Scene, settings: BakeSettings) -> Result<Bake<'s>, BakeError> {
         if settings.dir.exists() && !settings.dir.is_dir() {
             return Err(BakeError::Invalid(format!(
                 "output directory {} exists and is not a directory",
                 settings.dir.display()
+            )));
+        }
+        // Refused before anything is simulated: a run cut short could not keep its frames.
+        if let Some(failed) = &settings.failed_dir
+            && let Ok(meta) = std::fs::symlink_metadata(failed)
+            && !meta.is_dir()
+        {
+            return Err(BakeError::Invalid(format!(
+                "{} exists and is not a folder (a link is not taken either): a run cut short keeps its frames there; \
+                 move it away",
+                failed.display()
             )));
         }
         check_format(scene, settings.format)?;
