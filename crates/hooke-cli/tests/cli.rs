@@ -208,6 +208,9 @@ fn bad_input_fails_cleanly() {
         (format!("wind = [1e30, 0.0, 0.0]\n[air]\n{grid}"), "wind: [1000000000000000000000000000000, 0, 0] m/s is too fast"),
         (format!("wind = [1e19, 0.0, 0.0]\ngust = {{ amplitude = [1e19, 0.0, 0.0], period = 1.0 }}\n{grid}"), "gust.amplitude with the wind"),
         (format!("[[world]]\nwind = [0.0, 0.0, 1e25]\n{grid}"), "world[1]: wind"),
+        // A gravity whose length overflows (the blow-up limit took it for none: 50 m/s).
+        (format!("gravity = [0.0, -1e20, 0.0]\n{grid}"), "gravity: [0, -100000000000000000000, 0] m/s² is too large"),
+        (format!("[[world]]\ngravity = [3e19, 3e19, 0.0]\n{grid}"), "world[1]: gravity"),
         (format!("[solver]\nmax_speed = nan\n{grid}"), "solver.max_speed"),
         (format!("[solver]\nresidual_tolerance = -0.02\n{grid}"), "solver.residual_tolerance"),
         (format!("[solver]\nresidual_tolerance = nan\n{grid}"), "solver.residual_tolerance"),
@@ -366,16 +369,21 @@ fn a_blow_up_stops_the_run_and_keeps_the_good_frames() {
         assert!(o.status.success() && text(&o).contains("cut short"), "{}", text(&o));
     }
     // Into an empty folder: nothing there to keep, and the message does not claim an earlier
-    // cache. A file in the way of failed/ is refused before anything is simulated.
+    // cache.
     std::fs::write(tmp.path().join("boom.toml"), &boom).unwrap();
     let o = hooke(&["run", "boom.toml", "--frames", "100", "--out", "fresh"], tmp.path());
     let t = text(&o);
     assert!(!o.status.success() && t.contains("nothing there was changed"), "{t}");
+    // A file in the way of failed/: a run that finishes does not need it; one cut short says
+    // why it stopped and that its frames could not be kept (before, the I/O error alone).
     std::fs::create_dir_all(tmp.path().join("blocked")).unwrap();
     std::fs::write(tmp.path().join("blocked/failed"), "x").unwrap();
+    std::fs::write(tmp.path().join("fine.toml"), rope(1.0)).unwrap();
+    let o = hooke(&["run", "fine.toml", "--frames", "2", "--out", "blocked"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
     let o = hooke(&["run", "boom.toml", "--frames", "100", "--out", "blocked"], tmp.path());
     let t = text(&o);
-    assert!(!o.status.success() && t.contains("is not a folder") && !t.contains("blew up"), "{t}");
+    assert!(!o.status.success() && t.contains("blew up") && t.contains("could not all be kept in"), "{t}");
     assert!(!tmp.path().join("blocked/boom.usda").exists());
 }
 

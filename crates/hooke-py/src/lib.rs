@@ -623,7 +623,9 @@ fn bake(
                     hooke_sim::BakeError::Io { .. } | hooke_sim::BakeError::Cache(_) => {
                         PyOSError::new_err(e.to_string())
                     }
-                    hooke_sim::BakeError::Strict(_) => SimulationError::new_err(e.to_string()),
+                    hooke_sim::BakeError::Strict(_) | hooke_sim::BakeError::CutShort(_) => {
+                        SimulationError::new_err(e.to_string())
+                    }
                     other => PyValueError::new_err(other.to_string()),
                 },
             )?;

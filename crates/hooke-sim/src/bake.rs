@@ -67,6 +67,11 @@ pub enum BakeError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A run cut short (a blow-up, an interruption) whose frames could not be written into
+    /// [`BakeSettings::failed_dir`]: why it stopped, and what failed. Some of its files may be
+    /// there; `dir` is left as it was.
+    #[error("{0}")]
+    CutShort(String),
     /// A tear could not be made at `frame`. Nothing was kept.
     #[error("frame {frame}: {source}; no cache was written")]
     Tear {
@@ -197,25 +202,12 @@ impl<'s> Bake<'s> {
     ///
     /// # Errors
     /// [`BakeError::Factory`] if the solver cannot be made, [`BakeError::Invalid`] for a tearing
-    /// scene written to PC2, an output path that exists and is not a folder, or a
-    /// [`BakeSettings::failed_dir`] that exists and is not a folder (a link included: the
-    /// renames into it must stay on the output folder's file system).
+    /// scene written to PC2 or an output path that exists and is not a folder.
     pub fn new(scene: &'s mut Scene, settings: BakeSettings) -> Result<Bake<'s>, BakeError> {
         if settings.dir.exists() && !settings.dir.is_dir() {
             return Err(BakeError::Invalid(format!(
                 "output directory {} exists and is not a directory",
                 settings.dir.display()
-            )));
-        }
-        // Refused before anything is simulated: a run cut short could not keep its frames.
-        if let Some(failed) = &settings.failed_dir
-            && let Ok(meta) = std::fs::symlink_metadata(failed)
-            && !meta.is_dir()
-        {
-            return Err(BakeError::Invalid(format!(
-                "{} exists and is not a folder (a link is not taken either): a run cut short keeps its frames there; \
-                 move it away",
-                failed.display()
             )));
         }
         check_format(scene, settings.format)?;
@@ -474,15 +466,26 @@ impl<'s> Bake<'s> {
             on_frame(frame, t);
         }
         let seconds = started.elapsed().as_secs_f64();
-        if failure.is_some()
-            && let Some(failed) = &self.settings.failed_dir
-        {
-            std::fs::create_dir_all(failed).map_err(|source| BakeError::Io { path: failed.clone(), source })?;
-            writer.redirect(failed);
-            csv.redirect(failed);
-        }
-        let files = writer.finish()?;
-        let diagnostics = csv.finish()?;
+        let (files, diagnostics) = match (&failure, &self.settings.failed_dir) {
+            (Some(f), Some(failed)) => {
+                // Kept apart; should that fail, the report still says why the run stopped.
+                let kept = std::fs::create_dir_all(failed)
+                    .map_err(|source| BakeError::Io { path: failed.clone(), source })
+                    .and_then(|()| {
+                        writer.redirect(failed);
+                        csv.redirect(failed);
+                        Ok((writer.finish()?, csv.finish()?))
+                    });
+                kept.map_err(|e| {
+                    BakeError::CutShort(format!(
+                        "{f}; its {} could not all be kept in {}: {e}",
+                        frames(written),
+                        failed.display()
+                    ))
+                })?
+            }
+            _ => (writer.finish()?, csv.finish()?),
+        };
         Ok(Baked {
             frames_written: written,
             first,

@@ -904,7 +904,7 @@ fn run_sample(
             judge(&mut record, &outcome, &manifest.quality)
         }
         // The disk, not the physics: the shard stops.
-        Err(e @ (BakeError::Io { .. } | BakeError::Cache(_))) => {
+        Err(e @ (BakeError::Io { .. } | BakeError::Cache(_) | BakeError::CutShort(_))) => {
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(BatchError::Bake { sample: sample.index, source: e });
         }

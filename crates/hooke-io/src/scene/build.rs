@@ -23,6 +23,17 @@ fn speed(v: [f32; 3], key: &str) -> Result<Vec3, String> {
     if v.length_squared().is_finite() { Ok(v) } else { Err(format!("{key}: {v} m/s is too fast to square within f32")) }
 }
 
+/// A gravity (m/s²) at `key`: finite, and small enough that its length is finite in f32 (the
+/// blow-up speed limit is derived from it; an overflowing length read as no gravity at all).
+fn gravity(v: [f32; 3], key: &str) -> Result<Vec3, String> {
+    let v = vec3(v, key)?;
+    if v.length_squared().is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("{key}: {v} m/s² is too large to square within f32"))
+    }
+}
+
 /// A wind's gust at `key` (amplitude in m/s, period in s), the wind and gust together
 /// squarable in f32.
 fn gust(wind: Vec3, g: &crate::scene::schema::GustSection, key: &str) -> Result<hooke::Gust, String> {
@@ -86,7 +97,7 @@ pub(super) fn build(
     for w in 0..=f.world.len() {
         if w > 0 {
             let g = f.world[w - 1].gravity.unwrap_or([0.0, -9.81, 0.0]);
-            b.add_world(vec3(g, &format!("world[{w}]: gravity"))?).map_err(|e| e.to_string())?;
+            b.add_world(gravity(g, &format!("world[{w}]: gravity"))?).map_err(|e| e.to_string())?;
         }
         for (k, c) in f.cloth.iter().enumerate().filter(|(_, c)| c.world.unwrap_or(0) == w) {
             vertex_maps.push(add_cloth(&mut b, f, k, c, MeshSource { base_dir, meshes }, &mut pins, &mut warnings)?);
@@ -335,7 +346,7 @@ fn worlds(f: &SceneFile) -> Result<Vec<(Vec3, Option<hooke::Gust>)>, String> {
 /// Gravity and air (set on the builder), wind and gust.
 fn environment(f: &SceneFile, b: &mut ModelBuilder) -> Result<(Vec3, Option<hooke::Gust>), String> {
     if let Some(g) = f.gravity {
-        b.set_gravity(vec3(g, "gravity")?).map_err(|e| e.to_string())?;
+        b.set_gravity(gravity(g, "gravity")?).map_err(|e| e.to_string())?;
     }
     let wind = speed(f.wind.unwrap_or([0.0; 3]), "wind")?;
     let gust = f.gust.as_ref().map(|g| gust(wind, g, "gust")).transpose()?;
