@@ -262,7 +262,7 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, [1, 4], "task 5 of the array 4–6 is shard 1/3");
 
-    let cases: [(&str, &str, &str); 10] = [
+    let cases: [(&str, &str, &str); 12] = [
         ("bad1.toml", "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n", "substep"),
         ("bad2.toml", "[[sample]]\nscene = \"scenes/nope.toml\"\n", "nope.toml"),
         (
@@ -288,6 +288,18 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
             "bad10.jsonl",
             "{\"scene\": \"scenes/pendulum.toml\"}\n{\"scene\": \"scenes/pendulum.toml\", \"set\": {\"solver.frames\": 3, \"solver.frames\": 4}}\n",
             "line 2: the key \"set\".\"solver.frames\" is given twice",
+        ),
+        // An index written with a leading zero: the same element as another key's "rope.0".
+        (
+            "bad11.toml",
+            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"rope.00.particles\" = 4, \"rope.0.particles\" = 5 }\n",
+            "\"00\" is not an index as written: write 0",
+        ),
+        // A value listed twice: two samples of the same run.
+        (
+            "bad12.toml",
+            "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = { \"solver.frames\" = [3, 4, 3] }\n",
+            "lists 3 twice",
         ),
         // A misspelt material: the sweep would vary nothing (every sample the same).
         (

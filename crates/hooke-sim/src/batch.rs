@@ -259,7 +259,7 @@ fn set_in(root: &mut toml::Value, parts: &[&str], path: &[&str], last: &str, val
                 t.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
             }
             toml::Value::Array(a) => {
-                let i: usize = part.parse().map_err(|_| format!("{here:?} is an array: {part:?} is not an index"))?;
+                let i = index(part).map_err(|m| format!("{here:?} is an array: {m}"))?;
                 let n = a.len();
                 a.get_mut(i).ok_or_else(|| format!("{here:?} has {n} elements, no element {i}"))?
             }
@@ -272,12 +272,23 @@ fn set_in(root: &mut toml::Value, parts: &[&str], path: &[&str], last: &str, val
             Ok(())
         }
         toml::Value::Array(a) => {
-            let i: usize = last.parse().map_err(|_| format!("{last:?} is not an index of an array"))?;
+            let i = index(last).map_err(|m| format!("{m} of an array"))?;
             let n = a.len();
             *a.get_mut(i).ok_or_else(|| format!("the array has {n} elements, no element {i}"))? = value;
             Ok(())
         }
         _ => Err(format!("{:?} is a value, not a table", path.join("."))),
+    }
+}
+
+/// An array index in a dotted key, written as the number alone (`0`, `12`): `00` or `+0` would
+/// name the same element as `0` under another key, which the checks for a key given twice or
+/// one key inside another would not see.
+fn index(part: &str) -> Result<usize, String> {
+    match part.parse::<usize>() {
+        Ok(i) if i.to_string() == part => Ok(i),
+        Ok(i) => Err(format!("{part:?} is not an index as written: write {i}")),
+        Err(_) => Err(format!("{part:?} is not an index")),
     }
 }
 
@@ -410,6 +421,15 @@ impl Manifest {
                 }
                 if let Some((key, _)) = axes.iter().find(|(key, _)| sweep.set.contains_key(*key)) {
                     return Err(err(format!("[[sweep]] {k}: {key:?} is both set and varied")));
+                }
+                // A value listed twice makes samples that are the same run: a slip, most likely.
+                for (key, values) in &axes {
+                    if let Some((i, v)) = values.iter().enumerate().find(|(i, v)| values[..*i].contains(v)) {
+                        return Err(err(format!(
+                            "[[sweep]] {k}: vary.{key:?} lists {v} twice (its value {i} is an earlier one's): \
+                             its samples would be the same run"
+                        )));
+                    }
                 }
                 let room = MAX_SAMPLES - samples.len().min(MAX_SAMPLES);
                 let total = axes.iter().try_fold(1usize, |n, (_, v)| n.checked_mul(v.len()).filter(|&n| n <= room));
