@@ -751,7 +751,8 @@ fn the_blow_up_speed_limit_scales_with_the_scene() {
         let t = text(&o);
         assert!(!o.status.success(), "{t}");
         assert!(t.contains("blew up"), "{t}");
-        let csv = std::fs::read_to_string(tmp.path().join(name).join("diagnostics.csv")).unwrap();
+        // (A run cut short keeps its frames in failed/.)
+        let csv = std::fs::read_to_string(tmp.path().join(name).join("failed/diagnostics.csv")).unwrap();
         let frames = column(&csv, "frame").len();
         let fastest = column(&csv, "max_speed_m_per_s").iter().cloned().fold(0.0, f64::max);
         eprintln!("{name}: stopped after {frames} frames, fastest written {fastest:.1} m/s\n{t}");
