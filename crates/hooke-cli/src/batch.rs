@@ -187,8 +187,8 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     .with_context(|| format!("shard {shard} of {}", args.manifest.display()))?;
     let (index, records) = write_index(&out, Some(&manifest))?;
     println!(
-        "shard {shard}: {} samples — {} run and passed, {} failed, {} complete already; {} lists {} of {} samples",
-        summary.samples,
+        "shard {shard}: {} — {} run and passed, {} failed, {} complete already; {} lists {} of {} samples",
+        crate::count(summary.samples, "sample", "samples"),
         summary.ok,
         summary.failed.len(),
         summary.skipped,

@@ -97,6 +97,17 @@ fn world_sets(worlds: Option<usize>, vary: &[String]) -> Result<Vec<toml::Table>
     for (key, values) in &lists {
         anyhow::ensure!(values.len() == n, "--vary {key}: {} values for {n} worlds (give one per world)", values.len());
     }
+    // Two worlds given the same value of every varied key would be the same run.
+    if !lists.is_empty() {
+        let worlds: Vec<toml::Value> =
+            (0..n).map(|k| toml::Value::Array(lists.iter().map(|(_, values)| values[k].clone()).collect())).collect();
+        if let Some((i, j)) = hooke_sim::batch::repeated(&worlds) {
+            bail!(
+                "--vary: worlds {j} and {i} get the same value of every varied key ({}): they would be the same run",
+                lists.iter().map(|(key, values)| format!("{key} = {}", values[i])).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
     Ok((0..n).map(|k| lists.iter().map(|(key, values)| (key.clone(), values[k].clone())).collect()).collect())
 }
 
@@ -344,10 +355,11 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("wrote {}", path.display());
     }
     if let Some(failure) = baked.failure {
-        let frames = if written == 1 {
-            "the frame before it (0) was".to_string()
-        } else {
-            format!("the {written} frames before it (0–{}) were", written - 1)
+        // (Counted as the summary counts them: frame 0, the start, is not simulated.)
+        let frames = match written - 1 {
+            0 => "only frame 0, the start, was".to_string(),
+            1 => "frames 0–1 (the start and 1 simulated frame) were".to_string(),
+            k => format!("frames 0–{k} (the start and {k} simulated frames) were"),
         };
         // Whether `dir` holds a cache of this scene that the run left alone.
         let kept = files.iter().filter_map(|f| f.file_name()).any(|name| dir.join(name).is_file());

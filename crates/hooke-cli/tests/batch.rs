@@ -298,8 +298,8 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
         // A value listed twice: two samples of the same run.
         (
             "bad12.toml",
-            "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = { \"solver.frames\" = [3, 4, 3] }\n",
-            "lists 3 twice",
+            "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = { \"gravity\" = [[0.0, -9.81, 0.0], [0.0, -1.0, 0.0], [0, -9.81, 0]] }\n",
+            "gives the same value twice ([0.0, -9.81, 0.0] and [0, -9.81, 0], its values 1 and 3)",
         ),
         // A misspelt material: the sweep would vary nothing (every sample the same).
         (
@@ -561,6 +561,11 @@ fn run_with_worlds_bakes_each_world_as_its_scene_alone() {
         (
             vec!["run", "scenes/drape.toml", "--vary", "gravity=[[0, -1, 0]]", "--vary", "gravity=[[0, -2, 0]]"],
             "given twice",
+        ),
+        // Two worlds alike in every varied key (an integer and its float are alike).
+        (
+            vec!["run", "scenes/drape.toml", "--vary", "gravity=[[0, -1, 0], [0.0, -2.0, 0.0], [0.0, -1.0, 0.0]]"],
+            "worlds 0 and 2 get the same value",
         ),
     ] {
         let o = hooke(&args, tmp.path());

@@ -630,9 +630,9 @@ fn bake(
                 },
             )?;
             if let Some(f) = &baked.failure {
-                let frames = match baked.frames_written {
-                    1 => "the frame before it was".to_string(),
-                    n => format!("the {n} frames before it were"),
+                let frames = match baked.frames_written.saturating_sub(1) {
+                    0 => "only frame 0, the start, was".to_string(),
+                    k => format!("frames 0–{k} were"),
                 };
                 return Err(SimulationError::new_err(format!(
                     "{f}; {frames} written to {}, not into {}",

@@ -287,6 +287,30 @@ fn set_in(root: &mut toml::Value, parts: &[&str], path: &[&str], last: &str, val
     }
 }
 
+/// The first value of `values` that equals an earlier one, as (its place, the earlier one's),
+/// where an integer equals the float of its value (`1` and `1.0`, `[0, -9.81, 0]` and
+/// `[0.0, -9.81, 0.0]` set the same scene).
+pub fn repeated(values: &[toml::Value]) -> Option<(usize, usize)> {
+    let mut seen = std::collections::HashMap::new();
+    values.iter().enumerate().find_map(|(i, v)| seen.insert(canonical(v), i).map(|j| (i, j)))
+}
+
+/// `value` written so that two values that set the same thing are written alike: integers as
+/// the floats they equal, tables with their keys in order.
+pub fn canonical(value: &toml::Value) -> String {
+    match value {
+        toml::Value::Integer(x) => format!("{:?}", *x as f64),
+        toml::Value::Float(x) => format!("{x:?}"),
+        toml::Value::Array(a) => format!("[{}]", a.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        toml::Value::Table(t) => {
+            let mut entries: Vec<String> = t.iter().map(|(k, v)| format!("{k:?}={}", canonical(v))).collect();
+            entries.sort();
+            format!("{{{}}}", entries.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
 /// An array index in a dotted key, written as the number alone (`0`, `12`): `00` or `+0` would
 /// name the same element as `0` under another key, which the checks for a key given twice or
 /// one key inside another would not see.
@@ -430,10 +454,14 @@ impl Manifest {
                 }
                 // A value listed twice makes samples that are the same run: a slip, most likely.
                 for (key, values) in &axes {
-                    if let Some((i, v)) = values.iter().enumerate().find(|(i, v)| values[..*i].contains(v)) {
+                    if let Some((i, j)) = repeated(values) {
                         return Err(err(format!(
-                            "[[sweep]] {k}: vary.{key:?} lists {v} twice (its value {i} is an earlier one's): \
-                             its samples would be the same run"
+                            "[[sweep]] {k}: vary.{key:?} gives the same value twice ({} and {}, its values {} and \
+                             {}): their samples would be the same run",
+                            values[j],
+                            values[i],
+                            j + 1,
+                            i + 1
                         )));
                     }
                 }
