@@ -392,8 +392,9 @@ fn other_caches(dir: &Path, written: &[PathBuf]) -> Vec<String> {
 
 /// A flag set by Ctrl-C or SIGTERM, for the whole process: a bake stops after its current
 /// frame and finishes its cache with the frames done (in the output folder's `failed/`, as a
-/// blow-up's), so that an interrupted run leaves complete files and no temporary ones. The handler is installed on first use; if another
-/// is installed already (tests calling `run` twice), the default action stays.
+/// blow-up's), so that an interrupted run leaves complete files and no temporary ones. The
+/// handler is installed on first use; if another is installed already (tests calling `run`
+/// twice), the default action stays.
 pub fn interrupted() -> &'static std::sync::atomic::AtomicBool {
     static FLAG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     static INSTALL: std::sync::Once = std::sync::Once::new();

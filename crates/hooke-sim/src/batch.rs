@@ -287,8 +287,8 @@ fn set_in(root: &mut toml::Value, parts: &[&str], path: &[&str], last: &str, val
     }
 }
 
-/// The first value of `values` that equals an earlier one, as (its place, the earlier one's),
-/// where an integer equals the float of its value (`1` and `1.0`, `[0, -9.81, 0]` and
+/// The first value of `values` that equals an earlier one, as (its index, the earlier one's;
+/// both 0-based), found in one pass, where an integer equals the float of its value (`1` and `1.0`, `[0, -9.81, 0]` and
 /// `[0.0, -9.81, 0.0]` set the same scene).
 pub fn repeated(values: &[toml::Value]) -> Option<(usize, usize)> {
     let mut seen = std::collections::HashMap::new();
@@ -297,7 +297,7 @@ pub fn repeated(values: &[toml::Value]) -> Option<(usize, usize)> {
 
 /// `value` written so that two values that set the same thing are written alike: integers as
 /// the floats they equal, tables with their keys in order.
-pub fn canonical(value: &toml::Value) -> String {
+fn canonical(value: &toml::Value) -> String {
     match value {
         toml::Value::Integer(x) => format!("{:?}", *x as f64),
         toml::Value::Float(x) => format!("{x:?}"),

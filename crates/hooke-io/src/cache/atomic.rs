@@ -2,9 +2,9 @@
 //!
 //! An [`AtomicFile`] is written to a hidden sibling `.<name>.tmp-<pid>-<seq>` in the same
 //! directory (so the final `rename` never crosses a file system; one moved into a subfolder by
-//! [`AtomicFile::retarget`] stays on it unless the subfolder is a mount or a link, which its
-//! callers refuse), flushed and `fsync`ed, then renamed over the final name by
-//! [`AtomicFile::commit`]. A scratch file
+//! [`AtomicFile::retarget`] stays on it unless the subfolder is a mount or a link to another,
+//! where the commit fails with the rename's error), flushed and `fsync`ed, then renamed over
+//! the final name by [`AtomicFile::commit`]. A scratch file
 //! ([`AtomicFile::scratch`]) is never committed. Dropping an uncommitted file removes it, so
 //! an error path or a writer dropped without `finish()` leaves nothing behind.
 //!

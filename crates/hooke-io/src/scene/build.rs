@@ -19,19 +19,20 @@ pub(super) fn vec3(v: [f32; 3], key: &str) -> Result<Vec3, String> {
 /// A velocity (m/s) at `key`: finite, and small enough that its square (kinetic energy, drag,
 /// the blow-up speed limit) is finite in f32.
 fn speed(v: [f32; 3], key: &str) -> Result<Vec3, String> {
-    let v = vec3(v, key)?;
-    if v.length_squared().is_finite() { Ok(v) } else { Err(format!("{key}: {v} m/s is too fast to square within f32")) }
+    squarable(v, key, "m/s is too fast")
 }
 
 /// A gravity (m/s²) at `key`: finite, and small enough that its length is finite in f32 (the
 /// blow-up speed limit is derived from it; an overflowing length read as no gravity at all).
 fn gravity(v: [f32; 3], key: &str) -> Result<Vec3, String> {
+    squarable(v, key, "m/s² is too large")
+}
+
+/// A finite vector at `key` whose squared length is finite in f32; `too` says what it is
+/// otherwise (its unit, then "is too fast" or the like).
+fn squarable(v: [f32; 3], key: &str, too: &str) -> Result<Vec3, String> {
     let v = vec3(v, key)?;
-    if v.length_squared().is_finite() {
-        Ok(v)
-    } else {
-        Err(format!("{key}: {v} m/s² is too large to square within f32"))
-    }
+    if v.length_squared().is_finite() { Ok(v) } else { Err(format!("{key}: {v} {too} to square within f32")) }
 }
 
 /// A wind's gust at `key` (amplitude in m/s, period in s), the wind and gust together
