@@ -147,7 +147,7 @@ pub enum SolverError {
     },
     /// The simulation produced a non-finite value or ran away. The solver's state is left at
     /// the start of the failed frame.
-    #[error("simulation blew up at t = {time:.4} s: {detail}")]
+    #[error("simulation blew up in the step from t = {time:.4} s: {detail}")]
     BlowUp {
         /// Time (s) at the start of the failed frame, or of the substep in which the CPU
         /// solvers' traced replay of the frame found the problem.

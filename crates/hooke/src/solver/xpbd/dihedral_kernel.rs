@@ -123,9 +123,13 @@ struct HingeLanes<L> {
 #[inline(always)]
 fn update<L: Lanes, const PBD: bool>(h: &HingeLanes<L>, sweep: Sweep) -> Option<(L::Mask, L, [V3<L>; 4])> {
     let (start, moved, w) = (&h.start, &h.moved, &h.w);
-    // Relative to the first particle: x⁰ = (x⁰ − x₁⁰), x = (x⁰ − x₁⁰) + (d − d₁).
-    let x0: [V3<L>; 4] = std::array::from_fn(|k| start[k].sub(start[0]));
-    let x: [V3<L>; 4] = std::array::from_fn(|k| x0[k].add(moved[k].sub(moved[0])));
+    // Relative to the first particle: x⁰ = (x⁰ − x₁⁰), x = (x⁰ − x₁⁰) + (d − d₁); the first
+    // is the origin, +0 exactly where the positions are finite (and the rest NaN where they
+    // are not), so it is written as 0 and the operations with it fold away.
+    let zero = L::splat(0.0);
+    let origin = V3 { x: zero, y: zero, z: zero };
+    let x0: [V3<L>; 4] = std::array::from_fn(|k| if k == 0 { origin } else { start[k].sub(start[0]) });
+    let x: [V3<L>; 4] = std::array::from_fn(|k| if k == 0 { origin } else { x0[k].add(moved[k].sub(moved[0])) });
     let now = hinge(&x);
     // C = θ − θ₀, wrapped to (−π, π].
     let (sin, cos) = (V3::cross(now.n1, now.n2).dot(now.e) * now.inv_le, now.n1.dot(now.n2));
@@ -136,7 +140,6 @@ fn update<L: Lanes, const PBD: bool>(h: &HingeLanes<L>, sweep: Sweep) -> Option<
     // The gradients at the start of the substep unless the hinge turned by more than 25° (or
     // was degenerate then).
     let then = hinge(&x0);
-    let zero = L::splat(0.0);
     let (mut dot, mut s2, mut n2) = (zero, zero, zero);
     for k in 0..4 {
         dot = dot + then.grad[k].dot(now.grad[k]);
@@ -282,7 +285,7 @@ mod avx2 {
     //! four-lane kernel's bits. A hinge's four particle records are read as rows and
     //! transposed ([`transpose8`]) instead of gathered float by float.
 
-    use super::super::lanes8::{F8, transpose8};
+    use super::super::lanes8::{F8, store_d8, transpose8};
     use super::{DihedralBending, HingeLanes, Particle, Sweep, V3, update};
     use std::arch::x86_64::*;
 
@@ -319,20 +322,28 @@ mod avx2 {
             lambda: F8::from_array(*lambda),
         };
         let Some((active, updated, d)) = update::<F8, PBD>(&h, sweep) else { return };
-        let (active, updated) = (active.bits(), updated.to_array());
-        let d: [[[f32; 8]; 3]; 4] = std::array::from_fn(|k| [d[k].x.to_array(), d[k].y.to_array(), d[k].z.to_array()]);
-        for l in 0..8 {
-            if active & (1 << l) == 0 {
-                continue;
-            }
-            if !PBD {
-                lambda[l] = updated[l];
-            }
-            for k in 0..4 {
-                // SAFETY: as the caller promised; the lanes' particles are disjoint.
-                let r = unsafe { &mut *records[l][k] };
-                r.d = glam::Vec4::new(d[k][0][l], d[k][1][l], d[k][2][l], r.d.w + 0.0);
-            }
+        // The lanes that do not move keep their records' bits and multipliers; a moved
+        // record's last lane is d.w + 0 (glam's Vec4 written by the scalar path).
+        if !PBD {
+            // SAFETY: eight floats.
+            unsafe { _mm256_storeu_ps(lambda.as_mut_ptr(), F8::select(active, updated, h.lambda).m256()) };
+        }
+        for k in 0..4 {
+            let (moved, w) = (&h.moved[k], columns[k][7]);
+            let dx = F8::select(active, d[k].x, moved.x);
+            let dy = F8::select(active, d[k].y, moved.y);
+            let dz = F8::select(active, d[k].z, moved.z);
+            let dw = F8::select(active, w + F8::splat(0.0), w);
+            // SAFETY: as the caller promised; the lanes' particles are disjoint.
+            unsafe {
+                store_d8(
+                    std::array::from_fn(|l| (records[l][k] as *mut f32).add(4)),
+                    dx.m256(),
+                    dy.m256(),
+                    dz.m256(),
+                    dw.m256(),
+                )
+            };
         }
     }
 }

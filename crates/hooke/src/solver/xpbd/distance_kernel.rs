@@ -238,7 +238,7 @@ mod avx2 {
     //! The eight-lane kernel: [`super::project4`] on two blocks at once, operation for
     //! operation (comparisons with glam's SSE predicates, negation by the sign bit), so that
     //! it gives the same bits.
-    use super::super::lanes8::transpose8;
+    use super::super::lanes8::{store_d8, transpose8};
     use super::{Block4, COS2_TURN, Particle, Sweep};
     use std::arch::x86_64::*;
 
@@ -286,8 +286,8 @@ mod avx2 {
         let load = |q: &[*mut Particle; 8]| {
             transpose8(std::array::from_fn(|k| unsafe { _mm256_loadu_ps(q[k] as *const f32) }))
         };
-        let [xix, xiy, xiz, wi, dix, diy, diz, _] = load(&pi);
-        let [xjx, xjy, xjz, wj, djx, djy, djz, _] = load(&pj);
+        let [xix, xiy, xiz, wi, dix, diy, diz, diw] = load(&pi);
+        let [xjx, xjy, xjz, wj, djx, djy, djz, djw] = load(&pj);
         let wsum = _mm256_add_ps(wi, wj);
         let (x0x, x0y, x0z) = (_mm256_sub_ps(xix, xjx), _mm256_sub_ps(xiy, xjy), _mm256_sub_ps(xiz, xjz));
         let (ddx, ddy, ddz) = (_mm256_sub_ps(dix, djx), _mm256_sub_ps(diy, djy), _mm256_sub_ps(diz, djz));
@@ -349,20 +349,25 @@ mod avx2 {
         };
         let t = select(valid, t, zero);
         let (cx, cy, cz) = (_mm256_mul_ps(ux, t), _mm256_mul_ps(uy, t), _mm256_mul_ps(uz, t));
-        let lanes = |v: __m256| {
-            let mut out = [0.0f32; 8];
-            // SAFETY: eight floats.
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
-            out
-        };
-        let (ix, iy, iz) = (lanes(_mm256_mul_ps(cx, wi)), lanes(_mm256_mul_ps(cy, wi)), lanes(_mm256_mul_ps(cz, wi)));
-        let (jx, jy, jz) = (lanes(_mm256_mul_ps(cx, wj)), lanes(_mm256_mul_ps(cy, wj)), lanes(_mm256_mul_ps(cz, wj)));
-        for k in 0..8 {
-            // SAFETY: forwarded from the caller; the lanes' particles are disjoint.
-            unsafe {
-                (*pi[k]).d += glam::Vec4::new(ix[k], iy[k], iz[k], 0.0);
-                (*pj[k]).d -= glam::Vec4::new(jx[k], jy[k], jz[k], 0.0);
-            }
+        // d += (c·w, 0) and d −= (c·w, 0), as glam's Vec4 adds: w + 0 and w − 0 in the last lane.
+        let zero = _mm256_setzero_ps();
+        let d = |q: &[*mut Particle; 8]| std::array::from_fn(|k| unsafe { (q[k] as *mut f32).add(4) });
+        // SAFETY: forwarded from the caller; the lanes' particles are disjoint.
+        unsafe {
+            store_d8(
+                d(&pi),
+                _mm256_add_ps(dix, _mm256_mul_ps(cx, wi)),
+                _mm256_add_ps(diy, _mm256_mul_ps(cy, wi)),
+                _mm256_add_ps(diz, _mm256_mul_ps(cz, wi)),
+                _mm256_add_ps(diw, zero),
+            );
+            store_d8(
+                d(&pj),
+                _mm256_sub_ps(djx, _mm256_mul_ps(cx, wj)),
+                _mm256_sub_ps(djy, _mm256_mul_ps(cy, wj)),
+                _mm256_sub_ps(djz, _mm256_mul_ps(cz, wj)),
+                _mm256_sub_ps(djw, zero),
+            );
         }
     }
 }

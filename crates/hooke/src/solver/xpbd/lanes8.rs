@@ -89,11 +89,19 @@ impl F8 {
         F8(unsafe { std::mem::transmute::<__m256, [f32; 8]>(v) })
     }
 
+    /// The lanes as an AVX register.
+    #[inline(always)]
+    pub(crate) fn m256(self) -> __m256 {
+        // SAFETY: both are 8 f32s.
+        unsafe { std::mem::transmute::<[f32; 8], __m256>(self.0) }
+    }
+
     #[inline(always)]
     pub(crate) fn from_array(v: [f32; 8]) -> F8 {
         F8(v)
     }
 
+    #[cfg(test)]
     #[inline(always)]
     pub(crate) fn to_array(self) -> [f32; 8] {
         self.0
@@ -164,6 +172,37 @@ pub(crate) fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
         _mm256_permute2f128_ps::<0x31>(s2, s6),
         _mm256_permute2f128_ps::<0x31>(s3, s7),
     ]
+}
+
+/// Writes the displacement halves (d: x, y, z, w; the last 16 bytes of a particle record) of
+/// eight records from their four columns, one record per lane: [`transpose8`]'s d columns put
+/// back as rows, four unpacks, four shuffles and eight 16-byte stores where a lane-by-lane
+/// write took about eight instructions a record.
+///
+/// # Safety
+/// Each of `d` must point to a record's d half (16-byte aligned: records are 32-byte
+/// aligned), valid for writes, with no other thread accessing it; the eight are distinct.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn store_d8(d: [*mut f32; 8], x: __m256, y: __m256, z: __m256, w: __m256) {
+    let t0 = _mm256_unpacklo_ps(x, y);
+    let t1 = _mm256_unpackhi_ps(x, y);
+    let t2 = _mm256_unpacklo_ps(z, w);
+    let t3 = _mm256_unpackhi_ps(z, w);
+    // Row i holds lane i in its low half and lane i + 4 in its high half.
+    let rows = [
+        _mm256_shuffle_ps::<0x44>(t0, t2),
+        _mm256_shuffle_ps::<0xEE>(t0, t2),
+        _mm256_shuffle_ps::<0x44>(t1, t3),
+        _mm256_shuffle_ps::<0xEE>(t1, t3),
+    ];
+    for (i, r) in rows.into_iter().enumerate() {
+        // SAFETY: as the caller promised.
+        unsafe {
+            _mm_store_ps(d[i], _mm256_castps256_ps128(r));
+            _mm_store_ps(d[i + 4], _mm256_extractf128_ps::<1>(r));
+        }
+    }
 }
 
 macro_rules! forward {

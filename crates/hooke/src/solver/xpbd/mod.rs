@@ -39,6 +39,7 @@ pub(crate) mod lanes8;
 mod projection;
 pub mod stability;
 mod team;
+mod tether_kernel;
 
 use super::health;
 use super::plan::SubstepPlan;
@@ -818,28 +819,22 @@ fn max_stretch_residual(
 /// Constraints per parallel task of [`max_stretch_residual`].
 const RESIDUAL_CHUNK: usize = 2048;
 
-/// Projects every tether once ([`crate::tethers::project`]); each moves only its own particle
-/// and reads pinned ones, so any split over threads gives the same result.
+/// Projects every tether once ([`crate::tethers::project`], eight at a time where the CPU
+/// has AVX2: [`tether_kernel`]); each moves only its own particle and reads pinned ones, so
+/// any split over threads gives the same result.
 fn project_tethers(tethers: &[crate::tethers::Tether], particles: &mut [super::state::Particle], parallel: bool) {
     if tethers.is_empty() {
         return;
     }
     let p = distance_kernel::Shared(particles.as_mut_ptr());
     let p = &p;
-    let one = |t: &crate::tethers::Tether| {
-        // SAFETY: each tether writes only its own particle (tethers are one per particle) and
-        // reads pinned particles, which no tether writes; indices are in range.
-        unsafe {
-            let x0 = |q: u32| (*p.0.add(q as usize)).x.truncate();
-            let d = |q: u32| (*p.0.add(q as usize)).d.truncate();
-            let new = crate::tethers::project(t, x0, d);
-            (*p.0.add(t.particle as usize)).d = new.extend(0.0);
-        }
-    };
+    // SAFETY: each tether writes only its own particle (tethers are one per particle) and
+    // reads pinned particles, which no tether writes; indices are in range.
+    let some = |c: &[crate::tethers::Tether]| unsafe { tether_kernel::project_all(c, p.0) };
     if parallel && tethers.len() >= 2 * TETHER_CHUNK {
-        tethers.par_chunks(TETHER_CHUNK).for_each(|c| c.iter().for_each(one));
+        tethers.par_chunks(TETHER_CHUNK).for_each(some);
     } else {
-        tethers.iter().for_each(one);
+        some(tethers);
     }
 }
 
