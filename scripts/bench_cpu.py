@@ -12,7 +12,8 @@ For each grid size N it runs, one after the other on the same machine:
     inextensible edges + dihedral bending, 1/240 s substeps x 8 iterations, one thread) next to
     hooke at the same 4 substeps x 8 iterations.
 and prints a Markdown table of ms/frame and ns per constraint-iteration (frame time divided
-by constraints x substeps x iterations), plus the default scene.
+by constraints x substeps x iterations; hooke counts its distance constraints, hinges and
+rope joints, the peers their own constraints), plus the default scene.
 
 Usage: cargo build --release && python3 scripts/bench_cpu.py [--sizes 32 64 128 256] [--json out.jsonl]
 pypbd is optional (pip install pypbd==2.2.2 numpy), and so is rapier-cloth-core

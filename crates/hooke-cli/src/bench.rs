@@ -474,7 +474,15 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let overlap = hooke::collision::deepest_overlap(&model, &state.particle_position, &all);
     let overlap_fraction = overlap.map_or(0.0, |o| o.depth() / o.contact_distance);
     let n = model.particle_count() as f64;
-    let c = model.distance().constraints().len() as f64;
+    // Every constraint the solver projects: distance constraints, hinges (angle bending of
+    // cloth) and rope joints (angle bending of ropes); the tethers, one per free particle of a
+    // pinned body, are not counted (as the peers leave out their pin limits).
+    let (distance, hinges, joints) = (
+        model.distance().constraints().len(),
+        model.dihedral().constraints().len(),
+        model.rope_bending().constraints().len(),
+    );
+    let c = (distance + hinges + joints) as f64;
     // Substeps per timed frame: the scene's, or more where the tension limit raised them.
     let sub = if substep_count > 0 && args.frames > 0 {
         substep_count as f64 / args.frames as f64
@@ -500,7 +508,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "threads": threads,
         "worlds": scene.model.worlds().len(),
         "particles": scene.model.particle_count(),
-        "constraints": scene.model.distance().constraints().len(),
+        "constraints": distance + hinges + joints,
+        "distance_constraints": distance,
+        "hinges": hinges,
+        "rope_joints": joints,
         "colours": scene.model.distance().colour_count(),
         "substeps": scene.solver.substeps(),
         "iterations": scene.solver.iterations(),
@@ -642,7 +653,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             None => String::new(),
         };
         println!(
-            "{}{} ({}){} on {}: {} particles, {} constraints ({} colours), {} substeps{} × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}{}",
+            "{}{} ({}){} on {}: {} particles, {} constraints ({}), {} substeps{} × {} ({:.2} per substep), {} thread(s)\n  {} {:.3} ms/frame{} over {}; {:.3e} particle-substeps/s; {:.2} ns per constraint·iteration; end strain {:.4} ({:.2} % away from the pins, residual {}); deepest overlap of non-neighbours {:.1} % of their contact distance; deepest penetration into a collider {:.2e} m{}{}",
             scene.name,
             match scene.model.worlds().len() {
                 1 => String::new(),
@@ -652,8 +663,16 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             jacobi_text,
             device,
             scene.model.particle_count(),
-            scene.model.distance().constraints().len(),
-            scene.model.distance().colour_count(),
+            distance + hinges + joints,
+            {
+                let colours = scene.model.distance().colour_count();
+                match (hinges, joints) {
+                    (0, 0) => format!("{colours} colours"),
+                    (h, 0) => format!("{distance} distance in {colours} colours, {h} hinges"),
+                    (0, j) => format!("{distance} distance in {colours} colours, {j} rope joints"),
+                    (h, j) => format!("{distance} distance in {colours} colours, {h} hinges, {j} rope joints"),
+                }
+            },
             scene.solver.substeps(),
             if sub > scene.solver.substeps() as f64 + 1e-9 {
                 format!(" ({sub:.1} per frame on average: raised by the tension limit)")
