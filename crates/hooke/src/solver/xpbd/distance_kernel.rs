@@ -238,7 +238,7 @@ mod avx2 {
     //! The eight-lane kernel: [`super::project4`] on two blocks at once, operation for
     //! operation (comparisons with glam's SSE predicates, negation by the sign bit), so that
     //! it gives the same bits.
-    use super::super::lanes8::{store_d8, transpose8};
+    use super::super::lanes8::{select256 as select, store_d8, transpose8};
     use super::{Block4, COS2_TURN, Particle, Sweep};
     use std::arch::x86_64::*;
 
@@ -247,13 +247,6 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     fn join(a: glam::Vec4, b: glam::Vec4) -> __m256 {
         _mm256_set_m128(b.into(), a.into())
-    }
-
-    /// `Vec4::select`: `a` where the mask is set, `b` elsewhere.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn select(mask: __m256, a: __m256, b: __m256) -> __m256 {
-        _mm256_or_ps(_mm256_andnot_ps(mask, b), _mm256_and_ps(a, mask))
     }
 
     /// The sign flipped (glam's negation).

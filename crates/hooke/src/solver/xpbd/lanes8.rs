@@ -174,6 +174,13 @@ pub(crate) fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
     ]
 }
 
+/// `a` where `mask` is set, `b` elsewhere, on AVX registers (glam's `Vec4::select`, eight lanes).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn select256(mask: __m256, a: __m256, b: __m256) -> __m256 {
+    _mm256_or_ps(_mm256_andnot_ps(mask, b), _mm256_and_ps(a, mask))
+}
+
 /// Writes the displacement halves (d: x, y, z, w; the last 16 bytes of a particle record) of
 /// eight records from their four columns, one record per lane: [`transpose8`]'s d columns put
 /// back as rows, four unpacks, four shuffles and eight 16-byte stores where a lane-by-lane

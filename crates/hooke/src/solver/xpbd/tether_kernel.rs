@@ -59,16 +59,9 @@ unsafe fn project_one(t: &Tether, p: *mut Particle) {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::super::distance_kernel::COS2_TURN;
-    use super::super::lanes8::{store_d8, transpose8};
+    use super::super::lanes8::{select256 as select, store_d8, transpose8};
     use super::{Particle, Tether};
     use std::arch::x86_64::*;
-
-    /// `a` where `mask` is set, `b` elsewhere.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn select(mask: __m256, a: __m256, b: __m256) -> __m256 {
-        _mm256_or_ps(_mm256_andnot_ps(mask, b), _mm256_and_ps(a, mask))
-    }
 
     /// x·x' + y·y' + z·z', left to right (glam's `Vec3::dot`).
     #[inline]
