@@ -164,6 +164,45 @@ fn validate_accepts_the_examples() {
 }
 
 /// Each bad input: non-zero exit, a message naming the file and the key, and no cache file.
+/// A frame count whose cache cannot fit the output's file system (at least 12 bytes a point
+/// and frame) is refused before anything is simulated or written, naming where the count came
+/// from (the option or the scene's key), the size and the free space. Without the check such a
+/// run went on until it was stopped or the disk filled: the runs here are killed after 60 s.
+#[test]
+fn a_cache_larger_than_the_disk_is_refused_before_simulating() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("big.toml"),
+        "[solver]\nframes = 9999999999999\n[[cloth]]\nrows = 40\ncolumns = 40\nspacing = 0.02\n",
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 2] = [
+        (&["run", "--frames", "99999999999999", "--out", "out"], "--frames 99999999999999: the cache needs at least"),
+        (&["run", "big.toml", "--out", "out"], "big.toml: solver.frames = 9999999999999: the cache needs at least"),
+    ];
+    for (args, needle) in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hooke"))
+            .args(args)
+            .current_dir(tmp.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("hooke runs");
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed().as_secs() > 60 {
+                child.kill().unwrap();
+                panic!("{args:?} was still running after 60 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let o = child.wait_with_output().unwrap();
+        let t = text(&o);
+        assert!(!o.status.success() && t.contains(needle) && t.contains("free on the file system of"), "{args:?}: {t}");
+        assert!(files(&tmp.path().join("out")).is_empty(), "{args:?} left files");
+    }
+}
+
 #[test]
 fn bad_input_fails_cleanly() {
     let grid = "[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\n";
