@@ -409,22 +409,26 @@ fn check_space(dir: &Path, frames: usize, points: usize, counted: &str) -> Resul
 /// Bytes free to this user on the file system of `dir`'s nearest existing ancestor, and that
 /// ancestor; `None` where it cannot be read.
 fn free_space(dir: &Path) -> Option<(u64, PathBuf)> {
-    let mut on = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    while !on.exists() {
-        on = match on.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-    }
+    // The folder, else its parents, else the working directory; none readable: no answer.
+    let relative = dir.is_relative();
+    let on = dir
+        .ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .chain(relative.then_some(Path::new(".")))
+        .find(|p| p.exists())?;
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStrExt;
         let path = std::ffi::CString::new(on.as_os_str().as_bytes()).ok()?;
         // SAFETY: a plain system call on a NUL-terminated path and a local struct.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        (unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0)
-            .then(|| (st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-            .map(|free| (free, on.to_path_buf()))
+        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
+            // Not readable, or a file system that does not report its size (some FUSE and
+            // network ones): nothing to compare with.
+            return None;
+        }
+        let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+        Some((free, std::fs::canonicalize(on).unwrap_or_else(|_| on.to_path_buf())))
     }
     #[cfg(not(unix))]
     {

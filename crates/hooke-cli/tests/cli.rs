@@ -163,12 +163,12 @@ fn validate_accepts_the_examples() {
     }
 }
 
-/// Each bad input: non-zero exit, a message naming the file and the key, and no cache file.
 /// A frame count whose cache cannot fit the output's file system (at least 12 bytes a point
 /// and frame) is refused before anything is simulated or written, naming where the count came
 /// from (the option or the scene's key), the size and the free space. Without the check such a
 /// run went on until it was stopped or the disk filled: the runs here are killed after 60 s.
 #[test]
+#[cfg(unix)]
 fn a_cache_larger_than_the_disk_is_refused_before_simulating() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -203,6 +203,7 @@ fn a_cache_larger_than_the_disk_is_refused_before_simulating() {
     }
 }
 
+/// Each bad input: non-zero exit, a message naming the file and the key, and no cache file.
 #[test]
 fn bad_input_fails_cleanly() {
     let grid = "[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\n";

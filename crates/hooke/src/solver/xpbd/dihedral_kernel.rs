@@ -124,8 +124,8 @@ struct HingeLanes<L> {
 fn update<L: Lanes, const PBD: bool>(h: &HingeLanes<L>, sweep: Sweep) -> Option<(L::Mask, L, [V3<L>; 4])> {
     let (start, moved, w) = (&h.start, &h.moved, &h.w);
     // Relative to the first particle: x⁰ = (x⁰ − x₁⁰), x = (x⁰ − x₁⁰) + (d − d₁); the first
-    // is the origin, +0 exactly where the positions are finite (and the rest NaN where they
-    // are not), so it is written as 0 and the operations with it fold away.
+    // is the origin, +0 exactly where the positions are finite (where they are not, the
+    // run has blown up), so it is written as 0 and the operations with it fold away.
     let zero = L::splat(0.0);
     let origin = V3 { x: zero, y: zero, z: zero };
     let x0: [V3<L>; 4] = std::array::from_fn(|k| if k == 0 { origin } else { start[k].sub(start[0]) });
