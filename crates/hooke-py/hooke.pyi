@@ -139,7 +139,9 @@ def bake(
     Raises SimulationError if it blows up (the frames before it are kept, in `out/failed/`,
     so that a complete cache of an earlier run in `out` is not replaced) or, with `strict`,
     does not converge (nothing is kept). Interrupted (Ctrl-C), it raises KeyboardInterrupt
-    and keeps the frames done in `out/failed/` likewise.
+    and keeps the frames done in `out/failed/` likewise. Raises ValueError, before simulating,
+    naming `solver.frames`, when the cache cannot fit the file system of `out` (at least 12
+    bytes a point and frame).
     """
 
 def run_batch(

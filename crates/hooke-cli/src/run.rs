@@ -182,7 +182,8 @@ pub fn run(args: RunArgs) -> Result<()> {
             scene.frames
         ),
     };
-    check_space(&dir, scene.frames, scene.model.particle_count(), &counted)?;
+    hooke_sim::space::check(&dir, scene.frames, scene.model.particle_count())
+        .map_err(|e| anyhow::anyhow!("{counted}: {e}"))?;
     scene.solver.set_parallel(threads > 1);
     // The picture's device is opened first, so a missing adapter costs no simulation time.
     let preview = match args.preview {
@@ -381,72 +382,6 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("note: {} holds the frames of an earlier run that was cut short", failed_dir.display());
     }
     Ok(())
-}
-
-/// Bytes a cache writes at least for each point of each frame: three `f32`, what PC2 writes
-/// (USD and OBJ write the coordinates as text, more).
-const CACHE_BYTES_PER_POINT: f64 = 12.0;
-
-/// Refuses a run whose cache cannot fit: at least [`CACHE_BYTES_PER_POINT`] for every point of
-/// the start and of each of `frames` frames, against the space free (to this user) on the file
-/// system that will hold `dir` (its nearest existing ancestor's). `counted` names where the
-/// frame count came from. Where the free space cannot be read (not Unix), nothing is refused.
-fn check_space(dir: &Path, frames: usize, points: usize, counted: &str) -> Result<()> {
-    let Some((free, on)) = free_space(dir) else { return Ok(()) };
-    let need = CACHE_BYTES_PER_POINT * points as f64 * (frames as f64 + 1.0);
-    anyhow::ensure!(
-        need <= free as f64,
-        "{counted}: the cache needs at least {} ({} bytes a point and frame, {points} points, the start and {frames} \
-         frames), more than the {} free on the file system of {}",
-        size_text(need),
-        CACHE_BYTES_PER_POINT,
-        size_text(free as f64),
-        on.display()
-    );
-    Ok(())
-}
-
-/// Bytes free to this user on the file system of `dir`'s nearest existing ancestor, and that
-/// ancestor; `None` where it cannot be read.
-fn free_space(dir: &Path) -> Option<(u64, PathBuf)> {
-    // The folder, else its parents, else the working directory; none readable: no answer.
-    let relative = dir.is_relative();
-    let on = dir
-        .ancestors()
-        .filter(|p| !p.as_os_str().is_empty())
-        .chain(relative.then_some(Path::new(".")))
-        .find(|p| p.exists())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let path = std::ffi::CString::new(on.as_os_str().as_bytes()).ok()?;
-        // SAFETY: a plain system call on a NUL-terminated path and a local struct.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
-            // Not readable, or a file system that does not report its size (some FUSE and
-            // network ones): nothing to compare with.
-            return None;
-        }
-        let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
-        Some((free, std::fs::canonicalize(on).unwrap_or_else(|_| on.to_path_buf())))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = on;
-        None
-    }
-}
-
-/// A byte count with a decimal unit (kB, MB, GB, TB, PB), three significant figures.
-fn size_text(bytes: f64) -> String {
-    let units = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
-    let mut v = bytes;
-    let mut k = 0;
-    while v >= 1000.0 && k + 1 < units.len() {
-        v /= 1000.0;
-        k += 1;
-    }
-    if k == 0 { format!("{v:.0} bytes") } else { format!("{v:.3} {}", units[k]) }
 }
 
 /// The cache files (`.usda`, `.obj`, `.pc2`) in `dir` that are not among `written`, sorted

@@ -615,6 +615,10 @@ fn bake(
     let (result, signal) = interruptible(py, |stop| -> Result<serde_json::Value, PyErr> {
         {
             let mut scene = hooke_sim::batch::load_scene(&path, &set, MEMORY_LIMIT).map_err(scene_error)?;
+            // A cache that cannot fit the disk is refused before simulating.
+            hooke_sim::space::check(&out, scene.frames, scene.model.particle_count()).map_err(|e| {
+                PyValueError::new_err(format!("{}: solver.frames = {}: {e}", path.display(), scene.frames))
+            })?;
             scene.solver.set_parallel(pool().current_num_threads() > 1);
             let failed_dir = Some(out.join(hooke_sim::FAILED_FOLDER));
             let settings = hooke_sim::BakeSettings { dir: out.clone(), format, options, strict, failed_dir };

@@ -228,6 +228,10 @@ def test_bake_and_batches_shard_by_shard(tmp_path):
                                                      "solver.max_speed": 5.0})
     assert {p.name: p.read_bytes() for p in (tmp_path / "baked").iterdir() if p.is_file()} == before
     assert (tmp_path / "baked" / "failed" / "diagnostics.csv").is_file()
+    # A bake whose cache cannot fit the disk is refused before simulating, naming the key.
+    with pytest.raises(ValueError, match=r"solver\.frames = 99999999999999: the cache needs at least"):
+        hooke.bake(scene, tmp_path / "huge", set={"solver.frames": 99999999999999})
+    assert not (tmp_path / "huge").exists()
     manifest = tmp_path / "sweep.toml"
     manifest.write_text(f'[[sweep]]\nscene = {json.dumps(str(scene))}\nset = {{ "solver.frames" = 10 }}\n'
                         'vary = { "rope.0.end_mass" = [0.5, 1.0, 2.0, 4.0, 8.0] }\n')

@@ -22,6 +22,7 @@ pub mod bake;
 pub mod batch;
 mod factory;
 mod json_keys;
+pub mod space;
 pub mod tearing;
 pub mod worlds;
 
