@@ -63,7 +63,7 @@ fn free_space(dir: &Path) -> Option<(u64, PathBuf)> {
     }
 }
 
-/// A byte count with a decimal unit (kB, MB, GB, TB, PB), three significant figures.
+/// A byte count with a decimal unit (kB, MB, GB, TB, PB, EB) and three decimals (`1.920 PB`).
 fn size_text(bytes: f64) -> String {
     let units = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
     let mut v = bytes;

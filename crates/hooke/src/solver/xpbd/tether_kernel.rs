@@ -9,8 +9,9 @@
 //! rows and transposed, and the displacements written back as rows
 //! ([`store_d8`](super::lanes8::store_d8)), as the constraint kernels do.
 //!
-//! On a 256² sheet hanging from its top row (every particle tethered to its two nearest pins)
-//! the scalar projection was about a tenth of a one-thread frame with bend springs (`perf`).
+//! On a 256² grid with bend springs hanging from its top row (every particle tethered to its
+//! two nearest pins), one thread on an AMD EPYC: the tethers cost 9.6–10.7 ms of a 45 ms frame
+//! projected one at a time, 6.9–7.0 ms eight at a time (medians; `docs/BENCHMARKS.md`).
 
 use crate::solver::state::Particle;
 use crate::tethers::Tether;
