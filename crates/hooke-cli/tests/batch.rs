@@ -91,6 +91,53 @@ fn a_sample_that_cannot_be_moved_into_place_leaves_nothing() {
     }
 }
 
+/// A shard whose caches cannot fit the disk (here one sample asks for 10¹³ frames through the
+/// manifest) is refused before any sample is simulated, with a message that names the shard,
+/// the sample and its frame count, and leaves no sample behind.
+#[cfg(unix)]
+#[test]
+fn a_shard_larger_than_the_disk_is_refused_before_simulating() {
+    let tmp = setup(5);
+    std::fs::write(
+        tmp.path().join("big.toml"),
+        "out = \"data\"\n[[sample]]\nscene = \"scenes/pendulum.toml\"\n\
+         [[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.frames\" = 10000000000000 }\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hooke"))
+        .args(["batch", "big.toml"])
+        .current_dir(tmp.path())
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("hooke runs");
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() > 60 {
+            child.kill().unwrap();
+            panic!("still running after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    for needle in [
+        "shard 0/1",
+        "the 2 caches need at least",
+        "free on the file system of",
+        "sample 1 (scenes/pendulum.toml)",
+        "solver.frames = 10000000000000",
+    ] {
+        assert!(t.contains(needle), "no {needle:?} in: {t}");
+    }
+    let samples = tmp.path().join("data/samples");
+    let left: Vec<_> =
+        std::fs::read_dir(&samples).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "left {left:?}");
+}
+
 #[test]
 fn three_shards_cover_every_sample_once_and_a_blow_up_is_recorded() {
     let tmp = setup(40);

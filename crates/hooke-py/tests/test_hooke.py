@@ -257,6 +257,13 @@ def test_bake_and_batches_shard_by_shard(tmp_path):
     assert all(r["worlds"] == 5 for r in packed)
     with pytest.raises(ValueError, match="jobs"):
         hooke.run_batch(manifest, out=tmp_path / "x", worlds=2, jobs=2)
+    # A shard whose caches cannot fit the disk is refused before simulating, naming the sample.
+    huge = tmp_path / "huge.toml"
+    huge.write_text(f'[[sweep]]\nscene = {json.dumps(str(scene))}\nset = {{ "solver.frames" = 99999999999999 }}\n'
+                    'vary = { "rope.0.end_mass" = [0.5, 1.0] }\n')
+    with pytest.raises(ValueError, match=r"the 2 caches need at least .*solver\.frames = 99999999999999"):
+        hooke.run_batch(huge, out=tmp_path / "huge_data")
+    assert not (tmp_path / "huge_data" / "samples").exists() or not any((tmp_path / "huge_data" / "samples").iterdir())
 
 
 def test_wind_set_from_python_blows_a_hanging_cloth_downwind():

@@ -91,6 +91,10 @@ pub enum BatchError {
         /// The cause.
         source: BakeError,
     },
+    /// The caches of the samples to bake cannot fit the output's file system (checked before
+    /// any is simulated; [`crate::space::check_all`]).
+    #[error("{0}")]
+    Space(String),
     /// Stopped by the caller's flag (Ctrl-C); the samples under way (first, last: one sample,
     /// or a pack) were not kept.
     #[error("interrupted during {}; not kept (run again with --resume)", if .0 == .1 { format!("sample {}", .0) } else { format!("samples {}–{} (a pack)", .0, .1) })]
@@ -817,11 +821,25 @@ pub fn run_shard(
         )));
     }
     summary.skipped = done;
-    // Loaded up front: a typo in a key costs no simulation time.
+    // Loaded up front: a typo in a key costs no simulation time, and neither does a shard
+    // whose caches cannot fit the disk.
     let mut particles = Vec::with_capacity(todo.len());
+    let mut caches = Vec::with_capacity(todo.len());
     for sample in &todo {
-        particles.push(sample.load(settings.memory_limit)?.model.particle_count());
+        let scene = sample.load(settings.memory_limit)?;
+        particles.push(scene.model.particle_count());
+        caches.push((scene.frames, scene.model.particle_count()));
     }
+    crate::space::check_all(&dir, &caches).map_err(|e| {
+        let largest = (0..todo.len()).max_by_key(|&k| caches[k].0 as u128 * caches[k].1 as u128);
+        let largest = largest.map_or(String::new(), |k| {
+            let (sample, (frames, points)) = (todo[k], caches[k]);
+            let which = format!("sample {} ({})", sample.index, sample.scene);
+            let which = if todo.len() > 1 { format!("the largest, {which},") } else { which };
+            format!("; {which} has {points} points and solver.frames = {frames}")
+        });
+        BatchError::Space(format!("{e}{largest}"))
+    })?;
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     sweep_leftovers(&dir, &todo)?;
     let mut tally = |record: &Record| {

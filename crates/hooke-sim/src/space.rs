@@ -17,18 +17,37 @@ pub const CACHE_BYTES_PER_POINT: f64 = 12.0;
 /// the frame count came from (`--frames N`, `solver.frames = N`). Where the free space cannot
 /// be read (not Unix, a file system that reports no size), nothing is refused.
 pub fn check(dir: &Path, frames: usize, points: usize) -> Result<(), String> {
-    let Some((free, on)) = free_space(dir) else { return Ok(()) };
     let need = CACHE_BYTES_PER_POINT * points as f64 * (frames as f64 + 1.0);
+    fits(dir, need, &format!("{points} points, the start and {frames} frames"))
+        .map_err(|(need, free)| format!("the cache needs at least {need}, more than the {free}"))
+}
+
+/// Whether several caches fit where `dir` will be together: `caches` holds each cache's frame
+/// count (the start not included) and point count; the estimate and the free space are
+/// [`check`]'s.
+///
+/// # Errors
+/// A sentence giving the number of caches, the size they need together and the space free.
+pub fn check_all(dir: &Path, caches: &[(usize, usize)]) -> Result<(), String> {
+    let point_frames: f64 = caches.iter().map(|&(frames, points)| points as f64 * (frames as f64 + 1.0)).sum();
+    let need = CACHE_BYTES_PER_POINT * point_frames;
+    fits(dir, need, &format!("{point_frames:.0} point-frames in all")).map_err(|(need, free)| match caches.len() {
+        1 => format!("the cache needs at least {need}, more than the {free}"),
+        n => format!("the {n} caches need at least {need} together, more than the {free}"),
+    })
+}
+
+/// `Ok` where `need` bytes fit the file system of `dir` (or its free space cannot be read);
+/// else the size needed, with `counted` (what the estimate counts) and the bytes a point and
+/// frame, and the space free with the file system's folder, as text.
+fn fits(dir: &Path, need: f64, counted: &str) -> Result<(), (String, String)> {
+    let Some((free, on)) = free_space(dir) else { return Ok(()) };
     if need <= free as f64 {
         return Ok(());
     }
-    Err(format!(
-        "the cache needs at least {} ({} bytes a point and frame, {points} points, the start and {frames} frames), \
-         more than the {} free on the file system of {}",
-        size_text(need),
-        CACHE_BYTES_PER_POINT,
-        size_text(free as f64),
-        on.display()
+    Err((
+        format!("{} ({} bytes a point and frame, {counted})", size_text(need), CACHE_BYTES_PER_POINT),
+        format!("{} free on the file system of {}", size_text(free as f64), on.display()),
     ))
 }
 
@@ -73,4 +92,23 @@ fn size_text(bytes: f64) -> String {
         k += 1;
     }
     if k == 0 { format!("{v:.0} bytes") } else { format!("{v:.3} {}", units[k]) }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// Two caches that each fit in the free space but not together are refused together and
+    /// allowed one by one (fails where the caches' sizes are not summed).
+    #[test]
+    fn caches_are_counted_together() {
+        let dir = std::env::temp_dir();
+        let (free, _) = free_space(&dir).expect("the temporary folder's file system reports its size");
+        // Two caches of 0.6 of the free space each, 10 frames (and the start) apiece.
+        let points = (0.6 * free as f64 / (CACHE_BYTES_PER_POINT * 11.0)) as usize;
+        assert!(check(&dir, 10, points).is_ok());
+        assert!(check_all(&dir, &[(10, points)]).is_ok());
+        let e = check_all(&dir, &[(10, points), (10, points)]).expect_err("1.2 × the free space");
+        assert!(e.starts_with("the 2 caches need at least") && e.contains("free on the file system of"), "{e}");
+    }
 }
