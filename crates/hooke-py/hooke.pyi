@@ -108,17 +108,21 @@ class Simulation:
         """The scene's name."""
     def pin(self, particles: Union[int, Sequence[int]], targets: Optional[npt.ArrayLike] = None) -> None:
         """Pins particles: at `targets`, an (len(particles), 3) array of positions (m), or
-        where they are now. A pinned particle moves to its target and stays there."""
+        where they are now. A pinned particle moves to its target and stays there. Raises
+        ValueError naming `particles` for a particle given twice, `targets` for a row that is
+        not finite in f32 (beyond ±3.4e38)."""
     def release(self, particles: Union[int, Sequence[int]]) -> None:
         """Releases particles, including pins of the scene file."""
     def set_wind(self, velocity: Optional[_Vec3] = None) -> None:
         """Sets the steady wind (m/s, 3 numbers; the scene's gusts are dropped), or goes back
         to the scene's wind with None. Acts through the scene's air (aerodynamic drag and
-        lift) or, without one, through air damping only."""
+        lift) or, without one, through air damping only. Raises ValueError naming `velocity`
+        when it is not finite in f32 or its square is not (as a scene's wind)."""
     def place_collider(self, collider: Union[int, str], translation: _Vec3, rotation: Optional[_Vec3] = None) -> None:
         """Places a collider (by index or name): translated by `translation` (m) and rotated
         by `rotation` (degrees about x, y, z, in that order) from its rest placement, from the
-        next frame on. Raises ValueError for an unknown collider."""
+        next frame on. Raises ValueError for an unknown collider, and naming `translation` or
+        `rotation` for values not finite in f32."""
     def diagnostics(self) -> dict:
         """The state measured: time_s, max_stretch_strain, max_penetration_m (into a
         collider), nan_count, max_speed_m_per_s, kinetic_energy_j, gravity_energy_j,
@@ -141,7 +145,7 @@ def bake(
     does not converge (nothing is kept). Interrupted (Ctrl-C), it raises KeyboardInterrupt
     and keeps the frames done in `out/failed/` likewise. Raises ValueError, before simulating,
     naming `solver.frames`, when the cache cannot fit the file system of `out` (at least 12
-    bytes a point and frame).
+    bytes a point and frame), and naming `out` when it is empty ("." is this folder).
     """
 
 def run_batch(
@@ -165,7 +169,9 @@ def run_batch(
     `jobs`. On the GPU a pack is one model solved by the same dispatches. Default (None): 256
     on the GPU, 1 on the CPU or with `jobs` > 1.
 
-    Raises ValueError for a bad manifest, or samples already there without `resume`.
+    Raises ValueError for a bad manifest, samples already there without `resume`, an empty
+    `out`, or samples whose caches cannot fit the file system of `out` together (before
+    simulating; naming the largest sample and its `solver.frames`).
     """
 
 def write_index(out: _Path, manifest: Optional[_Path] = None) -> list:

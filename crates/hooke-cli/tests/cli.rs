@@ -278,6 +278,14 @@ fn bad_input_fails_cleanly() {
             "bounds must be two finite corners",
         ),
         (format!("{grid}[[collider]]\nshape = \"sphere\"\nradius = 1.0\nbounds = [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]\n"), "`bounds` does not apply"),
+        // Output settings that `run` refused while `validate` said ok; an empty folder was taken
+        // as the working one.
+        (format!("{grid}[output]\ndir = \"\"\n"), "output.dir: \"\" is an empty folder name"),
+        (format!("{grid}[output]\nformat = \"fbx\"\n"), "output.format: unknown cache format \"fbx\""),
+        (
+            format!("[materials.m]\ntear_strain = 0.1\n{grid}material = \"m\"\n[output]\nformat = \"pc2\"\n"),
+            "output.format: \"pc2\": the scene tears",
+        ),
         // A fixed-size array with extra values is refused, not cut short.
         (format!("{grid}[[collider]]\nshape = \"sphere\"\nradius = 1.0\ncenter = [0.0, 1.0, 0.0, 9.0]\n"), "invalid length 4, expected 3"),
         (format!("{grid}[[collider]]\nshape = \"mesh\"\npath = \"tetra.obj\"\nbounds = [[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]\n"), "invalid length 4, expected 3"),

@@ -168,11 +168,15 @@ fn matrix(obj: &Bound<'_, PyAny>, columns: usize, name: &str) -> PyResult<(usize
     Ok((shape[0], values))
 }
 
+/// Three numbers as a `Vec3`, each finite in f32 (a float64 beyond ±3.4·10³⁸ would become
+/// infinite there): `name` names them in errors.
 fn vec3(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec3> {
     let v: Vec<f64> = obj.extract().map_err(|_| PyValueError::new_err(format!("{name}: expected 3 numbers")))?;
     match v[..] {
-        [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(x as f32, y as f32, z as f32)),
-        _ => Err(PyValueError::new_err(format!("{name}: expected 3 finite numbers, got {v:?}"))),
+        [x, y, z] if v.iter().all(|&c| (c as f32).is_finite()) => Ok(Vec3::new(x as f32, y as f32, z as f32)),
+        _ => {
+            Err(PyValueError::new_err(format!("{name}: expected 3 numbers finite in f32 (within ±3.4e38), got {v:?}")))
+        }
     }
 }
 
@@ -481,13 +485,25 @@ impl Simulation {
     #[pyo3(signature = (particles, targets = None))]
     fn pin(&mut self, particles: &Bound<'_, PyAny>, targets: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let p = self::particles(particles, self.n(), "particles")?;
+        // A particle given twice would be pinned to its last target, silently.
+        let mut seen = BTreeSet::new();
+        if let Some(&twice) = p.iter().find(|&&i| !seen.insert(i)) {
+            return Err(PyValueError::new_err(format!("particles: particle {twice} is given twice")));
+        }
         let targets: Vec<Vec3> = match targets {
             Some(t) if !t.is_none() => {
                 let (m, v) = matrix(t, 3, "targets")?;
                 if m != p.len() {
                     return Err(PyValueError::new_err(format!("targets: {m} rows for {} particles", p.len())));
                 }
-                v.chunks(3).map(|c| Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32)).collect()
+                let rows: Vec<Vec3> = v.chunks(3).map(|c| Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32)).collect();
+                if let Some(k) = rows.iter().position(|r| !r.is_finite()) {
+                    return Err(PyValueError::new_err(format!(
+                        "targets: row {k} is not finite in f32 (within ±3.4e38): {:?}",
+                        &v[3 * k..3 * k + 3]
+                    )));
+                }
+                rows
             }
             _ => p.iter().map(|&i| self.state.particle_position[i as usize]).collect(),
         };
@@ -511,7 +527,14 @@ impl Simulation {
     #[pyo3(signature = (velocity = None))]
     fn set_wind(&mut self, velocity: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         self.wind = match velocity {
-            Some(v) if !v.is_none() => Some(vec3(v, "velocity")?),
+            Some(v) if !v.is_none() => {
+                // As a scene's wind: its squared length finite in f32 (the drag squares it).
+                let w = vec3(v, "velocity")?;
+                if !w.length_squared().is_finite() {
+                    return Err(PyValueError::new_err(format!("velocity: {w} m/s is too fast to square within f32")));
+                }
+                Some(w)
+            }
             _ => None,
         };
         Ok(())
@@ -578,13 +601,13 @@ impl Simulation {
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "hooke.Simulation({:?}: {} particles, t = {:.4} s, {})",
-            self.scene.name,
-            self.n(),
-            self.solver().time(),
-            self.solver().info().name
-        )
+        // One guard: two taken in one expression would live together, and the second would
+        // wait on the first for ever.
+        let (time, name) = {
+            let solver = self.solver();
+            (solver.time(), solver.info().name)
+        };
+        format!("hooke.Simulation({:?}: {} particles, t = {time:.4} s, {name})", self.scene.name, self.n())
     }
 }
 
@@ -610,7 +633,10 @@ fn bake(
     let options = SolverOptions::new(self::backend(backend)?);
     let path = scene;
     if !path.is_file() {
-        return Err(PyOSError::new_err(format!("{}: no such scene file", path.display())));
+        return Err(PyOSError::new_err(missing(&path, "scene file")));
+    }
+    if out.as_os_str().is_empty() {
+        return Err(PyValueError::new_err("out: an empty folder name (the cache's folder; \".\" for this one)"));
     }
     let (result, signal) = interruptible(py, |stop| -> Result<serde_json::Value, PyErr> {
         {
@@ -727,6 +753,9 @@ fn run_batch(
         return Err(PyValueError::new_err("worlds and jobs do not go together: a pack uses every thread"));
     }
     use hooke_sim::batch::{BatchError, BatchSettings, Shard};
+    if out.as_ref().is_some_and(|o| o.as_os_str().is_empty()) {
+        return Err(PyValueError::new_err("out: an empty folder name (the dataset's folder; \".\" for this one)"));
+    }
     let m = read_manifest(&manifest)?;
     let shard = match shard {
         None => Shard::ALL,
@@ -788,10 +817,19 @@ fn write_index(py: Python<'_>, out: PathBuf, manifest: Option<PathBuf>) -> PyRes
     json(py, &records)
 }
 
+/// Why `path`, which is not a file, cannot be read as `what`: a folder, or nothing there.
+fn missing(path: &std::path::Path, what: &str) -> String {
+    if path.is_dir() {
+        format!("{}: a folder, not a {what}", path.display())
+    } else {
+        format!("{}: no such {what}", path.display())
+    }
+}
+
 /// Reads a batch manifest: OSError if the file cannot be read, ValueError if it is invalid.
 fn read_manifest(path: &std::path::Path) -> PyResult<hooke_sim::batch::Manifest> {
     if !path.is_file() {
-        return Err(PyOSError::new_err(format!("{}: no such file", path.display())));
+        return Err(PyOSError::new_err(missing(path, "manifest")));
     }
     hooke_sim::batch::Manifest::read(path).map_err(|e| PyValueError::new_err(e.to_string()))
 }

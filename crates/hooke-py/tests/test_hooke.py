@@ -154,6 +154,38 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         sim.step(-1)
     with pytest.raises(ValueError, match="collider"):
         sim.place_collider("nothing", [0, 0, 0])
+    # Values finite in float64 but not in f32 are refused at the call, by argument (they were
+    # taken, and the next step failed), and so is a particle pinned twice.
+    with pytest.raises(ValueError, match="targets: row 0 is not finite in f32"):
+        sim.pin([0], np.full((1, 3), 1e300))
+    with pytest.raises(ValueError, match="particles: particle 0 is given twice"):
+        sim.pin([0, 0], [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    with pytest.raises(ValueError, match="velocity: expected 3 numbers finite in f32"):
+        sim.set_wind([1e300, 0.0, 0.0])
+    with pytest.raises(ValueError, match="velocity: .* too fast to square within f32"):
+        sim.set_wind([1e30, 0.0, 0.0])
+    sim.step(1)
+    ball = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, scene=SCENE)
+    with pytest.raises(ValueError, match="translation: expected 3 numbers finite in f32"):
+        ball.place_collider("ball", [1e300, 0.0, 0.0])
+    ball.step(1)
+    # An empty output folder is refused, not taken as the working folder.
+    with pytest.raises(ValueError, match="out: an empty folder name"):
+        hooke.bake(ROOT / "scenes" / "rope_pendulum.toml", "")
+    with pytest.raises(ValueError, match="out: an empty folder name"):
+        hooke.run_batch(ROOT / "examples" / "drapes.toml", out="")
+    with pytest.raises(OSError, match="a folder, not a scene file"):
+        hooke.bake(ROOT / "scenes", "x")
+
+
+def test_repr_returns():
+    """`repr` took the solver's lock twice in one expression and waited on itself for ever
+    (with the interpreter's lock held: a frozen REPL). Run in a child, so a hang fails here."""
+    code = ("import hooke; s = hooke.Simulation.from_scene(" + repr(str(ROOT / "scenes" / "flag.toml")) + "); "
+            "print(repr(s))")
+    import sys
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "particles, t = 0.0000 s" in r.stdout, r.stdout + r.stderr
 
 
 def test_pins_release_and_colliders_placed_from_python_do_what_physics_says():

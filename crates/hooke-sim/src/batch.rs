@@ -53,6 +53,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The largest manifest read (bytes): about a million samples of JSON Lines.
+pub const MAX_MANIFEST_FILE: u64 = 256 << 20;
+
 /// Errors of a batch run that stop it (a sample that blows up or fails its checks does not:
 /// it is recorded as failed).
 #[derive(Debug, thiserror::Error)]
@@ -386,7 +389,20 @@ impl Manifest {
     pub fn read(path: &Path) -> Result<Manifest, BatchError> {
         let file = path.display().to_string();
         let err = |m: String| BatchError::Manifest(format!("{file}: {m}"));
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read the manifest: {e}")))?;
+        let mut text = String::new();
+        {
+            use std::io::Read;
+            std::fs::File::open(path)
+                .and_then(|f| f.take(MAX_MANIFEST_FILE + 1).read_to_string(&mut text))
+                .map_err(|e| err(format!("cannot read the manifest: {e}")))?;
+        }
+        if text.len() as u64 > MAX_MANIFEST_FILE {
+            // A device such as /dev/zero is read only this far.
+            return Err(err(format!(
+                "longer than {} MiB: not a manifest (split its samples over several)",
+                MAX_MANIFEST_FILE >> 20
+            )));
+        }
         let base = path.parent().unwrap_or(Path::new("."));
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("batch");
         let mut samples: Vec<Sample> = Vec::new();
@@ -827,6 +843,17 @@ pub fn run_shard(
     let mut caches = Vec::with_capacity(todo.len());
     for sample in &todo {
         let scene = sample.load(settings.memory_limit)?;
+        // What the bake would refuse (as `--dry-run` does): a manifest mistake, not a sample
+        // to record as failed.
+        crate::check_format(&scene, manifest.format).map_err(|_| BatchError::Scene {
+            sample: sample.index,
+            scene: sample.scene.clone(),
+            message: format!(
+                "scene {:?} tears (a cloth has a tear_strain or tear_energy, or the scene a [[cut]]) and the \
+                 manifest's format, PC2, holds a fixed vertex count: write usda or obj",
+                scene.name
+            ),
+        })?;
         particles.push(scene.model.particle_count());
         caches.push((scene.frames, scene.model.particle_count()));
     }

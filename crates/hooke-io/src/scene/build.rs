@@ -259,9 +259,29 @@ pub(super) fn build(
             ));
         }
     }
-    // A path with a NUL byte names no file (found only when the run ends and writes).
-    if let Some(dir) = f.output.dir.as_deref().filter(|d| d.contains('\0')) {
-        return Err(format!("output.dir: {dir:?} contains a NUL byte, which no file name may hold"));
+    // A path with a NUL byte names no file (found only when the run ends and writes); an
+    // empty one would be the working folder, unasked.
+    if let Some(dir) = f.output.dir.as_deref() {
+        if dir.contains('\0') {
+            return Err(format!("output.dir: {dir:?} contains a NUL byte, which no file name may hold"));
+        }
+        if dir.trim().is_empty() {
+            return Err(format!(
+                "output.dir: {dir:?} is an empty folder name (leave the key out for out/<scene name>)"
+            ));
+        }
+    }
+    // The cache format, checked here so that `validate` says what `run` would refuse.
+    if let Some(format) = f.output.format.as_deref() {
+        let parsed: crate::cache::Format = format.parse().map_err(|e| format!("output.format: {e}"))?;
+        let tears = !cuts.is_empty()
+            || model.bodies().iter().any(|b| matches!(&b.material, hooke::model::BodyMaterial::Cloth(m) if m.tears()));
+        if tears && parsed == crate::cache::Format::Pc2 {
+            return Err(format!(
+                "output.format: \"{format}\": the scene tears (a cloth has a tear_strain or tear_energy, or the scene a \
+                 [[cut]]) and PC2 holds a fixed vertex count: write usda or obj"
+            ));
+        }
     }
     Ok(Scene {
         name,
