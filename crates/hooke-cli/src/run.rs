@@ -131,8 +131,26 @@ pub fn run(args: RunArgs) -> Result<()> {
         // Each world's scene loaded on its own first: a bad key or value is named as the user
         // wrote it, with its world.
         for (k, set) in sets.iter().enumerate() {
-            hooke_sim::batch::load_scene(path, set, crate::memory_limit())
+            let world = hooke_sim::batch::load_scene(path, set, crate::memory_limit())
                 .map_err(|e| anyhow::anyhow!("world {k} (--vary values number {k}): {e}"))?;
+            if k == 0 {
+                // The packed model sized from the first world before the others are loaded
+                // (65 536 copies of a large scene took minutes and gigabytes to be refused).
+                let m = &world.model;
+                let constraints = m.distance().len() + m.dihedral().len() + m.rope_bending().len();
+                let one = hooke::model::estimated_bytes(m.particle_count() as u128, constraints as u128);
+                let all = one.saturating_mul(sets.len() as u128);
+                anyhow::ensure!(
+                    all <= crate::memory_limit() as u128,
+                    "--worlds {}: {} copies of {} ({} particles and {constraints} constraints each, about {one} bytes) need \
+                     about {all} bytes, more than the memory limit of {} bytes (the memory available)",
+                    sets.len(),
+                    sets.len(),
+                    path.display(),
+                    m.particle_count(),
+                    crate::memory_limit()
+                );
+            }
         }
         let copies: Vec<(&Path, &toml::Table)> = sets.iter().map(|set| (path.as_path(), set)).collect();
         let name = format!("{}_{}worlds", scene.name, sets.len());

@@ -602,6 +602,9 @@ fn run_with_worlds_bakes_each_world_as_its_scene_alone() {
         assert!(packed == read(&format!("alone/samples/{k:06}/sheet.pc2")), "world {k} differs from its scene alone");
     }
     assert!(read("packed/w0_sheet.pc2") != read("packed/w1_sheet.pc2"), "the worlds were not varied");
+    // (A 300² cloth: 65 536 copies need terabytes.)
+    std::fs::write(tmp.path().join("scenes/big.toml"), "[[cloth]]\nrows = 300\ncolumns = 300\nspacing = 0.01\n")
+        .unwrap();
     // Refused, with a message that names the flag, the key as written and the world: a list of
     // the wrong length, a key with no list, the default scene, a key the scene does not know,
     // a bad value in one world, a key that cannot vary, a key given twice.
@@ -622,6 +625,9 @@ fn run_with_worlds_bakes_each_world_as_its_scene_alone() {
             vec!["run", "scenes/drape.toml", "--vary", "gravity=[[0, -1, 0], [0.0, -2.0, 0.0], [0.0, -1.0, 0.0]]"],
             "worlds 0 and 2 get the same value",
         ),
+        // More copies than memory holds: refused from the first world's size, at once (it
+        // loaded every copy first, for minutes).
+        (vec!["run", "scenes/big.toml", "--worlds", "65536"], "more than the memory limit"),
     ] {
         let o = hooke(&args, tmp.path());
         assert!(!o.status.success(), "{args:?}: {}", text(&o));

@@ -492,6 +492,9 @@ pub struct GpuXpbdSolver {
     pending: Option<SolverError>,
     /// Frames stepped since the health record was last read.
     unchecked: u32,
+    /// The start (s) of the first of those frames: with a health interval over one frame, a
+    /// blow-up began in a step from then on, not necessarily in the last frame.
+    unchecked_since: f64,
     /// The neighbour lists' tallies (builds, members overflowed) at the last read.
     list_tally: [u32; 2],
     /// GPU timestamps of frames, while [`GpuXpbdSolver::time_frames`] is collecting them.
@@ -562,6 +565,7 @@ impl GpuXpbdSolver {
             pinned: Vec::new(),
             pending: None,
             unchecked: 0,
+            unchecked_since: 0.0,
             list_tally: [0; 2],
             timer: None,
             stage_timer: None,
@@ -876,7 +880,11 @@ impl GpuXpbdSolver {
                 self.pending = Some(e.clone());
                 Err(e)
             }
-            None => Ok(()),
+            None => {
+                // Read, and healthy: a later blow-up began after this.
+                self.unchecked = 0;
+                Ok(())
+            }
         }
     }
 
@@ -893,6 +901,14 @@ impl GpuXpbdSolver {
 
     fn blow_up(&self, h: HealthRecord, state: &State) -> Option<SolverError> {
         let limits = (self.settings.xpbd.max_speed, self.settings.xpbd.max_strain);
+        if self.unchecked > 0 {
+            // Frames stepped since the record was last read: the runaway began in one of them.
+            let mut e = readback::blow_up(&self.model, h, state, &self.pinned, limits, self.unchecked_since)?;
+            if let SolverError::BlowUp { detail, .. } = &mut e {
+                detail.push_str(&unchecked_range(self.settings.health_interval, self.unchecked_since, self.time));
+            }
+            return Some(e);
+        }
         readback::blow_up(&self.model, h, state, &self.pinned, limits, self.time)
     }
 
@@ -1466,6 +1482,9 @@ impl Solver for GpuXpbdSolver {
                 iteration_retries,
                 ..StepReport::default()
             };
+            if self.unchecked == 0 {
+                self.unchecked_since = time;
+            }
             self.unchecked += 1;
             let interval = self.settings.health_interval;
             if interval == 0 || self.unchecked < interval {
@@ -1510,10 +1529,15 @@ impl Solver for GpuXpbdSolver {
             if health.nonfinite != 0 || health.too_fast != 0 || health.overstrained != 0 {
                 let mut st = State { particle_position: Vec::new(), particle_velocity: Vec::new(), time: 0.0 };
                 let mut err = self.try_read_state(&mut st).expect_err("a flagged record is a blow-up");
-                // The time of the error is the start of the frame just stepped (with a longer
-                // interval the runaway may have begun in one of the frames before).
-                if let SolverError::BlowUp { time: t, .. } = &mut err {
+                // The time of the error is the start of the frame just stepped; with a longer
+                // interval the runaway may have begun in one of the frames before, and the error
+                // says from when (the viewer reads every 10 s: it named the last frame's start).
+                if let SolverError::BlowUp { time: t, detail, .. } = &mut err {
                     *t = time;
+                    if interval > 1 {
+                        *t = self.unchecked_since;
+                        detail.push_str(&unchecked_range(interval, self.unchecked_since, time + frame_dt as f64));
+                    }
                 }
                 self.residual_inv_h2 = None;
                 self.residuals = None;
@@ -1671,6 +1695,15 @@ impl Solver for GpuXpbdSolver {
         out.compliance_dominated.extend_from_slice(&r.compliance_dominated);
         true
     }
+}
+
+/// What a blow-up's message adds where the health record was not read after every frame: the
+/// frames in which the runaway may have begun.
+fn unchecked_range(interval: u32, since: f64, end: f64) -> String {
+    format!(
+        " (the health record is read every {interval} frames: the step where it began is one of those from t = \
+         {since:.4} s to the end of the frame at t = {end:.4} s)"
+    )
 }
 
 #[cfg(test)]

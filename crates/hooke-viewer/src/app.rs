@@ -908,6 +908,15 @@ impl eframe::App for ViewerApp {
             ctx.request_repaint();
         }
         if self.quit_after.is_some_and(|n| self.frame() >= n) {
+            // A scripted run ends with the health checked: on the GPU the record is read only
+            // every 10 s of simulated time while drawing (a run of 5 frames that blew up
+            // ended as if all was well).
+            if self.integrators.is_none()
+                && let Err(e) = self.sim.check()
+                && let Some(slot) = &self.failure
+            {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("the simulation stopped: {e:#}"));
+            }
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
     }

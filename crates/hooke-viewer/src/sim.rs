@@ -220,6 +220,23 @@ impl Simulation {
         }
     }
 
+    /// Whether the simulation is still healthy: on the GPU, whose health record is read only
+    /// every 10 s of simulated time while drawing, the state and the record are read now (a
+    /// scripted run checks before it ends). The CPU checks every frame.
+    ///
+    /// # Errors
+    /// The blow-up found, also kept as the simulation's error.
+    pub fn check(&mut self) -> Result<()> {
+        if let Runner::Gpu(s) = &mut self.runner {
+            let mut st = State::from_model(&self.scene.model);
+            if let Err(e) = s.try_read_state(&mut st) {
+                self.error = Some(e.to_string());
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
     /// The current state (positions, velocities, time), read from the solver (on the GPU, a
     /// read-back).
     pub fn state(&mut self) -> State {

@@ -641,3 +641,27 @@ fn shift_drag_cuts_the_cloth() {
         );
     }
 }
+
+/// A scripted GPU run (`hooke view --frames N`) that blows up is reported when it ends, with
+/// the frames in which the runaway began: the viewer reads the GPU's health record only every
+/// 10 s of simulated time while drawing, and a 5-frame run whose pins flew off to 10³⁰ m ended
+/// as if all was well (a longer one named the start of its last frame, t = 9.98 s, where the
+/// CPU names 0.0167 s).
+#[test]
+fn a_scripted_gpu_run_that_blew_up_is_reported_when_it_ends() {
+    let scene = "[solver]\nsubsteps = 5\niterations = 2\n[[cloth]]\nname = \"c\"\nrows = 5\ncolumns = 5\nspacing = 0.1\n\
+                 center = [0.0, 1.0, 0.0]\npin_rows = []\n[[cloth.pin_groups]]\nrows = [0]\n\
+                 keyframes = [{ time = 0.0 }, { time = 1.0, translation = [1e30, 0.0, 0.0] }]\n";
+    let scene = hooke_io::scene::parse(scene, "flung.toml", "flung", None, 1 << 30).unwrap();
+    let Some(mut h) = viewer_of(scene, Backend::Gpu) else { return };
+    let failure = std::sync::Arc::new(std::sync::Mutex::new(None));
+    h.state_mut().quit_after(5, Some(failure.clone()));
+    h.run_steps(10);
+    let message = failure.lock().unwrap().clone().expect("the blow-up is reported");
+    assert!(
+        message.contains("became non-finite")
+            && message.contains("the health record is read every 600 frames")
+            && message.contains("from t = 0.0000 s"),
+        "{message}"
+    );
+}

@@ -21,6 +21,14 @@ pub const DEFAULT_MEMORY_LIMIT: u64 = 16 << 30;
 const BYTES_PER_PARTICLE: u128 = 400;
 /// Estimated bytes per constraint over model, solver and colouring scratch (see above).
 const BYTES_PER_CONSTRAINT: u128 = 96;
+/// The bytes a model of `particles` particles and `constraints` constraints (distance,
+/// hinge and rope-bending) is estimated to need over model, state and solver — the estimate
+/// the builder compares with its memory limit — for a caller that sizes a model before
+/// building it (e.g. copies of a scene packed into worlds).
+pub fn estimated_bytes(particles: u128, constraints: u128) -> u128 {
+    particles.saturating_mul(BYTES_PER_PARTICLE).saturating_add(constraints.saturating_mul(BYTES_PER_CONSTRAINT))
+}
+
 /// How many times its estimate a cloth that can tear holds: each tear makes the torn model
 /// beside the old one, and the tethers keep a spare search (measured: `hooke bench cut:400
 /// --tearing`, 323 MB at its peak for an estimate of 171 MB without this factor).

@@ -40,7 +40,7 @@ mod mesh;
 mod rope;
 mod rope_bending;
 
-pub use builder::{BodyId, DEFAULT_MEMORY_LIMIT, ModelBuilder};
+pub use builder::{BodyId, DEFAULT_MEMORY_LIMIT, ModelBuilder, estimated_bytes};
 pub use constraint::{ConstraintFamily, ParticleConstraint, compliance_from_stiffness};
 pub use constraint_set::{ConstraintSet, CopiedRun};
 pub(crate) use constraint_set::{Fate, concat, csr_blocks};
