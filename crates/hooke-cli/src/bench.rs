@@ -169,6 +169,25 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     if let Some(on) = args.triangle_contact {
         crate::set_triangle_contact(&mut scene, on)?;
     }
+    // Flags of the position-based solvers, which a force-based integrator has no use for
+    // (they were ignored without a word).
+    let force = args.implicit || matches!(scene.solver, hooke_io::scene::SolverChoice::Force(_));
+    for (given, flag) in [
+        (args.iterations.is_some(), "--iterations"),
+        (args.auto_iterations.is_some(), "--auto-iterations"),
+        (args.tethers.is_some(), "--tethers"),
+    ] {
+        anyhow::ensure!(
+            !(force && given),
+            "{flag} applies to XPBD and PBD (iterations and tethers of a constraint solve), and this run uses a \
+             force-based integrator ({}): leave it out",
+            match &scene.solver {
+                _ if args.implicit => "--implicit".to_string(),
+                hooke_io::scene::SolverChoice::Force(f) => format!("the scene's {:?}", f.integrator),
+                hooke_io::scene::SolverChoice::Position(_) => "XPBD".to_string(),
+            }
+        );
+    }
     if let Some(s) = args.substeps {
         scene.solver.set_substeps(s);
     }

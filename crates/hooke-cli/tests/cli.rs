@@ -862,6 +862,20 @@ fn bench_reports_quality_beside_cost() {
     assert_eq!(stages["aerodynamics"].as_f64(), Some(0.0), "{staged}");
     let constraints = stages["constraints"].as_f64().unwrap();
     assert!(stages.iter().filter(|(k, _)| *k != "other").all(|(_, v)| v.as_f64().unwrap() <= constraints), "{staged}");
+    // The position-based solvers' flags with a force-based integrator are refused, by flag
+    // (they were ignored).
+    for (args, flag) in [
+        (&["bench", "sheet:8", "--frames", "1", "--implicit", "--tethers", "false"][..], "--tethers"),
+        (&["bench", "sheet:8", "--frames", "1", "--implicit", "--iterations", "3"][..], "--iterations"),
+        (&["bench", "warp-cloth:8", "--frames", "1", "--auto-iterations", "3"][..], "--auto-iterations"),
+    ] {
+        let o = hooke(args, tmp.path());
+        assert!(
+            !o.status.success() && text(&o).contains(&format!("{flag} applies to XPBD and PBD")),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
     let o = hooke(&["bench", "sheet:8", "--frames", "1", "--stages", "--tearing"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("--stages cannot be combined with --tearing"), "{}", text(&o));
     // `cut:N` cuts after its second frame: within the default 10 warm-up frames the cut is made

@@ -180,6 +180,15 @@ fn vec3(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec3> {
     }
 }
 
+/// An int argument, `name` naming it in errors: Python's bools are ints, and `True` would
+/// count as 1, so a boolean is refused.
+fn integer(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(PyValueError::new_err(format!("{name}: {obj} is a boolean, not an integer")));
+    }
+    obj.extract::<i64>().map_err(|_| PyValueError::new_err(format!("{name}: expected an integer, got {obj}")))
+}
+
 fn particles(obj: &Bound<'_, PyAny>, n: usize, name: &str) -> PyResult<Vec<u32>> {
     let expected =
         || PyValueError::new_err(format!("{name}: expected particle indices (an int or a sequence of ints)"));
@@ -367,6 +376,9 @@ impl Simulation {
             cloth.insert("pin_indices".into(), toml::Value::Array(p.into_iter().map(|i| (i as i64).into()).collect()));
         }
         file.insert("cloth".into(), toml::Value::Array(vec![toml::Value::Table(cloth)]));
+        // The scene's name is the argument `name` (unless `scene` gives one), so that a bad
+        // one is named as such (it was blamed on a file's stem).
+        file.entry("name").or_insert_with(|| name.into());
         let meshes = Meshes::from([("<arrays>".to_string(), mesh)]);
         let scene = pool()
             .install(|| hooke_io::scene::from_table(file, "arrays", name, None, MEMORY_LIMIT, &meshes))
@@ -375,8 +387,12 @@ impl Simulation {
     }
 
     /// See hooke.pyi.
-    #[pyo3(signature = (frames = 1))]
-    fn step(&mut self, py: Python<'_>, frames: i64) -> PyResult<()> {
+    #[pyo3(signature = (frames = None))]
+    fn step(&mut self, py: Python<'_>, frames: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let frames = match frames {
+            Some(f) if !f.is_none() => integer(f, "frames")?,
+            _ => 1,
+        };
         if frames < 0 {
             return Err(PyValueError::new_err(format!("frames: must be ≥ 0, got {frames}")));
         }
@@ -549,6 +565,9 @@ impl Simulation {
         rotation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let colliders = self.scene.model.colliders();
+        if collider.is_instance_of::<PyBool>() {
+            return Err(PyValueError::new_err(format!("collider: {collider} is a boolean, not an index or a name")));
+        }
         let k = match collider.extract::<usize>() {
             Ok(k) if k < colliders.len() => k,
             Ok(k) => {
@@ -760,6 +779,9 @@ fn run_batch(
     let shard = match shard {
         None => Shard::ALL,
         Some(s) if s.is_none() => Shard::ALL,
+        Some(s) if s.try_iter().is_ok_and(|mut it| it.any(|x| x.is_ok_and(|x| x.is_instance_of::<PyBool>()))) => {
+            return Err(PyValueError::new_err(format!("shard: {s} holds a boolean, not an integer")));
+        }
         Some(s) => match s.extract::<(usize, usize)>() {
             Ok((index, count)) => Shard::parse(&format!("{index}/{count}")),
             Err(_) => s

@@ -165,7 +165,14 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
     with pytest.raises(ValueError, match="velocity: .* too fast to square within f32"):
         sim.set_wind([1e30, 0.0, 0.0])
     sim.step(1)
+    # Booleans are ints in Python: refused where an integer is meant.
+    with pytest.raises(ValueError, match="frames: True is a boolean"):
+        sim.step(True)
+    with pytest.raises(ValueError, match="shard: .* holds a boolean"):
+        hooke.run_batch(ROOT / "examples" / "drapes.toml", shard=(False, True))
     ball = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, scene=SCENE)
+    with pytest.raises(ValueError, match="collider: True is a boolean"):
+        ball.place_collider(True, [0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="translation: expected 3 numbers finite in f32"):
         ball.place_collider("ball", [1e300, 0.0, 0.0])
     ball.step(1)

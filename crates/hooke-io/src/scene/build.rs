@@ -247,7 +247,8 @@ pub(super) fn build(
         if m.tears() {
             return Err(format!(
                 "cloth {:?}: its material sets tear_strain = {} / tear_energy = {} J/m², but it cannot tear: its mesh \
-                 has no texture coordinates (tearing splits it along them; give the mesh `vt` lines, or use a grid)",
+                 has no texture coordinates that span an area (none, or every triangle's are degenerate; tearing \
+                 splits the cloth along them: give the mesh `vt` lines, or use a grid)",
                 body.name, m.tear_strain, m.tear_energy
             ));
         }
