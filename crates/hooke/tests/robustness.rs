@@ -160,3 +160,21 @@ fn the_memory_limit_counts_what_a_cloth_and_its_tears_need() {
     assert!(fits(100_000_000, f32::INFINITY) && !fits(90_000_000, f32::INFINITY));
     assert!(!fits(100_000_000, 0.5) && fits(200_000_000, 0.5));
 }
+
+/// A mesh with a vertex so far out that its size overflows f32 is refused naming that vertex
+/// (every triangle's area test failed, and the first triangle was called degenerate, whether
+/// or not it held the vertex); a mesh of sane size with a flat triangle is still refused as
+/// degenerate.
+#[test]
+fn a_mesh_too_large_for_f32_names_the_vertex() {
+    let far = |k: usize| {
+        let mut x = vec![Vec3::ZERO, Vec3::X, Vec3::Z, Vec3::new(1.0, 0.0, 1.0), Vec3::new(2.0, 0.0, 0.0)];
+        x[k] = Vec3::new(1e38, 0.0, 0.0);
+        hooke::ClothMesh::new("m", x, vec![[0, 2, 1], [1, 2, 3], [1, 3, 4]])
+    };
+    let e = ModelBuilder::new().add_cloth_mesh(&far(4)).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("vertex 4") && e.contains("more than f32 can measure"), "{e}");
+    let flat = hooke::ClothMesh::new("m", vec![Vec3::ZERO, Vec3::X, Vec3::new(2.0, 0.0, 0.0)], vec![[0, 1, 2]]);
+    let e = ModelBuilder::new().add_cloth_mesh(&flat).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("triangle 0") && e.contains("degenerate"), "{e}");
+}

@@ -89,6 +89,17 @@ impl ClothMesh {
         let mut used = vec![false; n];
         let scale = self.positions.iter().fold((Vec3::MAX, Vec3::MIN), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
         let diag = (scale.1 - scale.0).length().max(f32::MIN_POSITIVE);
+        // A vertex so far out that the mesh's size overflows f32 would make every triangle's
+        // area test fail, and be named as a degenerate triangle (with no vertices, the loop
+        // below names the index out of range).
+        let farthest = (0..n)
+            .max_by(|&i, &j| self.positions[i].abs().max_element().total_cmp(&self.positions[j].abs().max_element()));
+        if let (false, Some(v)) = (diag.is_finite(), farthest) {
+            return Err(ModelError::invalid(
+                format!("{ctx}: vertex {v}"),
+                format!("at {} m: the mesh spans more than f32 can measure", self.positions[v]),
+            ));
+        }
         for (t, tri) in self.triangles.iter().enumerate() {
             for &v in tri {
                 if v as usize >= n {
