@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+
 fn hooke(args: &[&str], cwd: &Path) -> Output {
     hooke_env(args, cwd, &[])
 }
@@ -104,23 +106,7 @@ fn a_shard_larger_than_the_disk_is_refused_before_simulating() {
          [[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.frames\" = 10000000000000 }\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hooke"))
-        .args(["batch", "big.toml"])
-        .current_dir(tmp.path())
-        .env_remove("SLURM_ARRAY_TASK_ID")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("hooke runs");
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed().as_secs() > 60 {
-            child.kill().unwrap();
-            panic!("still running after 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = common::hooke_within(&["batch", "big.toml"], tmp.path(), 60);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     for needle in [

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 // The `.usda` summary reader and Pixar's reader (mandatory under HOOKE_REQUIRE_USD=1).
+mod common;
 #[path = "../../hooke-io/tests/support/mod.rs"]
 mod support;
 use support::read_usda_summary;
@@ -181,22 +182,7 @@ fn a_cache_larger_than_the_disk_is_refused_before_simulating() {
         (&["run", "big.toml", "--out", "out"], "big.toml: solver.frames = 9999999999999: the cache needs at least"),
     ];
     for (args, needle) in cases {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hooke"))
-            .args(args)
-            .current_dir(tmp.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("hooke runs");
-        let start = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if start.elapsed().as_secs() > 60 {
-                child.kill().unwrap();
-                panic!("{args:?} was still running after 60 s");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let o = child.wait_with_output().unwrap();
+        let o = common::hooke_within(args, tmp.path(), 60);
         let t = text(&o);
         assert!(!o.status.success() && t.contains(needle) && t.contains("free on the file system of"), "{args:?}: {t}");
         assert!(files(&tmp.path().join("out")).is_empty(), "{args:?} left files");
