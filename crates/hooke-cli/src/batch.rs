@@ -106,15 +106,8 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         for s in &samples {
             println!("{} {} {}", s.id(), s.scene, serde_json::to_string(&s.set).unwrap_or_default());
             let scene = s.load(crate::memory_limit())?;
-            // What the run would refuse for this sample (the check `hooke run` makes).
-            hooke_sim::check_format(&scene, manifest.format).map_err(|_| {
-                anyhow::anyhow!(
-                    "sample {}: scene {:?} tears (a cloth has a tear_strain or tear_energy, or the scene a [[cut]]) and \
-                     the manifest's format, PC2, holds a fixed vertex count: write usda or obj",
-                    s.id(),
-                    scene.name
-                )
-            })?;
+            // What the run refuses for this sample before any runs.
+            hooke_sim::batch::check_sample_format(s, &scene, manifest.format)?;
             particles.push(scene.model.particle_count());
         }
         let mut packed = String::new();

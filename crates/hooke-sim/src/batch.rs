@@ -843,17 +843,8 @@ pub fn run_shard(
     let mut caches = Vec::with_capacity(todo.len());
     for sample in &todo {
         let scene = sample.load(settings.memory_limit)?;
-        // What the bake would refuse (as `--dry-run` does): a manifest mistake, not a sample
-        // to record as failed.
-        crate::check_format(&scene, manifest.format).map_err(|_| BatchError::Scene {
-            sample: sample.index,
-            scene: sample.scene.clone(),
-            message: format!(
-                "scene {:?} tears (a cloth has a tear_strain or tear_energy, or the scene a [[cut]]) and the \
-                 manifest's format, PC2, holds a fixed vertex count: write usda or obj",
-                scene.name
-            ),
-        })?;
+        // What the bake would refuse: a manifest mistake, not a sample to record as failed.
+        check_sample_format(sample, &scene, manifest.format)?;
         particles.push(scene.model.particle_count());
         caches.push((scene.frames, scene.model.particle_count()));
     }
@@ -937,6 +928,24 @@ pub fn run_shard(
         Some(e) => Err(e),
         None => Ok(summary),
     }
+}
+
+/// Whether `sample` (its `scene` loaded) can be written in the manifest's `format`: a scene
+/// that tears cannot be PC2, whose vertex count is fixed ([`crate::check_format`]). Checked
+/// for every sample before any runs, by the run and by `hooke batch --dry-run`.
+///
+/// # Errors
+/// [`BatchError::Scene`] naming the sample, the scene and the format.
+pub fn check_sample_format(sample: &Sample, scene: &Scene, format: Format) -> Result<(), BatchError> {
+    crate::check_format(scene, format).map_err(|_| BatchError::Scene {
+        sample: sample.index,
+        scene: sample.scene.clone(),
+        message: format!(
+            "scene {:?} tears (a cloth has a tear_strain or tear_energy, or the scene a [[cut]]) and the manifest's \
+             format, PC2, holds a fixed vertex count: write usda or obj",
+            scene.name
+        ),
+    })
 }
 
 /// Removes the temporary folders (`.<id>.tmp-*`) of `samples`: a killed run's, since each

@@ -394,9 +394,9 @@ impl ModelBuilder {
     fn check_size(&mut self, context: &str, particles: u128, constraints: u128, tears: bool) -> Result<(), ModelError> {
         let total_p = self.positions.len() as u128 + particles;
         let total_c = (self.distance.len() + self.dihedral.len() + self.rope_bending.len()) as u128 + constraints;
-        let body = particles * BYTES_PER_PARTICLE + constraints * BYTES_PER_CONSTRAINT;
+        let body = estimated_bytes(particles, constraints);
         let tearing = if tears { (TEARING_FACTOR - 1) * body } else { 0 };
-        let bytes = total_p * BYTES_PER_PARTICLE + total_c * BYTES_PER_CONSTRAINT + self.tearing_bytes + tearing;
+        let bytes = estimated_bytes(total_p, total_c) + self.tearing_bytes + tearing;
         if total_p > u32::MAX as u128 || total_c > u32::MAX as u128 || bytes > self.memory_limit as u128 {
             return Err(ModelError::TooLarge {
                 context: context.to_string(),

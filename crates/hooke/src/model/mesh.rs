@@ -92,9 +92,11 @@ impl ClothMesh {
         // A vertex so far out that the mesh's size overflows f32 would make every triangle's
         // area test fail, and be named as a degenerate triangle (with no vertices, the loop
         // below names the index out of range).
-        let farthest = (0..n)
-            .max_by(|&i, &j| self.positions[i].abs().max_element().total_cmp(&self.positions[j].abs().max_element()));
-        if let (false, Some(v)) = (diag.is_finite(), farthest) {
+        if !diag.is_finite()
+            && let Some(v) = (0..n).max_by(|&i, &j| {
+                self.positions[i].abs().max_element().total_cmp(&self.positions[j].abs().max_element())
+            })
+        {
             return Err(ModelError::invalid(
                 format!("{ctx}: vertex {v}"),
                 format!("at {} m: the mesh spans more than f32 can measure", self.positions[v]),
