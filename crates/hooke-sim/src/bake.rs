@@ -401,6 +401,11 @@ impl<'s> Bake<'s> {
                 None
             };
             let rebuilt = tear.is_some();
+            if rebuilt && solved_on {
+                for &k in tearing.strained_bodies() {
+                    monitor.tore(k, frame, &solved[k]);
+                }
+            }
             if rebuilt {
                 model = solver.model().clone();
                 if let Err(e) = writer.set_model(&model) {
@@ -707,6 +712,25 @@ pub struct ConvergenceMonitor {
     /// Per body: whether it has no distance constraint (structural and shear off, no bend
     /// springs), so that it has no stretch residual to measure.
     no_stretch: Vec<bool>,
+    /// Per body: the lowest strain at which its structural or shear constraints break (its
+    /// material's `tear_strain`, or the strain at which it holds its `tear_energy`); infinite
+    /// for a body that does not tear.
+    tear_strain: Vec<f32>,
+    /// Per body: the frames it tore by strain while its residual, measured before the tear,
+    /// was over the tolerance.
+    torn_over: Vec<TornOver>,
+}
+
+/// The frames in which a body tore while its solve had not converged.
+#[derive(Clone, Copy, Debug, Default)]
+struct TornOver {
+    /// How many frames.
+    frames: usize,
+    /// The first and the last of them.
+    first: usize,
+    last: usize,
+    /// The largest residual stretch strain in them.
+    residual: f32,
 }
 
 /// The damping ratio τ/h above which the monitor's advice names the axial damping: from there
@@ -771,6 +795,32 @@ impl ConvergenceMonitor {
                 }
                 none
             },
+            tear_strain: bodies
+                .iter()
+                .map(|b| match &b.material {
+                    hooke::BodyMaterial::Cloth(m) => m
+                        .breaking_strain(hooke::ConstraintFamily::Structural)
+                        .min(m.breaking_strain(hooke::ConstraintFamily::Shear)),
+                    hooke::BodyMaterial::Rope(_) => f32::INFINITY,
+                })
+                .collect(),
+            torn_over: vec![TornOver::default(); bodies.len()],
+        }
+    }
+
+    /// Notes that body `k` tore by strain in `frame`, its residuals measured before the tear
+    /// (`solved`, the solve of that frame): a tear made while the residual is over the
+    /// tolerance is named in the body's warning, as one that may be the solve's error.
+    pub fn tore(&mut self, k: usize, frame: usize, solved: &BodyConvergence) {
+        let residual = solved.residual();
+        if residual > self.tolerance {
+            let t = &mut self.torn_over[k];
+            if t.frames == 0 {
+                t.first = frame;
+            }
+            t.frames += 1;
+            t.last = frame;
+            t.residual = t.residual.max(residual);
         }
     }
 
@@ -915,9 +965,69 @@ impl ConvergenceMonitor {
                 let (frame, t) = self.worst_at[k];
                 let end = if last.residual().is_nan() { "not measured".to_string() } else { percent(last.residual()) };
                 let when = format!("frame {frame}, t = {t:.3} s; {end} at the last frame");
-                warnings.push(self.exceeded(k, w.residual(), &when));
+                let mut warning = self.exceeded(k, w.residual(), &when);
+                let torn = self.torn_over[k];
+                if torn.frames > 0 {
+                    let which = if torn.frames == 1 {
+                        format!("frame {}", torn.first)
+                    } else {
+                        format!("from frame {} to frame {}", torn.first, torn.last)
+                    };
+                    warning += &format!(
+                        " It tore in {} ({which}) while its residual was over the tolerance (up to {} there, against \
+                         a tear strain of {}): a tear made while the solve leaves that much strain may be the solve's \
+                         error rather than the material's, and where and when the cloth tears can change once it \
+                         converges.",
+                        frames(torn.frames),
+                        percent(torn.residual),
+                        percent(self.tear_strain[k])
+                    );
+                }
+                warnings.push(warning);
             }
         }
         (lines, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body's warning names the frames it tore while its residual was over the tolerance,
+    /// and only those: a tear in a frame the solve had converged is not named, and a body
+    /// that never passed the tolerance gets no warning at all.
+    #[test]
+    fn tears_are_named_only_where_the_residual_was_over_the_tolerance() {
+        let text = "[materials.paper]\ntear_strain = 0.15\n[[cloth]]\nname = \"sheet\"\nmaterial = \"paper\"\n\
+                    rows = 4\ncolumns = 4\nspacing = 0.1\n";
+        let scene = hooke_io::scene::parse(text, "sheet.toml", "sheet", None, 1 << 30).unwrap();
+        let mut monitor = ConvergenceMonitor::new(&scene, "xpbd-cpu");
+        let at =
+            |residual: f32| BodyConvergence { residual_stiff: residual, residual_compliant: 0.0, ..Default::default() };
+        // Frame 3 tore converged (1 %), frames 5 and 8 over the 2 % tolerance.
+        for (frame, residual, tore) in
+            [(3, 0.01, true), (4, 0.01, false), (5, 0.30, true), (6, 0.25, false), (8, 0.20, true)]
+        {
+            monitor.record(frame, frame as f64 / 60.0, &[at(residual)]);
+            if tore {
+                monitor.tore(0, frame, &at(residual));
+            }
+        }
+        let (_, warnings) = monitor.summary();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains(
+                "It tore in 2 frames (from frame 5 to frame 8) while its residual was over the tolerance (up to \
+                 30.00 % there, against a tear strain of 15.00 %)"
+            ),
+            "{}",
+            warnings[0]
+        );
+        // Converged throughout: no warning, tears or not.
+        let mut monitor = ConvergenceMonitor::new(&scene, "xpbd-cpu");
+        monitor.record(1, 1.0 / 60.0, &[at(0.01)]);
+        monitor.tore(0, 1, &at(0.01));
+        assert!(monitor.summary().1.is_empty());
     }
 }

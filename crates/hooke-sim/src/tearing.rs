@@ -20,6 +20,9 @@ pub struct Tearing {
     torn: bool,
     /// Time spent moving the solver onto torn models in the last `after_frame` or `cut`.
     rebuild: std::time::Duration,
+    /// The bodies (indices into the model's bodies) that the last `after_frame` tore by
+    /// strain, in increasing order.
+    strained: Vec<usize>,
 }
 
 /// Why a tear could not be taken.
@@ -56,6 +59,7 @@ impl Tearing {
             cut: 0,
             torn: false,
             rebuild: std::time::Duration::ZERO,
+            strained: Vec::new(),
         }
     }
 
@@ -79,6 +83,13 @@ impl Tearing {
     /// the host); zero when nothing tore.
     pub fn last_rebuild(&self) -> std::time::Duration {
         self.rebuild
+    }
+
+    /// The bodies (indices into the model's bodies, increasing) that the last
+    /// [`Tearing::after_frame`] tore because a constraint passed its breaking strain (not by a
+    /// scripted cut); empty when nothing tore so.
+    pub fn strained_bodies(&self) -> &[usize] {
+        &self.strained
     }
 
     /// `control` — made for the scene's particles — for the current particles: each pin on
@@ -118,6 +129,7 @@ impl Tearing {
     pub fn after_frame(&mut self, solver: &mut dyn Solver, state: &mut State) -> Result<Option<TearCounts>, TearError> {
         let mut total: Option<TearCounts> = None;
         self.rebuild = std::time::Duration::ZERO;
+        self.strained.clear();
         while let Some((time, blade)) = self.cuts.get(self.cut).cloned()
             && time <= state.time + 1e-9
         {
@@ -133,6 +145,10 @@ impl Tearing {
             if let Some(c) = self.apply(solver, state, &model, &broken)? {
                 let t = total.get_or_insert_default();
                 (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+                let set = model.distance();
+                self.strained = broken.iter().filter_map(|&k| set.body_of(k as usize)).collect();
+                self.strained.sort_unstable();
+                self.strained.dedup();
             }
         }
         Ok(total)
