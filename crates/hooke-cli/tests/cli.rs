@@ -847,7 +847,8 @@ fn the_blow_up_speed_limit_scales_with_the_scene() {
 /// strain away from the pins and the residual beside the time: on issue #9's 41² sheet, tethers
 /// (the default) cut the Gauss–Seidel strain by over 10×; iterations to a tolerance report
 /// their mean count; implicit Euler has no residual; `--stages` times the CPU's stages; a
-/// tear made in the warm-up frames is reported as untimed.
+/// tear made in the warm-up frames is reported as untimed; tear events that follow a solve over
+/// the residual tolerance are counted apart.
 #[test]
 fn bench_reports_quality_beside_cost() {
     let tmp = tempfile::tempdir().unwrap();
@@ -911,6 +912,20 @@ fn bench_reports_quality_beside_cost() {
     };
     assert_eq!(tears(&[]), (0, 1));
     assert_eq!(tears(&["--warmup", "0"]), (1, 0));
+    // Tear events after a solve over the tolerance are counted: `tear:32` at 4 × 1 tears four
+    // times before the ball reaches it (24–37 % residual), at 60 × "auto" five times from the
+    // ball's push, each within 1 %.
+    let over = |extra: &[&str]| -> (u64, u64) {
+        let base = ["bench", "tear:32", "--tearing", "--warmup", "0", "--json"];
+        let o = hooke(&[&base[..], extra].concat(), tmp.path());
+        assert!(o.status.success(), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v["tearing"]["events"].as_u64().unwrap(), v["tearing"]["events_over_tolerance"].as_u64().unwrap())
+    };
+    let (events, unconverged) = over(&["--frames", "12", "--substeps", "4", "--iterations", "1"]);
+    assert!(events >= 2 && unconverged == events, "{events} events, {unconverged} over the tolerance");
+    let (events, unconverged) = over(&["--frames", "52", "--substeps", "60", "--auto-iterations", "50"]);
+    assert!(events >= 2 && unconverged == 0, "{events} events, {unconverged} over the tolerance");
 }
 
 /// `hooke render` draws the last frame to `<name>.png` and, with `--every K`, every K-th frame
