@@ -712,9 +712,9 @@ pub struct ConvergenceMonitor {
     /// Per body: whether it has no distance constraint (structural and shear off, no bend
     /// springs), so that it has no stretch residual to measure.
     no_stretch: Vec<bool>,
-    /// Per body: the lowest strain at which its structural or shear constraints break (its
-    /// material's `tear_strain`, or the strain at which it holds its `tear_energy`); infinite
-    /// for a body that does not tear.
+    /// Per body: its breaking strain, the lowest strain at which its structural or shear
+    /// constraints break (its material's `tear_strain`, or the strain at which it holds its
+    /// `tear_energy`); infinite for a body that does not tear.
     tear_strain: Vec<f32>,
     /// Per body: the frames it tore by strain while its residual, measured before the tear,
     /// was over the tolerance.
@@ -969,15 +969,15 @@ impl ConvergenceMonitor {
                 let torn = self.torn_over[k];
                 if torn.frames > 0 {
                     let which = if torn.frames == 1 {
-                        format!("frame {}", torn.first)
+                        format!("at frame {}", torn.first)
                     } else {
-                        format!("from frame {} to frame {}", torn.first, torn.last)
+                        format!("first at frame {}, last at frame {}", torn.first, torn.last)
                     };
                     warning += &format!(
-                        " It tore in {} ({which}) while its residual was over the tolerance (up to {} there, against \
-                         a tear strain of {}): a tear made while the solve leaves that much strain may be the solve's \
-                         error rather than the material's, and where and when the cloth tears can change once it \
-                         converges.",
+                        " The cloth tore in {} ({which}) while its residual was over the tolerance (up to {} away from \
+                         its pins in those frames, against its breaking strain of {}): a tear made while the solve \
+                         leaves that much strain may be the solve's error rather than the material's, and where and \
+                         when the cloth tears can change once it converges.",
                         frames(torn.frames),
                         percent(torn.residual),
                         percent(self.tear_strain[k])
@@ -995,38 +995,46 @@ mod tests {
     use super::*;
 
     /// A body's warning names the frames it tore while its residual was over the tolerance,
-    /// and only those: a tear in a frame the solve had converged is not named, and a body
-    /// that never passed the tolerance gets no warning at all.
+    /// and only those: a tear in a frame the solve had converged is not named, nor a body that
+    /// did not tear in a frame over the tolerance, and a body that never passed the tolerance
+    /// gets no warning at all.
     #[test]
     fn tears_are_named_only_where_the_residual_was_over_the_tolerance() {
         let text = "[materials.paper]\ntear_strain = 0.15\n[[cloth]]\nname = \"sheet\"\nmaterial = \"paper\"\n\
-                    rows = 4\ncolumns = 4\nspacing = 0.1\n";
-        let scene = hooke_io::scene::parse(text, "sheet.toml", "sheet", None, 1 << 30).unwrap();
+                    rows = 4\ncolumns = 4\nspacing = 0.1\n[[cloth]]\nname = \"flag\"\nmaterial = \"paper\"\n\
+                    rows = 4\ncolumns = 4\nspacing = 0.1\ncenter = [5.0, 0.0, 0.0]\n";
+        let scene = hooke_io::scene::parse(text, "sheets.toml", "sheets", None, 1 << 30).unwrap();
         let mut monitor = ConvergenceMonitor::new(&scene, "xpbd-cpu");
         let at =
             |residual: f32| BodyConvergence { residual_stiff: residual, residual_compliant: 0.0, ..Default::default() };
-        // Frame 3 tore converged (1 %), frames 5 and 8 over the 2 % tolerance.
+        // The sheet tore at frame 3 converged (1 %), at frames 5 and 8 over the 2 % tolerance;
+        // the flag, over the tolerance at frame 6, tore only at frame 3, converged.
         for (frame, residual, tore) in
             [(3, 0.01, true), (4, 0.01, false), (5, 0.30, true), (6, 0.25, false), (8, 0.20, true)]
         {
-            monitor.record(frame, frame as f64 / 60.0, &[at(residual)]);
+            monitor.record(frame, frame as f64 / 60.0, &[at(residual), at(if frame == 6 { 0.05 } else { 0.01 })]);
             if tore {
                 monitor.tore(0, frame, &at(residual));
             }
+            if frame == 3 {
+                monitor.tore(1, frame, &at(0.01));
+            }
         }
         let (_, warnings) = monitor.summary();
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(
-            warnings[0].contains(
-                "It tore in 2 frames (from frame 5 to frame 8) while its residual was over the tolerance (up to \
-                 30.00 % there, against a tear strain of 15.00 %)"
-            ),
+            warnings[0].starts_with("cloth \"sheet\"")
+                && warnings[0].contains(
+                    "The cloth tore in 2 frames (first at frame 5, last at frame 8) while its residual was over the \
+                     tolerance (up to 30.00 % away from its pins in those frames, against its breaking strain of 15.00 %)"
+                ),
             "{}",
             warnings[0]
         );
+        assert!(warnings[1].starts_with("cloth \"flag\"") && !warnings[1].contains("tore"), "{}", warnings[1]);
         // Converged throughout: no warning, tears or not.
         let mut monitor = ConvergenceMonitor::new(&scene, "xpbd-cpu");
-        monitor.record(1, 1.0 / 60.0, &[at(0.01)]);
+        monitor.record(1, 1.0 / 60.0, &[at(0.01), at(0.01)]);
         monitor.tore(0, 1, &at(0.01));
         assert!(monitor.summary().1.is_empty());
     }

@@ -127,6 +127,23 @@ impl Tearing {
     /// The model's or the solver's error if the torn model cannot be made or taken.
     /// Scripted cuts due by the state's time are made first.
     pub fn after_frame(&mut self, solver: &mut dyn Solver, state: &mut State) -> Result<Option<TearCounts>, TearError> {
+        self.after_frame_observed(solver, state, &mut |_, _, _| {})
+    }
+
+    /// [`Tearing::after_frame`], calling `before_tear` once constraints are found past their
+    /// breaking strain and before they are torn, with the solver as the frame left it (its
+    /// multipliers still those of the frame's last substep, unless a scripted cut due in the
+    /// same frame rebuilt it first), the state, and the bodies that will tear, by index in
+    /// increasing order. Not called when nothing passes its breaking strain, nor for cuts.
+    ///
+    /// # Errors
+    /// As [`Tearing::after_frame`].
+    pub fn after_frame_observed(
+        &mut self,
+        solver: &mut dyn Solver,
+        state: &mut State,
+        before_tear: &mut dyn FnMut(&mut dyn Solver, &State, &[usize]),
+    ) -> Result<Option<TearCounts>, TearError> {
         let mut total: Option<TearCounts> = None;
         self.rebuild = std::time::Duration::ZERO;
         self.strained.clear();
@@ -142,13 +159,17 @@ impl Tearing {
         if self.active {
             let model = solver.model().clone();
             let broken = tearing::strained(&model, &state.particle_position);
+            let set = model.distance();
+            let mut bodies: Vec<usize> = broken.iter().filter_map(|&k| set.body_of(k as usize)).collect();
+            bodies.sort_unstable();
+            bodies.dedup();
+            if !bodies.is_empty() {
+                before_tear(solver, state, &bodies);
+            }
             if let Some(c) = self.apply(solver, state, &model, &broken)? {
                 let t = total.get_or_insert_default();
                 (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
-                let set = model.distance();
-                self.strained = broken.iter().filter_map(|&k| set.body_of(k as usize)).collect();
-                self.strained.sort_unstable();
-                self.strained.dedup();
+                self.strained = bodies;
             }
         }
         Ok(total)
@@ -166,6 +187,7 @@ impl Tearing {
         blade: &Cut,
     ) -> Result<Option<TearCounts>, TearError> {
         self.rebuild = std::time::Duration::ZERO;
+        self.strained.clear();
         self.cut_now(solver, state, blade)
     }
 
