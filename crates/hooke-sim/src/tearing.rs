@@ -36,6 +36,11 @@ pub enum TearError {
     Solver(#[from] SolverError),
 }
 
+/// What [`Tearing::after_frame_observed`] calls before a tear by strain: the solver as the frame
+/// left it, the state, and the bodies that will tear (indices into the model's bodies,
+/// increasing).
+pub type BeforeTear<'a> = dyn FnMut(&mut dyn Solver, &State, &[usize]) + 'a;
+
 /// What one tear did, for the diagnostics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TearCounts {
@@ -142,7 +147,7 @@ impl Tearing {
         &mut self,
         solver: &mut dyn Solver,
         state: &mut State,
-        before_tear: &mut dyn FnMut(&mut dyn Solver, &State, &[usize]),
+        before_tear: &mut BeforeTear<'_>,
     ) -> Result<Option<TearCounts>, TearError> {
         let mut total: Option<TearCounts> = None;
         self.rebuild = std::time::Duration::ZERO;
