@@ -92,7 +92,7 @@ pub fn render(args: RenderArgs) -> Result<()> {
     }
     anyhow::ensure!(
         args.elevation.abs() < 90.0,
-        "--elevation must be strictly between −90 and 90 degrees, got {}",
+        "--elevation must be strictly between −90 and 90 degrees, got {} (as f32, the precision of the camera's angles)",
         args.elevation
     );
     for (name, v) in [("--width", args.width), ("--height", args.height)] {

@@ -997,6 +997,22 @@ fn more_bad_input_is_named_by_key() {
         s.warnings
     );
     assert!(parse(&format!("{ropes}{GRID}")).unwrap().warnings.is_empty());
+    // A second helper's (2026-12-06): a keyframe translation of 1e30 m loaded and the run then
+    // blamed a structural constraint for the non-finite particle; a cut whose points are all
+    // one point was said to run along its direction.
+    let far = "keyframes = [{ time = 0.0 }, { time = 0.05, translation = [0.0, 1e30, 0.0] }]\n";
+    let e = err(&format!(
+        "{GRID}[[collider]]\nname = \"floor\"\nshape = \"sphere\"\nradius = 0.1\ncenter = [0.0, -1.0, 0.0]\n{far}"
+    ));
+    assert!(e.contains("collider[0] \"floor\": keyframes[1].translation") && e.contains("beyond 1e9 m"), "{e}");
+    let near = "keyframes = [{ time = 0.0 }, { time = 1e-30, translation = [0.0, 1.0, 0.0] }]\n";
+    let e = err(&format!(
+        "{GRID}[[collider]]\nname = \"floor\"\nshape = \"sphere\"\nradius = 0.1\ncenter = [0.0, -1.0, 0.0]\n{near}"
+    ));
+    assert!(e.contains("collider[0] \"floor\": keyframe 1: time 1e-30 s is less than 1 ns after"), "{e}");
+    let cut = format!("{GRID}[[cut]]\ntime = 0.1\npoints = [[0.0, 0.7, 0.0], [0.0, 0.7, 0.0]]\n");
+    let e = err(&cut);
+    assert!(e.contains("cut[0]: the points are all one point, so the blade has no length"), "{e}");
 }
 
 /// The derived blow-up speed counts a tearing cloth's recoil at most at the blow-up strain

@@ -145,8 +145,10 @@ fn table(obj: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<toml::Table> {
     }
 }
 
-/// An array-like as an (n, `columns`) array of f64, checked: `name` names it in errors.
+/// An array-like of real numbers as an (n, `columns`) array of f64, each value finite in f32
+/// (within ±3.4e38): `name` names it in errors.
 fn matrix(obj: &Bound<'_, PyAny>, columns: usize, name: &str) -> PyResult<(usize, Vec<f64>)> {
+    real_numbers(obj, name)?;
     let np = obj.py().import("numpy")?;
     let arr = np
         .call_method1("asarray", (obj, "float64"))
@@ -158,19 +160,37 @@ fn matrix(obj: &Bound<'_, PyAny>, columns: usize, name: &str) -> PyResult<(usize
         return Err(PyValueError::new_err(format!("{name}: expected shape (n, {columns}), got {shape:?}")));
     }
     let values = arr.readonly().as_slice().map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?.to_vec();
-    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-        return Err(PyValueError::new_err(format!(
-            "{name}: row {} is not finite: {:?}",
-            i / columns,
-            &values[i / columns * columns..(i / columns + 1) * columns]
-        )));
+    if let Some(i) = values.iter().position(|&v| !(v as f32).is_finite()) {
+        let row = &values[i / columns * columns..(i / columns + 1) * columns];
+        let what = if values[i].is_finite() { "is too large for f32 (beyond ±3.4e38)" } else { "is not finite" };
+        return Err(PyValueError::new_err(format!("{name}: row {} {what}: {row:?}", i / columns)));
     }
     Ok((shape[0], values))
+}
+
+/// Refuses an array (or sequence) whose NumPy kind is not a real number — complex (whose
+/// imaginary part a cast to float would drop with only a warning), boolean (True would count as
+/// 1), strings, dates: `name` names it.
+fn real_numbers(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
+    let np = obj.py().import("numpy")?;
+    let Ok(kind) = np.call_method1("asarray", (obj,)).and_then(|a| a.getattr("dtype")?.getattr("kind")) else {
+        // Not something NumPy can make an array of: the cast that follows says why.
+        return Ok(());
+    };
+    let kind: String = kind.extract()?;
+    match kind.as_str() {
+        "i" | "u" | "f" => Ok(()),
+        "O" => Ok(()), // Python objects: the cast to float64 decides, and refuses what is not a number.
+        "c" => Err(PyValueError::new_err(format!("{name}: complex numbers, expected real ones"))),
+        "b" => Err(PyValueError::new_err(format!("{name}: booleans, expected numbers"))),
+        other => Err(PyValueError::new_err(format!("{name}: expected numbers, got an array of NumPy kind {other:?}"))),
+    }
 }
 
 /// Three numbers as a `Vec3`, each finite in f32 (a float64 beyond ±3.4·10³⁸ would become
 /// infinite there): `name` names them in errors.
 fn vec3(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec3> {
+    real_numbers(obj, name)?;
     let v: Vec<f64> = obj.extract().map_err(|_| PyValueError::new_err(format!("{name}: expected 3 numbers")))?;
     match v[..] {
         [x, y, z] if v.iter().all(|&c| (c as f32).is_finite()) => Ok(Vec3::new(x as f32, y as f32, z as f32)),
@@ -512,14 +532,8 @@ impl Simulation {
                 if m != p.len() {
                     return Err(PyValueError::new_err(format!("targets: {m} rows for {} particles", p.len())));
                 }
-                let rows: Vec<Vec3> = v.chunks(3).map(|c| Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32)).collect();
-                if let Some(k) = rows.iter().position(|r| !r.is_finite()) {
-                    return Err(PyValueError::new_err(format!(
-                        "targets: row {k} is not finite in f32 (within ±3.4e38): {:?}",
-                        &v[3 * k..3 * k + 3]
-                    )));
-                }
-                rows
+                // Finite in f32: `matrix` refuses a row beyond ±3.4e38.
+                v.chunks(3).map(|c| Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32)).collect()
             }
             _ => p.iter().map(|&i| self.state.particle_position[i as usize]).collect(),
         };
@@ -839,10 +853,13 @@ fn write_index(py: Python<'_>, out: PathBuf, manifest: Option<PathBuf>) -> PyRes
     json(py, &records)
 }
 
-/// Why `path`, which is not a file, cannot be read as `what`: a folder, or nothing there.
+/// Why `path`, which is not a regular file, cannot be read as `what`: a folder, something else
+/// that is there (a device, a pipe, a socket), or nothing there.
 fn missing(path: &std::path::Path, what: &str) -> String {
     if path.is_dir() {
         format!("{}: a folder, not a {what}", path.display())
+    } else if path.exists() {
+        format!("{}: not a regular file (a device, a pipe or a socket), not a {what}", path.display())
     } else {
         format!("{}: no such {what}", path.display())
     }

@@ -121,6 +121,11 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         (dict(material={**MATERIAL, "stifness": 3.0}), "stifness"),
         (dict(scene={"solver": {"substeps": 0}}), "substeps"),
         (dict(uvs=np.zeros((3, 2))), "uvs"),
+        # A second breaker's (2026-12-06): complex values lost their imaginary part with only
+        # NumPy's warning, booleans became indices 0 and 1, and 1e300 was "not finite".
+        (dict(vertices=vertices + 1e-3j), "vertices: complex numbers"),
+        (dict(triangles=triangles.astype(bool)), "triangles: booleans"),
+        (dict(vertices=np.where(np.arange(16)[:, None] == 2, 1e300, vertices)), "vertices: row 2 is too large for f32"),
     ]
     for change, needle in cases:
         args = dict(vertices=vertices, triangles=triangles, material=MATERIAL)
@@ -144,7 +149,12 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         deep = [deep]
     with pytest.raises(ValueError, match="nested"):
         hooke.Simulation.from_scene(ROOT / "scenes" / "flag.toml", set={"solver.frames": deep})
+    # /dev/zero as a scene was read until memory ran out (the process was killed).
+    with pytest.raises(OSError, match="not a scene file"):
+        hooke.Simulation.from_scene("/dev/zero")
     sim = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL)
+    with pytest.raises(ValueError, match="velocity: complex numbers"):
+        sim.set_wind(np.array([1 + 1j, 0, 0]))
     with pytest.raises(ValueError, match="out"):
         sim.read_positions(np.zeros((15, 3), dtype=np.float32))
     for bad in (np.zeros((16, 3), np.float32, order="F"), np.zeros((16, 3)), np.zeros((16, 6), np.float32)[:, ::2]):
@@ -156,7 +166,7 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         sim.place_collider("nothing", [0, 0, 0])
     # Values finite in float64 but not in f32 are refused at the call, by argument (they were
     # taken, and the next step failed), and so is a particle pinned twice.
-    with pytest.raises(ValueError, match="targets: row 0 is not finite in f32"):
+    with pytest.raises(ValueError, match="targets: row 0 is too large for f32"):
         sim.pin([0], np.full((1, 3), 1e300))
     with pytest.raises(ValueError, match="particles: particle 0 is given twice"):
         sim.pin([0, 0], [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])

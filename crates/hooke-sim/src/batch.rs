@@ -195,8 +195,7 @@ pub fn load_scene(path: &Path, set: &toml::Table, memory_limit: u64) -> Result<S
 /// # Errors
 /// A message naming the file, or the key set and what is wrong with it.
 pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Table), String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read the scene file: {e}", path.display()))?;
+    let text = hooke_io::scene::read_text(path).map_err(|e| e.to_string())?;
     let mut table: toml::Table =
         toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
     // Two keys of which one holds the other ("solver" and "solver.frames") would be applied in
@@ -1465,6 +1464,19 @@ pub fn write_index(out: &Path, manifest: Option<&Manifest>) -> Result<(PathBuf, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sample's scene is read to at most the scene loader's limit: `/dev/zero` (or a pipe
+    /// that never ends) is refused as no scene file, where it was read until memory ran out.
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_scene_file_is_refused() {
+        let e = load_scene(Path::new("/dev/zero"), &toml::Table::new(), 1 << 30).unwrap_err();
+        assert!(e.contains("/dev/zero: longer than 64 MiB: not a scene file"), "{e}");
+        let mut set = toml::Table::new();
+        set.insert("solver.frames".into(), 2.into());
+        let e = load_scene(Path::new("/dev/zero"), &set, 1 << 30).unwrap_err();
+        assert!(e.contains("not a scene file"), "{e}");
+    }
 
     #[test]
     fn keys_are_set_through_tables_and_arrays() {

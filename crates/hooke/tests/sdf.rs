@@ -287,4 +287,13 @@ fn a_grid_over_the_users_box_samples_the_mesh_within_it() {
     // its far boundary).
     let e = SdfGrid::build_within(&mesh, GridResolution::Cells(64), Vec3::splat(-1e30), Vec3::splat(1e30)).unwrap_err();
     assert!(e.to_string().contains("larger than the mesh"), "{e}");
+    // And a cell size of more than half the mesh (a helper's `cell_size = 1e9` over a 0.6 m
+    // sphere was sampled, its one inner node put at the centre by rounding, and the cloth was
+    // thrown off the sphere); half of it is the coarsest taken, as `Cells(2)` is.
+    let longest = (mesh.bounds().1 - mesh.bounds().0).max_element();
+    for h in [1e9, 0.6 * longest as f32] {
+        let e = SdfGrid::build(&mesh, GridResolution::CellSize(h), None).unwrap_err();
+        assert!(e.to_string().contains("more than half the mesh's longest side"), "{h}: {e}");
+    }
+    SdfGrid::build(&mesh, GridResolution::CellSize(0.49 * longest as f32), None).unwrap();
 }

@@ -206,7 +206,9 @@ fn sync_parent(path: &Path) {
 }
 
 /// Removes temporary files `.<name>.tmp-<pid>-<seq>` in `dir` left by processes that no longer
-/// run (Linux: no `/proc/<pid>`); returns how many were removed. Files of this process and of
+/// run (Linux: no `/proc/<pid>`, or one that is a zombie — a process killed outright stays one
+/// until its parent reaps it, which `timeout -s KILL` leaves to init, so a run started at once
+/// after it found it still there); returns how many were removed. Files of this process and of
 /// running ones are kept; elsewhere than Linux nothing is removed. Errors are ignored (this is
 /// housekeeping; a file that cannot be removed stays).
 pub(crate) fn sweep_stale(dir: &Path) -> usize {
@@ -223,11 +225,22 @@ pub(crate) fn sweep_stale(dir: &Path) -> usize {
         let Some(pid) = name.to_str().and_then(stale_pid) else {
             continue;
         };
-        if pid != me && !Path::new("/proc").join(pid.to_string()).exists() && fs::remove_file(entry.path()).is_ok() {
+        if pid != me && !running(pid) && fs::remove_file(entry.path()).is_ok() {
             removed += 1;
         }
     }
     removed
+}
+
+/// Whether process `pid` runs (Linux): `/proc/<pid>/stat` exists and its state is neither
+/// zombie (`Z`) nor dead (`X`, `x`). The state is the field after the command name, which is in
+/// parentheses and may itself hold spaces and parentheses.
+fn running(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Path::new("/proc").join(pid.to_string()).exists();
+    };
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, Some("Z" | "X" | "x"))
 }
 
 /// The process id in a temporary file name `.<name>.tmp-<pid>-<seq>`, if it is one.
@@ -250,5 +263,32 @@ mod tests {
         for other in ["cloth.usda", ".cloth.usda", ".x.tmp-12", ".x.tmp-a-1", ".x.tmp-1-b", "x.tmp-1-2"] {
             assert_eq!(stale_pid(other), None, "{other}");
         }
+    }
+
+    /// A process that has exited but not been reaped (a zombie: a run killed outright, its
+    /// parent gone or slow) holds no temporary file: its files are swept, a running process's
+    /// are kept. (The first version looked only for `/proc/<pid>`, which a zombie still has.)
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_zombies_files_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut alive = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut zombie = std::process::Command::new("true").spawn().unwrap();
+        // Not waited for: once it exits it stays a zombie until `wait` below.
+        let start = std::time::Instant::now();
+        while running(zombie.id()) {
+            assert!(start.elapsed().as_secs() < 20, "`true` did not exit");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(Path::new(&format!("/proc/{}", zombie.id())).exists(), "reaped before the test could see it");
+        let (dead, live) = (format!(".c.usda.tmp-{}-0", zombie.id()), format!(".c.usda.tmp-{}-0", alive.id()));
+        for name in [&dead, &live] {
+            fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        assert_eq!(sweep_stale(dir.path()), 1);
+        assert!(!dir.path().join(&dead).exists() && dir.path().join(&live).exists());
+        alive.kill().unwrap();
+        alive.wait().unwrap();
+        zombie.wait().unwrap();
     }
 }

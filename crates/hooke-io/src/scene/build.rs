@@ -329,6 +329,9 @@ fn cuts(f: &SceneFile) -> Result<Vec<(f64, hooke::tearing::Cut)>, String> {
                 w[0], w[1]
             ));
         }
+        if points.windows(2).all(|w| (w[1] - w[0]).length() < 1e-9) {
+            return Err(format!("{key}: the points are all one point, so the blade has no length"));
+        }
         if points.windows(2).all(|w| (w[1] - w[0]).cross(direction).length() < 1e-9) {
             return Err(format!("{key}: the points run along the direction, so the blade has no width"));
         }
@@ -968,11 +971,15 @@ fn keyframed(keyframes: &[KeyframeSection], key: &str) -> Result<Motion, String>
         .enumerate()
         .map(|(i, k)| {
             let at = format!("{key}: keyframes[{i}]");
-            Ok(Keyframe {
-                time: k.time,
-                translation: vec3(k.translation.unwrap_or([0.0; 3]), &format!("{at}.translation"))?,
-                rotation: rotation(k.rotation, &format!("{at}.rotation"))?,
-            })
+            let translation = vec3(k.translation.unwrap_or([0.0; 3]), &format!("{at}.translation"))?;
+            // The scene's reach (a grid's, a mesh's): beyond it f32 positions round by metres.
+            if translation.abs().max_element() > 1e9 {
+                return Err(format!(
+                    "{at}.translation: {translation} m reaches beyond 1e9 m from where it starts; a motion must stay \
+                     within 1e9 m"
+                ));
+            }
+            Ok(Keyframe { time: k.time, translation, rotation: rotation(k.rotation, &format!("{at}.rotation"))? })
         })
         .collect::<Result<Vec<_>, String>>()?;
     Motion::new(keys).map_err(|e| format!("{key}: {e}"))

@@ -134,6 +134,20 @@ pub const MAX_SCENE_FILE: u64 = 64 << 20;
 /// value out of range, or its model cannot be built (e.g. it would exceed `memory_limit`
 /// bytes).
 pub fn load(path: &Path, memory_limit: u64) -> Result<Scene, SceneError> {
+    let text = read_text(path)?;
+    let file = path.display().to_string();
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("scene");
+    parse(&text, &file, stem, path.parent(), memory_limit)
+}
+
+/// The text of the scene file at `path`, read to at most [`MAX_SCENE_FILE`] bytes (a device
+/// such as `/dev/zero`, or a pipe that never ends, is read only that far): what [`load`]
+/// parses, and what a batch sample's keys are applied to.
+///
+/// # Errors
+/// [`SceneError`] naming the file if it cannot be read, is not UTF-8, or is longer than
+/// [`MAX_SCENE_FILE`].
+pub fn read_text(path: &Path) -> Result<String, SceneError> {
     use std::io::Read;
     let file = path.display().to_string();
     let cannot =
@@ -146,8 +160,7 @@ pub fn load(path: &Path, memory_limit: u64) -> Result<Scene, SceneError> {
             message: format!("longer than {} MiB: not a scene file", MAX_SCENE_FILE >> 20),
         });
     }
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("scene");
-    parse(&text, &file, stem, path.parent(), memory_limit)
+    Ok(text)
 }
 
 /// Parses and builds scene text. `file` names it in errors; `default_name` is used when the

@@ -33,8 +33,8 @@ pub struct Motion {
 }
 
 impl Motion {
-    /// A motion through `keys`, which must be sorted by strictly increasing, finite time, with
-    /// finite translations and unit rotations (normalised here).
+    /// A motion through `keys`, which must be sorted by strictly increasing, finite time (s), at
+    /// least 1 ns apart, with finite translations and unit rotations (normalised here).
     ///
     /// # Errors
     /// A message naming the first key that is out of order or not finite.
@@ -51,6 +51,17 @@ impl Motion {
             if k > 0 && key.time <= keys[k - 1].time {
                 return Err(format!(
                     "keyframe {k}: time {} s is not after the previous key's {} s",
+                    key.time,
+                    keys[k - 1].time
+                ));
+            }
+            // As a time step: under 1 ns the speed between two keys (which raises the scene's
+            // derived blow-up limit) is no physical motion (1 m in 1e-30 s set the limit to
+            // 2e31 m/s, switching the speed check off).
+            if k > 0 && key.time - keys[k - 1].time < 1e-9 {
+                return Err(format!(
+                    "keyframe {k}: time {:e} s is less than 1 ns after the previous key's {:e} s; keys must be at \
+                     least 1 ns apart",
                     key.time,
                     keys[k - 1].time
                 ));

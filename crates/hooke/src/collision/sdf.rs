@@ -54,7 +54,16 @@ fn cell_size(resolution: GridResolution, longest: f64) -> Result<f64, MeshCollid
         GridResolution::Cells(n) => {
             Err(MeshColliderError::Settings(format!("resolution must be at least 2 cells, got {n}")))
         }
-        GridResolution::CellSize(h) if h.is_finite() && h > 0.0 => Ok(h as f64),
+        // At least two cells along the longest side, as `Cells` asks: a coarser grid holds no
+        // node inside the mesh but by chance (a 1e9 m cell over a 0.6 m sphere put its one
+        // inner node at the centre by rounding, and the cloth was thrown off a sphere it could
+        // not see).
+        GridResolution::CellSize(h) if h.is_finite() && h > 0.0 && h as f64 <= longest / 2.0 => Ok(h as f64),
+        GridResolution::CellSize(h) if h.is_finite() && h > 0.0 => Err(MeshColliderError::Settings(format!(
+            "cell_size {h} m is more than half the mesh's longest side ({longest:.6} m): the grid would have fewer than \
+             2 cells across it; use at most {:.6} m",
+            longest / 2.0
+        ))),
         GridResolution::CellSize(h) => {
             Err(MeshColliderError::Settings(format!("cell_size must be a finite length > 0 m, got {h}")))
         }
