@@ -29,7 +29,12 @@ class SimulationError(RuntimeError):
     could not go on; the message names the particle, the time and what it reached."""
 
 class Simulation:
-    """A simulation: a model (particles, constraints, colliders), its solver and its state."""
+    """A simulation: a model (particles, constraints, colliders), its solver and its state.
+
+    One thread at a time: while `step` runs (it releases the interpreter's lock), another
+    thread's call on the same Simulation raises RuntimeError ("Already borrowed" or "Already
+    mutably borrowed") instead of waiting; give each thread its own Simulation, or a lock.
+    """
 
     @staticmethod
     def from_scene(path: _Path, set: Optional[Mapping[str, Any]] = None, backend: str = "cpu") -> "Simulation":
