@@ -585,6 +585,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             m
         }),
     });
+    // Of the tear events by strain: how many followed a solve over the tolerance, and the
+    // largest residual measured before one (None where the solver measured none).
+    let tear_over = tear_residuals.iter().filter(|&&r| r > scene.residual_tolerance).count();
+    let tear_most = tear_residuals.iter().copied().filter(|r| !r.is_nan()).reduce(f32::max);
     let tear_max = events.iter().copied().fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
     let tearing_json = serde_json::json!({
         "on": args.tearing,
@@ -598,11 +602,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "event_ms_max": tear_max.map(|t| t * 1e3),
         "event_rebuild_ms_mean": mean(&rebuilds).map(|t| t * 1e3),
         "frame_after_tear_ms_mean": mean(&after_tear).map(|t| t * 1e3),
-        "events_over_tolerance": tear_residuals
-            .iter()
-            .any(|r| !r.is_nan())
-            .then(|| tear_residuals.iter().filter(|&&r| r > scene.residual_tolerance).count()),
-        "residual_before_events_max": tear_residuals.iter().copied().filter(|r| !r.is_nan()).reduce(f32::max),
+        "events_over_tolerance": tear_most.map(|_| tear_over),
+        "residual_before_events_max": tear_most,
         "particles_end": model.particle_count(),
     });
     let mut json = json;
@@ -650,10 +651,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 ),
                 None => "nothing tore in the timed frames".into(),
             };
-            let over = tear_residuals.iter().filter(|&&r| r > scene.residual_tolerance).count();
-            let unconverged = match tear_residuals.iter().copied().filter(|r| !r.is_nan()).reduce(f32::max) {
-                Some(most) if over > 0 => format!(
-                    "; {over} of them by strain after a solve that left more residual strain than the tolerance ({:.2} %; up to {:.2} % away from the pins in the bodies that tore — tears that may be the solve's error, not the material's)",
+            let unconverged = match tear_most {
+                Some(most) if tear_over > 0 => format!(
+                    "; {tear_over} of them by strain after a solve that left more residual strain than the tolerance ({:.2} %; up to {:.2} % away from the pins in the bodies that tore — tears that may be the solve's error, not the material's)",
                     100.0 * scene.residual_tolerance,
                     100.0 * most
                 ),
