@@ -109,6 +109,14 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // A file that grows past `ulimit -f` fails its write (EFBIG), whose error path removes the
+    // temporary file and names it, instead of the process being killed with its temporary
+    // files left behind.
+    #[cfg(unix)]
+    // SAFETY: as above, one signal's disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     raise_open_file_limit();
     let cli = Cli::parse();
     let result: Result<()> = match cli.command {

@@ -354,10 +354,12 @@ pub fn resolve(spec: &str) -> Result<Scene> {
         let (w, h) = wh.split_once('x').with_context(|| format!("preset {spec:?}: expected newton-hanging:WxH"))?;
         return newton_hanging(parse(w)?, parse(h)?);
     }
+    const PRESETS: &str = "default, demo:N, tear:N, cut:N, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N";
     if spec.contains(':') && !Path::new(spec).exists() {
-        bail!(
-            "unknown preset {spec:?} (presets: default, demo:N, tear:N, cut:N, grid:N, sheet:N, warp-cloth:N, newton-hanging:WxH, pile:N, stack:N, capsules:N)"
-        );
+        bail!("unknown preset {spec:?} (presets: {PRESETS})");
+    }
+    if !Path::new(spec).exists() {
+        bail!("{spec}: no such scene file, and not a preset (presets: {PRESETS})");
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)
 }

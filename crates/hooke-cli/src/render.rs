@@ -76,9 +76,10 @@ pub fn render(args: RenderArgs) -> Result<()> {
         let available = c.frame_count() - 1;
         anyhow::ensure!(
             scene.frames <= available,
-            "--frames {}: the cache {} has {available} frames after its first",
+            "--frames {}: the cache {} has {available} frame{} after its first",
             scene.frames,
-            c.path.display()
+            c.path.display(),
+            if available == 1 { "" } else { "s" }
         );
     }
     if args.every == Some(0) {
@@ -133,6 +134,15 @@ pub fn render(args: RenderArgs) -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let still = dir.join(format!("{}.png", scene.name));
     let anim_path = dir.join(format!("{}.anim.png", scene.name));
+    // Checked before drawing: a picture that cannot be put in place must not leave the other
+    // one written by a run that failed.
+    for (path, wanted) in [(&still, true), (&anim_path, args.every.is_some())] {
+        anyhow::ensure!(
+            !(wanted && path.is_dir()),
+            "cannot write {}: a folder is in the way (nothing written)",
+            path.display()
+        );
+    }
     let mut animation = match (args.every, pictures) {
         (Some(k), Some(n)) => {
             Some(AnimationWriter::new(&anim_path, args.width, args.height, n as u32, frame_delay(k, scene.fps))?)
@@ -190,7 +200,9 @@ pub fn render(args: RenderArgs) -> Result<()> {
                     *buffers = HostCloth::new(&ctx, model);
                     topology = Some(now);
                 }
-                buffers.upload(&ctx, &c.positions(frame))?;
+                buffers
+                    .upload(&ctx, &c.positions(frame))
+                    .with_context(|| format!("{}: frame {frame} (time {})", c.path.display(), c.times[frame]))?;
                 renderer.draw(buffers.buffers(), &poses, &camera);
             }
             Cloth::Host(solver, buffers) => {

@@ -131,9 +131,18 @@ fn three_shards_cover_every_sample_once_and_a_blow_up_is_recorded() {
         let o = hooke(&["batch", "batch.toml", "--shard", &format!("{i}/3")], tmp.path());
         assert!(o.status.success(), "shard {i}: {}", text(&o));
     }
+    let data = tmp.path().join("data");
+    // An index that cannot be put in place (a folder in the way) leaves no temporary file;
+    // one a killed run left (no process 4194305: above Linux's largest pid) is swept.
+    let _ = std::fs::remove_file(data.join("index.jsonl"));
+    std::fs::create_dir(data.join("index.jsonl")).unwrap();
+    let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
+    assert!(!o.status.success() && text(&o).contains("a folder is in the way"), "{}", text(&o));
+    std::fs::remove_dir(data.join("index.jsonl")).unwrap();
+    std::fs::write(data.join(".index.jsonl.tmp-4194305-0"), "killed").unwrap();
     let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
-    let data = tmp.path().join("data");
+    assert!(hidden(&data).is_empty(), "temporary files left: {:?}", hidden(&data));
     let records = index(&data);
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, (0..7).collect::<Vec<_>>(), "each sample exactly once");

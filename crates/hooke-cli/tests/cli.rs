@@ -233,6 +233,24 @@ fn a_cache_larger_than_the_disk_is_refused_before_simulating() {
     }
 }
 
+/// A cache that grows past the file-size limit (`ulimit -f`) fails its write with a message
+/// naming the file, and leaves nothing behind: the CLI ignores SIGXFSZ, which would otherwise
+/// kill it with its temporary files in place (exit 153).
+#[test]
+#[cfg(unix)]
+fn a_file_size_limit_is_an_error_not_a_kill() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = Command::new("sh")
+        .args(["-c", "ulimit -f 200 && exec \"$0\" run --frames 20 --out out", env!("CARGO_BIN_EXE_hooke")])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("File too large") && t.contains("out/"), "{t}");
+    assert!(files(&tmp.path().join("out")).is_empty(), "left {:?}", files(&tmp.path().join("out")));
+}
+
 /// Each bad input: non-zero exit, a message naming the file and the key, and no cache file.
 #[test]
 fn bad_input_fails_cleanly() {
@@ -365,6 +383,24 @@ fn bad_input_fails_cleanly() {
     if Path::new("/dev/zero").exists() {
         let o = hooke(&["validate", "/dev/zero"], tmp.path());
         assert!(!o.status.success() && text(&o).contains("/dev/zero: longer than 64 MiB"), "{}", text(&o));
+    }
+    // `hooke bench` of a name that is neither a preset nor a file lists the presets.
+    for (name, says) in
+        [("nope", "nope: no such scene file, and not a preset"), ("grid2:4", "unknown preset \"grid2:4\"")]
+    {
+        let o = hooke(&["bench", name], tmp.path());
+        assert!(
+            !o.status.success() && text(&o).contains(says) && text(&o).contains("newton-hanging:WxH"),
+            "{}",
+            text(&o)
+        );
+    }
+    // A mesh or a cache given as the scene is named for what it is (they read as bad TOML).
+    std::fs::write(tmp.path().join("m.obj"), "v 0 0 0\n").unwrap();
+    std::fs::write(tmp.path().join("c.usda"), "#usda 1.0\n").unwrap();
+    for (file, says) in [("m.obj", "m.obj: an OBJ mesh, not a scene file"), ("c.usda", "`hooke render` draws")] {
+        let o = hooke(&["run", file, "--out", "out"], tmp.path());
+        assert!(!o.status.success() && text(&o).contains(says), "{file}: {}", text(&o));
     }
     // Benchmark counts out of range are refused by flag (10¹² frames aborted, allocating their
     // timings), before anything runs.
@@ -997,6 +1033,12 @@ fn render_writes_pictures_and_refuses_bad_options() {
         assert!(!o.status.success() && t.contains(says), "{bad:?}: {t}");
         assert!(!tmp.path().join("bad").exists(), "{bad:?} left an output folder");
     }
+    // A folder where the animation goes: refused before drawing, and the still is not written.
+    std::fs::create_dir_all(tmp.path().join("w/cloth_on_sphere.anim.png")).unwrap();
+    let o = hooke(&[&["render", "--frames", "1", "--every", "1", "--out", "w"][..], &size[..]].concat(), tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("a folder is in the way"), "{t}");
+    assert!(!tmp.path().join("w/cloth_on_sphere.png").exists(), "a run that failed wrote the still");
 }
 
 /// `hooke render CACHE.usda` draws a baked cache: the cache of a run, drawn, gives the same

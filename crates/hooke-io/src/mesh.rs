@@ -324,9 +324,15 @@ fn weld_classes(positions: &[Vec3], tol: f32) -> Vec<u32> {
 /// [`weld`] joins them. Across a UV seam a vertex keeps the first UV a face gives it.
 ///
 /// # Errors
-/// A message naming the file if it is not a regular file, is larger than [`MAX_MESH_FILE`],
-/// cannot be read or parsed, or has no triangles.
+/// A message naming the file if it is another mesh format by its extension (glTF, FBX, PLY,
+/// STL, USD, Alembic), is not a regular file, is larger than [`MAX_MESH_FILE`], cannot be read
+/// or parsed, or has no triangles.
 pub fn load_obj(path: &Path) -> Result<ObjMesh, String> {
+    if let Some(ext) = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase)
+        && OTHER_FORMATS.contains(&ext.as_str())
+    {
+        return Err(format!("{}: a .{ext} file; only OBJ meshes are read (export it as OBJ)", path.display()));
+    }
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if !meta.is_file() {
         return Err(format!("{}: not a regular file", path.display()));
@@ -473,6 +479,26 @@ pub fn parse_obj(text: &str) -> Result<ObjMesh, String> {
     Ok(ObjMesh { positions, triangles, uvs, vertex_lines, triangle_lines })
 }
 
+/// Edges shared by more than two of `triangles` (a non-manifold mesh: a "book" of pages on
+/// one spine), counted once each.
+pub fn non_manifold_edges(triangles: &[[u32; 3]]) -> usize {
+    let mut uses: HashMap<(u32, u32), u32> = HashMap::with_capacity(triangles.len() * 3 / 2);
+    for t in triangles {
+        for k in 0..3 {
+            let (a, b) = (t[k], t[(k + 1) % 3]);
+            *uses.entry((a.min(b), a.max(b))).or_default() += 1;
+        }
+    }
+    uses.values().filter(|&&n| n > 2).count()
+}
+
+/// The most corners a polygon may have for [`triangulate`].
+pub const MAX_FACE_CORNERS: usize = 4096;
+
+/// Mesh formats that [`load_obj`] names instead of reading them as OBJ text (extensions, lower
+/// case).
+const OTHER_FORMATS: [&str; 9] = ["gltf", "glb", "fbx", "ply", "stl", "usd", "usda", "usdc", "abc"];
+
 /// Triangulates the polygon `face` (indices into `positions`, in winding order, at least 3) in
 /// its own plane, keeping its winding: n − 2 triangles of total area the polygon's.
 ///
@@ -491,6 +517,13 @@ pub fn triangulate(positions: &[Vec3], face: &[u32]) -> Result<Vec<[u32; 3]>, St
     let n = face.len();
     if n < 3 {
         return Err(format!("a face needs at least 3 vertices, got {n}"));
+    }
+    if n > MAX_FACE_CORNERS {
+        // The simplicity check compares every edge with every other: a face of 60 000 corners
+        // took 16 s.
+        return Err(format!(
+            "a face of {n} corners: at most {MAX_FACE_CORNERS} are triangulated here (triangulate it in the modeller)"
+        ));
     }
     let mut seen = HashMap::with_capacity(n);
     for (k, &v) in face.iter().enumerate() {
@@ -705,6 +738,31 @@ mod tests {
         assert!(e.contains("no area"), "{e}");
         let e = parse_obj("v 0 0 0\nv 2 2 0\nv 2 0 0\nv 0 1 0\nf 1 2 3 4\n").unwrap_err();
         assert!(e.contains("line 5") && e.contains("self-intersecting"), "{e}");
+        // A convex polygon of one corner more than the limit is refused by its size (at the
+        // limit it is triangulated: the limit is not an accident of the circle).
+        let circle = |n: usize| -> Vec<Vec3> {
+            (0..n)
+                .map(|k| (k as f32 * std::f32::consts::TAU / n as f32))
+                .map(|a| Vec3::new(a.cos(), a.sin(), 0.0))
+                .collect()
+        };
+        let at = MAX_FACE_CORNERS;
+        assert_eq!(triangulate(&circle(at), &(0..at as u32).collect::<Vec<_>>()).unwrap().len(), at - 2);
+        let e = triangulate(&circle(at + 1), &(0..=at as u32).collect::<Vec<_>>()).unwrap_err();
+        assert!(e.contains("a face of 4097 corners"), "{e}");
+    }
+
+    /// A glTF (or another mesh format) named as a mesh is refused by its format, not read as
+    /// OBJ text with "no triangles".
+    #[test]
+    fn other_mesh_formats_are_named() {
+        let dir = std::env::temp_dir().join(format!("hooke-mesh-format-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.GLTF");
+        std::fs::write(&path, "{\"asset\": {\"version\": \"2.0\"}}").unwrap();
+        let e = load_obj(&path).unwrap_err();
+        assert!(e.contains("a.GLTF") && e.contains("only OBJ meshes are read"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Vertices within the tolerance of an earlier particle join it, in file order; exact

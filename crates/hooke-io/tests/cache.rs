@@ -123,6 +123,21 @@ fn usda_reader_refuses_bad_files() {
     retimed.replace_range(rope_first..rope_first + "            0".len(), "            0.5");
     case("times", retimed, "other time codes");
     case("empty", "#usda 1.0\n(\n)\n".replace("\\n", "\n"), "no animated");
+    // Far or overflowing points, at a later frame as at the first.
+    let far = format!("{head}[(1e30,{}", tail.split_once(',').unwrap().1);
+    case("far", good.replacen(&line, &far, 1), "beyond 1e9 m");
+    let overflow = format!("{head}[(1e39,{}", tail.split_once(',').unwrap().1);
+    case("overflow", good.replacen(&line, &overflow, 1), "beyond 1e9 m");
+    // Cut short: inside a block, after the blocks' lines but before their ends, or frames
+    // missing from a file whose blocks were closed by hand.
+    let at = good.find(&line).unwrap() + line.len() + 1;
+    case("truncated", good[..at].to_string(), "ends inside a `points.timeSamples` block");
+    let trimmed = good.trim_end();
+    let unclosed = &trimmed[..trimmed.rfind('\n').unwrap()];
+    case("unclosed", format!("{unclosed}\n"), "1 block(s) `{ … }` not closed");
+    let end = format!("endTimeCode = {}", FRAMES - 1);
+    assert!(good.contains(&end));
+    case("end", good.replacen(&end, &format!("endTimeCode = {FRAMES}"), 1), "frames are missing");
 }
 
 /// A cache whose topology changes (a cloth that tore or was cut, in the writer's layout: face
@@ -157,6 +172,13 @@ fn usda_reader_reads_a_topology_that_changes() {
     case("late_start", "0: [0, 1, 2, 2, 1, 3]", "1: [0, 1, 2, 2, 1, 3]", "its topology starts at time 1");
     case("order", "2: [0, 1, 2, 4, 1, 3]", "0: [0, 1, 2, 4, 1, 3]", "topology time code 0 does not follow 0");
     case("quads", "2: [3, 3]", "2: [4, 3]", "other than triangles");
+    // Points gained with no new faces (the topology sample moved past them).
+    case(
+        "no_faces",
+        "2: [0, 1, 2, 4, 1, 3]",
+        "3: [0, 1, 2, 4, 1, 3]",
+        "5 points at time 2, 4 at time 1, with no new faces",
+    );
 }
 
 #[test]

@@ -294,6 +294,16 @@ fn split_quad_is_welded_and_pinned_by_file_index() {
     pinned.sort();
     assert_eq!(pinned, [1, 2, 3]);
 
+    // A third triangle on the shared edge (a "book"): a warning that the edge has no hinge;
+    // none under spring bending, which has no hinges to miss.
+    let book = format!("{SPLIT_QUAD}v 0 0 1\nf 2 3 7\n");
+    let (_dir, s) = mesh_scene(&book, "");
+    let w = s.unwrap().warnings;
+    assert!(w.len() == 1 && w[0].contains("1 edge(s) shared by more than two triangles"), "{w:?}");
+    let (_dir, s) = mesh_scene(&book, "bending = \"springs\"\n");
+    let w = s.unwrap().warnings;
+    assert!(w.is_empty(), "{w:?}");
+
     let (_dir, s) = mesh_scene(SPLIT_QUAD, "pin_indices = [0, 1, 2]\nweld = false\n");
     let s = s.unwrap();
     assert_eq!((s.model.particle_count(), pieces(&s.model)), (6, 2));

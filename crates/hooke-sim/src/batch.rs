@@ -273,7 +273,9 @@ fn set_in(root: &mut toml::Value, parts: &[&str], path: &[&str], last: &str, val
             toml::Value::Array(a) => {
                 let i = index(part).map_err(|m| format!("{here:?} is an array: {m}"))?;
                 let n = a.len();
-                a.get_mut(i).ok_or_else(|| format!("{here:?} has {n} elements, no element {i}"))?
+                a.get_mut(i).ok_or_else(|| {
+                    format!("{here:?} has {n} element{}, no element {i}", if n == 1 { "" } else { "s" })
+                })?
             }
             _ => return Err(format!("{here:?} is a value, not a table")),
         };
@@ -286,7 +288,9 @@ fn set_in(root: &mut toml::Value, parts: &[&str], path: &[&str], last: &str, val
         toml::Value::Array(a) => {
             let i = index(last).map_err(|m| format!("{m} of an array"))?;
             let n = a.len();
-            *a.get_mut(i).ok_or_else(|| format!("the array has {n} elements, no element {i}"))? = value;
+            *a.get_mut(i).ok_or_else(|| {
+                format!("the array has {n} element{}, no element {i}", if n == 1 { "" } else { "s" })
+            })? = value;
             Ok(())
         }
         _ => Err(format!("{:?} is a value, not a table", path.join("."))),
@@ -1455,9 +1459,19 @@ pub fn write_index(out: &Path, manifest: Option<&Manifest>) -> Result<(PathBuf, 
     }
     std::fs::create_dir_all(out).map_err(io(out))?;
     let path = out.join("index.jsonl");
-    let tmp = out.join(format!(".index.jsonl.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    if path.is_dir() {
+        return Err(io(&path)(std::io::Error::other("a folder is in the way of the index")));
+    }
+    // A killed run's temporary index is removed; this run's is removed if it cannot be put in
+    // place.
+    hooke_io::cache::sweep_stale(out);
+    let tmp = out.join(format!(".index.jsonl.tmp-{}-0", std::process::id()));
+    let written =
+        std::fs::write(&tmp, text).map_err(io(&tmp)).and_then(|()| std::fs::rename(&tmp, &path).map_err(io(&path)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
     Ok((path, records.into_values().collect()))
 }
 

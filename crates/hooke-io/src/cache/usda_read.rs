@@ -75,8 +75,10 @@ impl UsdaCache {
 /// line for a file without the `#usda 1.0` header, a line it cannot read, faces other than
 /// triangles, an index out of range (at any frame), prims whose time codes differ, a point
 /// count that changes between frames of a mesh whose topology does not (or of a rope),
-/// topology samples that start after the points' or do not ascend, a non-finite point, or a
-/// file with no animated prim.
+/// topology samples that start after the points' or do not ascend, a non-finite point or one
+/// beyond [`MAX_COORDINATE`] (at any frame), a file with no animated prim, and a file cut
+/// short: one that ends inside a block, or whose points end before the layer's
+/// `endTimeCode` (or start after its `startTimeCode`).
 pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| io_error(path, e))?;
@@ -89,6 +91,9 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     let mut current: Option<Read> = None;
     // Inside a `.timeSamples = {` block: of what.
     let mut block: Option<Block> = None;
+    // Blocks `{ … }` open at the current line, and the layer's time range.
+    let mut depth = 0usize;
+    let (mut start_code, mut end_code) = (None, None);
     let mut close = |current: &mut Option<Read>, times: &mut Vec<f64>, line: usize| -> Result<(), CacheError> {
         let Some(Read { prim, topology_start }) = current.take() else { return Ok(()) };
         if let (Some(start), Some(&first)) = (topology_start, times.first())
@@ -118,6 +123,11 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
                 return Err(bad(n, "not a USD text file (no `#usda 1.0` header)".into()));
             }
             continue;
+        }
+        if t.ends_with('{') {
+            depth += 1;
+        } else if t == "}" {
+            depth = depth.checked_sub(1).ok_or_else(|| bad(n, "a `}` that closes no block".into()))?;
         }
         if let Some(what) = block {
             if t == "}" {
@@ -168,6 +178,20 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
         }
         if let Some(rest) = t.strip_prefix("framesPerSecond =") {
             fps = Some(rest.trim().parse::<f32>().map_err(|_| bad(n, format!("framesPerSecond {rest:?}")))?);
+        } else if let (0, Some((key, rest))) = (
+            depth,
+            t.strip_prefix("startTimeCode =")
+                .map(|r| ("startTimeCode", r))
+                .or_else(|| t.strip_prefix("endTimeCode =").map(|r| ("endTimeCode", r))),
+        ) {
+            // The layer's metadata (outside every prim).
+            let code =
+                rest.trim().parse::<f64>().map_err(|_| bad(n, format!("{key} {:?} is not a number", rest.trim())))?;
+            if key == "startTimeCode" {
+                start_code = Some(code);
+            } else {
+                end_code = Some(code);
+            }
         } else if let Some(rest) = t.strip_prefix("def ") {
             close(&mut current, &mut times, n)?;
             let (type_name, rest) = rest.split_once(' ').ok_or_else(|| bad(n, "`def` without a type".into()))?;
@@ -200,14 +224,43 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
             read.prim.triangles = Some(triangles_of(&indices).map_err(|what| bad(n, what))?);
         }
     }
+    if let Some(what) = block {
+        return Err(bad(last, format!("the file ends inside a {} block: it was cut short", what.describe())));
+    }
+    if depth > 0 {
+        return Err(bad(last, format!("the file ends with {depth} block(s) `{{ … }}` not closed: it was cut short")));
+    }
     close(&mut current, &mut times, last)?;
     let file_bad = |what: String| CacheError::Invalid(format!("{}: {what}", path.display()));
     let times = all_times.unwrap_or_default();
     if prims.is_empty() || times.is_empty() {
         return Err(file_bad("no animated Mesh or BasisCurves prim".into()));
     }
+    let (first, final_time) = (times[0], times[times.len() - 1]);
+    if let Some(end) = end_code.filter(|&end| end != final_time) {
+        return Err(file_bad(format!(
+            "its points end at time code {final_time}, the layer's endTimeCode is {end}: {}",
+            if end > final_time { "frames are missing (cut short?)" } else { "the layer's range leaves frames out" }
+        )));
+    }
+    if let Some(start) = start_code.filter(|&start| start != first) {
+        return Err(file_bad(format!("its points start at time code {first}, the layer's startTimeCode is {start}")));
+    }
     for prim in &prims {
-        for (points, &time) in prim.frames.iter().zip(&times) {
+        for (f, (points, &time)) in prim.frames.iter().zip(&times).enumerate() {
+            // A point count changes only with the topology (split particles come with faces).
+            if f > 0
+                && points.len() != prim.frames[f - 1].len()
+                && prim.triangles_at(time).map(<[_]>::as_ptr) == prim.triangles_at(times[f - 1]).map(<[_]>::as_ptr)
+            {
+                return Err(file_bad(format!(
+                    "prim {:?}: {} points at time {time}, {} at time {}, with no new faces between them",
+                    prim.name,
+                    points.len(),
+                    prim.frames[f - 1].len(),
+                    times[f - 1]
+                )));
+            }
             let count = points.len() as u32;
             if let Some(t) = prim.triangles_at(time)
                 && let Some(k) = t.iter().flatten().find(|&&k| k >= count)
@@ -232,6 +285,22 @@ struct Read {
     prim: UsdaPrim,
     topology_start: Option<f64>,
 }
+
+impl Block {
+    /// The block in words, for messages.
+    fn describe(self) -> &'static str {
+        match self {
+            Block::Points => "`points.timeSamples`",
+            Block::Counts => "`faceVertexCounts.timeSamples`",
+            Block::Indices => "`faceVertexIndices.timeSamples`",
+            Block::Other => "`.timeSamples`",
+        }
+    }
+}
+
+/// The largest coordinate (m) a cache's point may have: no scene of hooke's reaches it (a
+/// scene's keyframes are refused beyond it), and a renderer framing the cloth would lose it.
+pub const MAX_COORDINATE: f32 = 1e9;
 
 /// What a `.timeSamples` block holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -283,8 +352,13 @@ fn parse_points(text: &str) -> Result<Vec<Vec3>, String> {
             .collect::<Result<_, _>>()?;
         let [x, y, z] = v[..] else { return Err(format!("({xyz}) does not have three coordinates")) };
         let p = Vec3::new(x, y, z);
-        if !p.is_finite() {
+        // A finite number too large for f32 reads as infinite: it is out of range, not NaN.
+        let finite_text = xyz.split(',').all(|c| c.trim().parse::<f64>().is_ok_and(f64::is_finite));
+        if !p.is_finite() && !finite_text {
             return Err(format!("point ({xyz}) is not finite"));
+        }
+        if !p.is_finite() || p.abs().max_element() > MAX_COORDINATE {
+            return Err(format!("point ({xyz}) is beyond {MAX_COORDINATE:e} m of the origin"));
         }
         out.push(p);
     }

@@ -576,6 +576,14 @@ fn add_cloth(
             }
         }
         let welded = crate::mesh::weld(&obj, tolerance).map_err(|e| format!("{key}: mesh: {}: {e}", path.display()))?;
+        let book = crate::mesh::non_manifold_edges(&welded.triangles);
+        if book > 0 && bending == hooke::Bending::Angle {
+            warnings.push(format!(
+                "{key}: mesh {}: {book} edge(s) shared by more than two triangles (non-manifold): angle bending has \
+                 no hinge across them, so the triangles there turn freely about them",
+                path.display()
+            ));
+        }
         let scale = c.scale.unwrap_or(1.0);
         // The mesh's size after its scale: one too small for f32 to tell its vertices' masses
         // and lengths from zero is named here, by file and key (the model would name only a

@@ -146,12 +146,23 @@ pub fn load(path: &Path, memory_limit: u64) -> Result<Scene, SceneError> {
 ///
 /// # Errors
 /// [`SceneError`] naming the file if it cannot be read, is not UTF-8, or is longer than
-/// [`MAX_SCENE_FILE`].
+/// [`MAX_SCENE_FILE`], and saying what it is if its extension is a mesh's or a cache's (`.obj`,
+/// `.pc2`, `.usda`, `.usd`, `.usdc`).
 pub fn read_text(path: &Path) -> Result<String, SceneError> {
     use std::io::Read;
     let file = path.display().to_string();
     let cannot =
         |e: std::io::Error| SceneError { file: file.clone(), message: format!("cannot read the scene file: {e}") };
+    // What a scene file is often confused with: a mesh, or a cache `hooke run` wrote.
+    let other = match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("obj") => Some("an OBJ mesh, not a scene file: name it in a scene's [[cloth]] as `mesh = \"…\"`"),
+        Some("pc2") => Some("a PC2 cache, not a scene file"),
+        Some("usda" | "usd" | "usdc") => Some("a USD file, not a scene file (`hooke render` draws a .usda cache)"),
+        _ => None,
+    };
+    if let Some(message) = other {
+        return Err(SceneError { file, message: message.to_string() });
+    }
     let mut text = String::new();
     std::fs::File::open(path).and_then(|f| f.take(MAX_SCENE_FILE + 1).read_to_string(&mut text)).map_err(cannot)?;
     if text.len() as u64 > MAX_SCENE_FILE {
