@@ -269,6 +269,17 @@ fn a_killed_run_resumes_without_duplicates_or_half_written_samples() {
     let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
     assert!(data.join(&file).is_file(), "sample 2 made again");
+    // A cache cut short since (its size no longer the record's) is not complete either.
+    let bytes = std::fs::metadata(data.join(&file)).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(data.join(&file)).unwrap();
+    f.set_len(bytes / 2).unwrap();
+    drop(f);
+    let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(&format!("lists {file} of {bytes} bytes, which has {} now", bytes / 2)), "{}", text(&o));
+    std::fs::remove_dir_all(data.join("samples/000002")).unwrap();
+    let o = hooke(&["batch", "batch.toml", "--resume"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
 
     // A manifest changed under a dataset is refused, naming the sample.
     std::fs::write(tmp.path().join("batch.toml"), MANIFEST.replace("1e3, 1e4", "2e3, 1e4")).unwrap();

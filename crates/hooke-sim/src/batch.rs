@@ -629,6 +629,11 @@ pub struct Record {
     pub files: Vec<String>,
     /// `diagnostics.csv`, relative to the output folder (absent if dropped).
     pub diagnostics: Option<String>,
+    /// The sizes (bytes) of `files`, then of `diagnostics`, when the sample was made: a file
+    /// cut short or changed since is not taken as complete (`--resume`, the index). Empty in
+    /// records made before they were kept (then only the files' presence is checked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bytes: Vec<u64>,
     /// Frames written, frame 0 included.
     pub frames: usize,
     /// Simulated time reached (s).
@@ -699,15 +704,32 @@ fn read_record(out: &Path, id: &str) -> Result<Option<Record>, BatchError> {
 /// [`BatchError::Conflict`] naming the first missing file and the folder to remove for the
 /// sample to be run again.
 fn check_files(out: &Path, r: &Record, at: &Path) -> Result<(), BatchError> {
-    match r.files.iter().chain(&r.diagnostics).find(|f| !out.join(f).is_file()) {
-        Some(missing) => Err(BatchError::Conflict(format!(
-            "{}: sample {} lists {missing}, which is missing: the sample is not complete; remove {} to run it again",
+    let incomplete = |what: String| {
+        BatchError::Conflict(format!(
+            "{}: sample {} lists {what}: the sample is not complete; remove {} to run it again",
             at.join("sample.json").display(),
             r.sample,
             at.display()
-        ))),
-        None => Ok(()),
+        ))
+    };
+    if let Some(missing) = r.files.iter().chain(&r.diagnostics).find(|f| !out.join(f).is_file()) {
+        return Err(incomplete(format!("{missing}, which is missing")));
     }
+    if r.bytes.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<&String> = r.files.iter().chain(&r.diagnostics).collect();
+    if listed.len() != r.bytes.len() {
+        return Err(incomplete(format!("{} files and {} sizes", listed.len(), r.bytes.len())));
+    }
+    for (f, &bytes) in listed.into_iter().zip(&r.bytes) {
+        let path = out.join(f);
+        let now = std::fs::metadata(&path).map_err(io(&path))?.len();
+        if now != bytes {
+            return Err(incomplete(format!("{f} of {bytes} bytes, which has {now} now (cut short or changed)")));
+        }
+    }
+    Ok(())
 }
 
 /// FNV-1a (64-bit) of a scene file's bytes, as hex: what a record remembers of its scene, so
@@ -1308,6 +1330,7 @@ fn new_record(sample: &Sample, settings: &BatchSettings) -> Result<Record, Batch
         dir: format!("samples/{id}"),
         files: Vec::new(),
         diagnostics: None,
+        bytes: Vec::new(),
         frames: 0,
         time_s: 0.0,
         max_stretch_strain: 0.0,
@@ -1393,6 +1416,16 @@ fn commit(
         record.files.clear();
         record.diagnostics = None;
     }
+    // Each file is in `tmp` under its name (the record names it in the sample's folder).
+    record.bytes = record
+        .files
+        .iter()
+        .chain(&record.diagnostics)
+        .map(|f| {
+            let path = tmp.join(Path::new(f).file_name().unwrap_or_default());
+            std::fs::metadata(&path).map(|m| m.len()).map_err(io(&path))
+        })
+        .collect::<Result<_, _>>()?;
     let json = serde_json::to_string_pretty(&record).expect("a record serialises");
     let path = tmp.join("sample.json");
     std::fs::write(&path, json + "\n").map_err(io(&path))?;
