@@ -73,10 +73,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "WxH")]
     draw: Option<String>,
     /// Draw every triangle of fine grids (--draw), with no level of detail.
-    #[arg(long)]
+    #[arg(long, requires = "draw")]
     full_detail: bool,
     /// Samples per pixel of --draw's picture (1 or 4).
-    #[arg(long, default_value_t = 4, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true, requires = "draw")]
     samples: u32,
     /// Tear as the scene says (tear strains and energies, scripted cuts) after every timed frame: the state
     /// is read back each frame (on the GPU too), checked, and torn; the report gives the

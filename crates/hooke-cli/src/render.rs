@@ -51,8 +51,9 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     orbit: f32,
     /// Where to simulate: cpu, or gpu (XPBD/PBD scenes; drawn from the solver's buffers).
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: crate::Backend,
+    /// (Default: cpu. Not for a cache, which is drawn as it was baked.)
+    #[arg(long, value_enum)]
+    backend: Option<crate::Backend>,
     /// Worker threads (default: all cores).
     #[arg(long, allow_negative_numbers = true)]
     threads: Option<usize>,
@@ -72,6 +73,11 @@ pub fn render(args: RenderArgs) -> Result<()> {
     if let Some(f) = args.frames {
         scene.frames = f;
     }
+    anyhow::ensure!(
+        cache.is_none() || args.backend.is_none(),
+        "--backend applies to a scene: a cache is drawn from its baked positions"
+    );
+    let backend = args.backend.unwrap_or(crate::Backend::Cpu);
     if let Some(c) = &cache {
         let available = c.frame_count() - 1;
         anyhow::ensure!(
@@ -120,13 +126,13 @@ pub fn render(args: RenderArgs) -> Result<()> {
     let mut renderer = Renderer::new(ctx.clone(), model.clone(), settings)?;
     // A scene that tears is read back every frame, torn between frames, and drawn torn.
     let mut tearing = hooke_sim::Tearing::for_scene(&scene);
-    let mut cloth = match (&cache, args.backend) {
+    let mut cloth = match (&cache, backend) {
         (Some(c), _) => Cloth::Cache(c, HostCloth::new(&ctx, model.clone())),
         (None, crate::Backend::Cpu) => {
             Cloth::Host(hooke_sim::make_cpu_solver(&scene)?, HostCloth::new(&ctx, model.clone()))
         }
         (None, crate::Backend::Gpu) => {
-            let mut options = crate::solver_options(args.backend, hooke_gpu::GpuSolve::GaussSeidel);
+            let mut options = crate::solver_options(backend, hooke_gpu::GpuSolve::GaussSeidel);
             options.context = Some(ctx.clone());
             Cloth::Device(Box::new(hooke_sim::make_gpu_solver(&scene, &options)?))
         }

@@ -395,6 +395,11 @@ fn bad_input_fails_cleanly() {
             text(&o)
         );
     }
+    // Options of --draw without it are refused, not ignored.
+    for flag in [&["--full-detail"][..], &["--samples", "1"][..]] {
+        let o = hooke(&[&["bench", "demo:4", "--frames", "1"][..], flag].concat(), tmp.path());
+        assert!(!o.status.success() && text(&o).contains("--draw <WxH>"), "{flag:?}: {}", text(&o));
+    }
     // A mesh or a cache given as the scene is named for what it is (they read as bad TOML).
     std::fs::write(tmp.path().join("m.obj"), "v 0 0 0\n").unwrap();
     std::fs::write(tmp.path().join("c.usda"), "#usda 1.0\n").unwrap();
@@ -1061,6 +1066,10 @@ fn render_draws_a_baked_cache_as_the_scene_draws_it() {
     let o = hooke(&["render", "bad.usda", "--out", "d"], tmp.path());
     let t = text(&o);
     assert!(!o.status.success() && t.contains("bad.usda: no animated Mesh or BasisCurves prim"), "{t}");
+    // A backend for a cache, which is not simulated, is refused rather than ignored.
+    let o = hooke(&["render", "baked/hang.usda", "--backend", "gpu", "--out", "c"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("--backend applies to a scene"), "{t}");
     assert!(!tmp.path().join("c").exists() && !tmp.path().join("d").exists(), "a refused render left a folder");
 }
 

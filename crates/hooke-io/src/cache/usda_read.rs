@@ -273,6 +273,9 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
         }
     }
     let fps = fps.ok_or_else(|| file_bad("no framesPerSecond in the layer's metadata".into()))?;
+    if fps.is_infinite() {
+        return Err(file_bad("framesPerSecond is beyond f32's range".into()));
+    }
     if !(fps.is_finite() && fps > 0.0) {
         return Err(file_bad(format!("framesPerSecond {fps} must be positive")));
     }
