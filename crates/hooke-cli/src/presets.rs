@@ -358,7 +358,7 @@ pub fn resolve(spec: &str) -> Result<Scene> {
     if spec.contains(':') && !Path::new(spec).exists() {
         bail!("unknown preset {spec:?} (presets: {PRESETS})");
     }
-    if !Path::new(spec).exists() {
+    if std::fs::metadata(spec).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         bail!("{spec}: no such scene file, and not a preset (presets: {PRESETS})");
     }
     Ok(scene::load(Path::new(spec), crate::memory_limit())?)

@@ -132,17 +132,22 @@ fn three_shards_cover_every_sample_once_and_a_blow_up_is_recorded() {
         assert!(o.status.success(), "shard {i}: {}", text(&o));
     }
     let data = tmp.path().join("data");
-    // An index that cannot be put in place (a folder in the way) leaves no temporary file;
-    // one a killed run left (no process 4194305: above Linux's largest pid) is swept.
+    // An index that cannot be put in place (a folder in the way) leaves no temporary file; one
+    // a killed run left an hour ago is swept, one as new as a shard's that is writing it now
+    // (on another machine, say) is not.
     let _ = std::fs::remove_file(data.join("index.jsonl"));
     std::fs::create_dir(data.join("index.jsonl")).unwrap();
     let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
     assert!(!o.status.success() && text(&o).contains("a folder is in the way"), "{}", text(&o));
+    assert!(hidden(&data).is_empty(), "temporary files left: {:?}", hidden(&data));
     std::fs::remove_dir(data.join("index.jsonl")).unwrap();
-    std::fs::write(data.join(".index.jsonl.tmp-4194305-0"), "killed").unwrap();
+    let old = std::fs::File::create(data.join(".index.jsonl.tmp-17")).unwrap();
+    old.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600)).unwrap();
+    std::fs::write(data.join(".index.jsonl.tmp-18"), "writing").unwrap();
     let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
-    assert!(hidden(&data).is_empty(), "temporary files left: {:?}", hidden(&data));
+    assert_eq!(hidden(&data), [".index.jsonl.tmp-18"], "the old index swept, the new one kept");
+    std::fs::remove_file(data.join(".index.jsonl.tmp-18")).unwrap();
     let records = index(&data);
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, (0..7).collect::<Vec<_>>(), "each sample exactly once");
@@ -315,7 +320,7 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, [1, 4], "task 5 of the array 4–6 is shard 1/3");
 
-    let cases: [(&str, &str, &str); 12] = [
+    let cases: [(&str, &str, &str); 13] = [
         ("bad1.toml", "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n", "substep"),
         ("bad2.toml", "[[sample]]\nscene = \"scenes/nope.toml\"\n", "nope.toml"),
         (
@@ -336,6 +341,7 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
         ),
         // A line that is an array, not one sample's object (serde read it as fields in order).
         ("bad7.jsonl", "[{\"scene\": \"scenes/pendulum.toml\"}]\n", "line 1: each line is one sample, a JSON object"),
+        ("bad7c.jsonl", "{\"scene\": \"scenes/pendulum.toml\"}\n# a comment\n", "line 2: JSON Lines has no comments"),
         // A key given twice in one object: JSON kept the last value silently.
         (
             "bad10.jsonl",

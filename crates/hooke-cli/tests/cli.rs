@@ -1044,6 +1044,17 @@ fn render_writes_pictures_and_refuses_bad_options() {
     let t = text(&o);
     assert!(!o.status.success() && t.contains("a folder is in the way"), "{t}");
     assert!(!tmp.path().join("w/cloth_on_sphere.png").exists(), "a run that failed wrote the still");
+    std::fs::create_dir_all(tmp.path().join("s/cloth_on_sphere.png")).unwrap();
+    let o = hooke(&[&["render", "--frames", "1", "--out", "s"][..], &size[..]].concat(), tmp.path());
+    assert!(!o.status.success() && text(&o).contains("cloth_on_sphere.png: a folder is in the way"), "{}", text(&o));
+    // No adapter for a misspelt backend: the message names the variable that chose none.
+    let o = Command::new(env!("CARGO_BIN_EXE_hooke"))
+        .args(["render", "--frames", "0", "--out", "nb"])
+        .env("WGPU_BACKEND", "bogus")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && text(&o).contains("WGPU_BACKEND=\"bogus\""), "{}", text(&o));
 }
 
 /// `hooke render CACHE.usda` draws a baked cache: the cache of a run, drawn, gives the same

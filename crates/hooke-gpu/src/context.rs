@@ -124,9 +124,16 @@ impl GpuContext {
         let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle();
         descriptor.flags.remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
         let instance = wgpu::Instance::new(descriptor.with_env());
-        let adapter = wgpu::util::initialize_adapter_from_env_or_default(&instance, None)
-            .await
-            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let adapter = wgpu::util::initialize_adapter_from_env_or_default(&instance, None).await.map_err(|e| {
+            // The environment that chose the adapter, where set: a misspelt backend reads as
+            // none requested.
+            let chosen: Vec<String> = ["WGPU_BACKEND", "WGPU_ADAPTER_NAME", "WGPU_POWER_PREF"]
+                .iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v:?}")))
+                .collect();
+            let by = if chosen.is_empty() { String::new() } else { format!(" (with {})", chosen.join(", ")) };
+            GpuError::NoAdapter(format!("{e}{by}"))
+        })?;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("hooke-gpu"),

@@ -138,6 +138,15 @@ fn usda_reader_refuses_bad_files() {
     let end = format!("endTimeCode = {}", FRAMES - 1);
     assert!(good.contains(&end));
     case("end", good.replacen(&end, &format!("endTimeCode = {FRAMES}"), 1), "frames are missing");
+    case("range", good.replacen(&end, &format!("endTimeCode = {}", FRAMES - 2), 1), "leaves frames out");
+    case("start", good.replacen("startTimeCode = 0", "startTimeCode = 1", 1), "start at time code 0");
+    case("closes", format!("{good}}}\n"), "a `}` that closes no block");
+    let fps = good.lines().find(|l| l.trim_start().starts_with("framesPerSecond =")).unwrap();
+    case(
+        "fps",
+        good.replacen(fps, "    framesPerSecond = 1e39", 1),
+        "framesPerSecond 1e39 is not a finite number in f32",
+    );
 }
 
 /// A cache whose topology changes (a cloth that tore or was cut, in the writer's layout: face

@@ -421,6 +421,12 @@ impl Manifest {
                 if line.trim().is_empty() {
                     continue;
                 }
+                if line.trim_start().starts_with(['#', '/']) {
+                    return Err(err(format!(
+                        "line {}: JSON Lines has no comments (each line is one sample, a JSON object); remove the line",
+                        n + 1
+                    )));
+                }
                 let value: serde_json::Value =
                     serde_json::from_str(line).map_err(|e| err(format!("line {}: {e}", n + 1)))?;
                 // A line is one sample: an object. (An array was read as a struct's fields in
@@ -1495,10 +1501,11 @@ pub fn write_index(out: &Path, manifest: Option<&Manifest>) -> Result<(PathBuf, 
     if path.is_dir() {
         return Err(io(&path)(std::io::Error::other("a folder is in the way of the index")));
     }
-    // A killed run's temporary index is removed; this run's is removed if it cannot be put in
-    // place.
-    hooke_io::cache::sweep_stale(out);
-    let tmp = out.join(format!(".index.jsonl.tmp-{}-0", std::process::id()));
+    // A killed run's temporary index is removed once it is older than any index takes to
+    // write (by age, not by process: shards on other machines of a shared file system write
+    // theirs into the same folder); this run's is removed if it cannot be put in place.
+    remove_stale_indexes(out);
+    let tmp = out.join(format!(".index.jsonl.tmp-{}", std::process::id()));
     let written =
         std::fs::write(&tmp, text).map_err(io(&tmp)).and_then(|()| std::fs::rename(&tmp, &path).map_err(io(&path)));
     if written.is_err() {
@@ -1506,6 +1513,24 @@ pub fn write_index(out: &Path, manifest: Option<&Manifest>) -> Result<(PathBuf, 
     }
     written?;
     Ok((path, records.into_values().collect()))
+}
+
+/// How old (s) a temporary index must be for [`write_index`] to take it for a killed run's.
+const STALE_INDEX_S: u64 = 600;
+
+/// Removes the temporary indexes (`.index.jsonl.tmp-*`) under `out` last written more than
+/// [`STALE_INDEX_S`] ago. Housekeeping: errors are ignored.
+fn remove_stale_indexes(out: &Path) {
+    let Ok(entries) = std::fs::read_dir(out) else { return };
+    for e in entries.flatten() {
+        let stale = e.file_name().to_str().is_some_and(|n| n.starts_with(".index.jsonl.tmp-"))
+            && e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > std::time::Duration::from_secs(STALE_INDEX_S)));
+        if stale {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 #[cfg(test)]

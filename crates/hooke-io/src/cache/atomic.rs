@@ -211,7 +211,7 @@ fn sync_parent(path: &Path) {
 /// after it found it still there); returns how many were removed. Files of this process and of
 /// running ones are kept; elsewhere than Linux nothing is removed. Errors are ignored (this is
 /// housekeeping; a file that cannot be removed stays).
-pub fn sweep_stale(dir: &Path) -> usize {
+pub(crate) fn sweep_stale(dir: &Path) -> usize {
     if !cfg!(target_os = "linux") || !Path::new("/proc/self").exists() {
         return 0;
     }

@@ -77,7 +77,6 @@ mod pc2;
 mod usda;
 mod usda_read;
 
-pub use atomic::sweep_stale;
 pub use pc2::read_pc2;
 pub use usda_read::{UsdaCache, UsdaPrim, read_usda};
 

@@ -11,6 +11,7 @@
 //! with Rust's parser, so the positions come back bit for bit as they were written.
 
 use super::{CacheError, io_error};
+use crate::mesh::MAX_COORDINATE;
 use glam::Vec3;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -76,7 +77,7 @@ impl UsdaCache {
 /// triangles, an index out of range (at any frame), prims whose time codes differ, a point
 /// count that changes between frames of a mesh whose topology does not (or of a rope),
 /// topology samples that start after the points' or do not ascend, a non-finite point or one
-/// beyond [`MAX_COORDINATE`] (at any frame), a file with no animated prim, and a file cut
+/// beyond [`MAX_COORDINATE`] (10⁹ m, as for a mesh's vertices; at any frame), a file with no animated prim, and a file cut
 /// short: one that ends inside a block, or whose points end before the layer's
 /// `endTimeCode` (or start after its `startTimeCode`).
 pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
@@ -177,7 +178,11 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
             continue;
         }
         if let Some(rest) = t.strip_prefix("framesPerSecond =") {
-            fps = Some(rest.trim().parse::<f32>().map_err(|_| bad(n, format!("framesPerSecond {rest:?}")))?);
+            let value = rest.trim().parse::<f32>().map_err(|_| bad(n, format!("framesPerSecond {rest:?}")))?;
+            if !value.is_finite() {
+                return Err(bad(n, format!("framesPerSecond {} is not a finite number in f32", rest.trim())));
+            }
+            fps = Some(value);
         } else if let (0, Some((key, rest))) = (
             depth,
             t.strip_prefix("startTimeCode =")
@@ -249,10 +254,8 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     for prim in &prims {
         for (f, (points, &time)) in prim.frames.iter().zip(&times).enumerate() {
             // A point count changes only with the topology (split particles come with faces).
-            if f > 0
-                && points.len() != prim.frames[f - 1].len()
-                && prim.triangles_at(time).map(<[_]>::as_ptr) == prim.triangles_at(times[f - 1]).map(<[_]>::as_ptr)
-            {
+            let topology = |t: f64| prim.later_triangles.partition_point(|(from, _)| *from <= t);
+            if f > 0 && points.len() != prim.frames[f - 1].len() && topology(time) == topology(times[f - 1]) {
                 return Err(file_bad(format!(
                     "prim {:?}: {} points at time {time}, {} at time {}, with no new faces between them",
                     prim.name,
@@ -273,9 +276,6 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
         }
     }
     let fps = fps.ok_or_else(|| file_bad("no framesPerSecond in the layer's metadata".into()))?;
-    if fps.is_infinite() {
-        return Err(file_bad("framesPerSecond is beyond f32's range".into()));
-    }
     if !(fps.is_finite() && fps > 0.0) {
         return Err(file_bad(format!("framesPerSecond {fps} must be positive")));
     }
@@ -300,10 +300,6 @@ impl Block {
         }
     }
 }
-
-/// The largest coordinate (m) a cache's point may have: no scene of hooke's reaches it (a
-/// scene's keyframes are refused beyond it), and a renderer framing the cloth would lose it.
-pub const MAX_COORDINATE: f32 = 1e9;
 
 /// What a `.timeSamples` block holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -356,10 +352,11 @@ fn parse_points(text: &str) -> Result<Vec<Vec3>, String> {
         let [x, y, z] = v[..] else { return Err(format!("({xyz}) does not have three coordinates")) };
         let p = Vec3::new(x, y, z);
         // A finite number too large for f32 reads as infinite: it is out of range, not NaN.
-        let finite_text = xyz.split(',').all(|c| c.trim().parse::<f64>().is_ok_and(f64::is_finite));
-        if !p.is_finite() && !finite_text {
+        if !p.is_finite() && !xyz.split(',').all(|c| c.trim().parse::<f64>().is_ok_and(f64::is_finite)) {
             return Err(format!("point ({xyz}) is not finite"));
         }
+        // (A cache's points stay within the bound a mesh's vertices and a scene's keyframes
+        // have: beyond it f32 positions lose the cloth's own size, and a picture frames nothing.)
         if !p.is_finite() || p.abs().max_element() > MAX_COORDINATE {
             return Err(format!("point ({xyz}) is beyond {MAX_COORDINATE:e} m of the origin"));
         }
