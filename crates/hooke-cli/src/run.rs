@@ -156,7 +156,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         let name = format!("{}_{}worlds", scene.name, sets.len());
         let output = scene.output.clone();
         scene = hooke_sim::worlds::pack(&copies, crate::memory_limit())
-            .map_err(|(k, e)| anyhow::anyhow!("world {k}: {e}"))?
+            // (Most messages name the world already, with the scene's file.)
+            .map_err(|(k, e)| {
+                if e.contains(&format!("(world {k})")) { anyhow::anyhow!(e) } else { anyhow::anyhow!("world {k}: {e}") }
+            })?
             .scene;
         scene.name = name;
         // The scene's cache format; its folder is the packed scene's own (out/<name>_<N>worlds).

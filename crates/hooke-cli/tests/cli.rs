@@ -430,6 +430,12 @@ fn bad_input_fails_cleanly() {
         let t = text(&o);
         assert!(!o.status.success() && t.contains("worlds.toml: ") && t.contains("needs a fixed count"), "{t}");
     }
+    // A scene that cannot be replicated into worlds is named once, with its world.
+    let cut = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenes/cut_cloth.toml");
+    let o = hooke(&["run", cut.to_str().unwrap(), "--worlds", "2", "--frames", "1", "--out", "w"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("cut_cloth.toml (world 0): a scene with [[cut]]"), "{t}");
+    assert!(!t.contains("world 0: "), "the world is named twice: {t}");
 }
 
 /// A run that blows up stops with a non-zero exit, says where, and leaves a valid cache with
