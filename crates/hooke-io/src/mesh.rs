@@ -742,7 +742,7 @@ mod tests {
         // limit it is triangulated: the limit is not an accident of the circle).
         let circle = |n: usize| -> Vec<Vec3> {
             (0..n)
-                .map(|k| (k as f32 * std::f32::consts::TAU / n as f32))
+                .map(|k| k as f32 * std::f32::consts::TAU / n as f32)
                 .map(|a| Vec3::new(a.cos(), a.sin(), 0.0))
                 .collect()
         };
