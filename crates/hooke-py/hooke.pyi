@@ -120,8 +120,9 @@ class Simulation:
         """Releases particles, including pins of the scene file."""
     def set_wind(self, velocity: Optional[_Vec3] = None) -> None:
         """Sets the steady wind (m/s, 3 numbers; the scene's gusts are dropped), or goes back
-        to the scene's wind with None. Acts through the scene's air (aerodynamic drag and
-        lift) or, without one, through air damping only. Raises ValueError naming `velocity`
+        to the scene's wind with None. Acts through the scene's [air] (aerodynamic drag and
+        lift); without one it acts on nothing (air damping slows particles toward rest, not
+        toward the wind). Raises ValueError naming `velocity`
         when it is not finite in f32 or its square is not (as a scene's wind)."""
     def place_collider(self, collider: Union[int, str], translation: _Vec3, rotation: Optional[_Vec3] = None) -> None:
         """Places a collider (by index or name): translated by `translation` (m) and rotated

@@ -564,6 +564,11 @@ fn names_friction_warnings_and_units() {
     let named = GRID.replacen("[[cloth]]\n", "[[cloth]]\nmaterial = \"cotton\"\n", 1);
     let s = parse(&format!("[materials.cotton]\ndensity = 0.2\n{named}")).unwrap();
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    // A wind without [air] acts on nothing: a warning; with [air], none.
+    let s = parse(&format!("wind = [5.0, 0.0, 0.0]\n{GRID}")).unwrap();
+    assert!(s.warnings.len() == 1 && s.warnings[0].contains("no [air] section"), "{:?}", s.warnings);
+    let s = parse(&format!("wind = [5.0, 0.0, 0.0]\n[air]\n{GRID}")).unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 
     let rope = "[[rope]]\nmaterial = \"r\"\nstart = [0.0, 0.0, 0.0]\nend = [1.0, 0.0, 0.0]\nparticles = 5\n";
     for key in ["stretch_stiffness", "bend_stiffness"] {
@@ -1087,4 +1092,33 @@ fn keys_that_do_nothing_warn() {
     assert!(parse(&format!("{GRID}pin_rows = [0]\nrelease_pins_at = 1.0\n")).unwrap().warnings.is_empty());
     let e = err(&format!("{GRID}[[cloth.pin_groups]]\ncolumns = [0]\nkeyframes = []\n"));
     assert!(e.contains("pin_groups[0]: keyframes is empty"), "{e}");
+}
+
+/// A scene file that is a named pipe: read to its end where something writes to it (as
+/// `hooke run <(…)` does), and refused at once where nothing does — opening it waited for a
+/// writer for ever, in every command and in Python.
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_is_read_or_refused_without_waiting() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("scene.toml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let read = |path: std::path::PathBuf| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(scene::read_text(&path).map_err(|e| e.to_string())));
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("reading the pipe waited for a writer")
+    };
+    let e = read(fifo.clone()).unwrap_err();
+    assert!(e.contains("a named pipe that nothing wrote to"), "{e}");
+    // A writer holds the pipe (read and write, which does not wait for a reader) and closes it
+    // a moment after writing the scene.
+    let mut writer = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    writer.write_all(GRID.as_bytes()).unwrap();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(writer);
+    });
+    assert_eq!(read(fifo).unwrap(), GRID);
+    closer.join().unwrap();
 }

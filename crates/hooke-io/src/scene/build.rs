@@ -88,6 +88,14 @@ pub(super) fn build(
     let world_wind = worlds(f)?;
     let mut pins = Vec::new();
     let mut warnings = Vec::new();
+    let windy = wind != Vec3::ZERO || gust.is_some() || world_wind.iter().any(|(w, g)| *w != Vec3::ZERO || g.is_some());
+    if f.air.is_none() && windy {
+        warnings.push(
+            "wind: the scene has no [air] section, so its wind acts on nothing: add [air] for the aerodynamic drag \
+             and lift (air damping slows particles toward rest, not toward the wind)"
+                .to_string(),
+        );
+    }
     if s.pbd_stiffness == Some(0.0) {
         warnings.push("solver.pbd_stiffness = 0: every constraint's correction is scaled to nothing".to_string());
     }

@@ -164,7 +164,10 @@ pub fn read_text(path: &Path) -> Result<String, SceneError> {
         return Err(SceneError { file, message: message.to_string() });
     }
     let mut text = String::new();
-    std::fs::File::open(path).and_then(|f| f.take(MAX_SCENE_FILE + 1).read_to_string(&mut text)).map_err(cannot)?;
+    open_scene(path).and_then(|f| f.take(MAX_SCENE_FILE + 1).read_to_string(&mut text)).map_err(cannot)?;
+    if text.is_empty() && is_pipe(path) {
+        return Err(SceneError { file, message: "a named pipe that nothing wrote to: not a scene file".into() });
+    }
     if text.len() as u64 > MAX_SCENE_FILE {
         return Err(SceneError {
             file,
@@ -172,6 +175,42 @@ pub fn read_text(path: &Path) -> Result<String, SceneError> {
         });
     }
     Ok(text)
+}
+
+/// Opens a scene file for reading. A named pipe (FIFO) is opened without waiting for a writer
+/// — a plain open blocks until one comes, for ever where none does — and then read as usual:
+/// to its end where something writes to it (`hooke run <(…)`), at once and empty where
+/// nothing does.
+fn open_scene(path: &Path) -> std::io::Result<std::fs::File> {
+    #[cfg(unix)]
+    if is_pipe(path) {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+        // SAFETY: fcntl on a descriptor this function owns; it only changes its flags.
+        unsafe {
+            let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+            if flags < 0 || libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        return Ok(f);
+    }
+    std::fs::File::open(path)
+}
+
+/// Whether `path` is a named pipe (FIFO).
+fn is_pipe(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 /// Parses and builds scene text. `file` names it in errors; `default_name` is used when the
