@@ -423,7 +423,7 @@ impl Simulation {
             let solver = solver.get_mut().unwrap_or_else(|e| e.into_inner());
             let result: Result<(), String> = py.detach(|| {
                 pool().install(|| {
-                    solver.step(&control, dt).map_err(|e| e.to_string())?;
+                    solver.step(&control, dt).map_err(|e| format!("{e}{}", hooke_sim::bake::speed_limit_hint(&e)))?;
                     solver.read_state(state);
                     if tearing.due(solver.as_ref()) {
                         tearing.after_frame(solver.as_mut(), state).map_err(|e| e.to_string())?;

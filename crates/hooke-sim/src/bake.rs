@@ -101,19 +101,20 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.error {
             None => write!(f, "frame {}: interrupted", self.frame),
-            Some(e) => {
-                write!(f, "frame {}: {e}", self.frame)?;
-                let speed = matches!(e, SolverError::BlowUp { detail, .. } if detail.contains(" m/s (limit "));
-                if speed {
-                    write!(
-                        f,
-                        " (if that speed is real, set [solver] max_speed above it: unless the scene sets it, the \
-                         limit is derived from the scene's size, gravity, wind and collider motion)"
-                    )?;
-                }
-                Ok(())
-            }
+            Some(e) => write!(f, "frame {}: {e}{}", self.frame, speed_limit_hint(e)),
         }
+    }
+}
+
+/// What to add to the message of `e` where it is a particle past the blow-up speed limit: how to
+/// raise the limit, if that speed is real (a long free fall, a fast throw); empty otherwise.
+pub fn speed_limit_hint(e: &SolverError) -> &'static str {
+    match e {
+        SolverError::BlowUp { detail, .. } if detail.contains(" m/s (limit ") => {
+            " (if that speed is real, set [solver] max_speed above it: unless the scene sets it, the limit is \
+             derived from the scene's size, gravity, wind and collider motion)"
+        }
+        _ => "",
     }
 }
 
