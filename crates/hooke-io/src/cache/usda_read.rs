@@ -77,9 +77,9 @@ impl UsdaCache {
 /// triangles, an index out of range (at any frame), prims whose time codes differ, a point
 /// count that changes between frames of a mesh whose topology does not (or of a rope),
 /// topology samples that start after the points' or do not ascend, a non-finite point or one
-/// beyond [`MAX_COORDINATE`] (10⁹ m, as for a mesh's vertices; at any frame), a file with no animated prim, and a file cut
-/// short: one that ends inside a block, or whose points end before the layer's
-/// `endTimeCode` (or start after its `startTimeCode`).
+/// beyond [`MAX_COORDINATE`] (10⁹ m, as for a mesh's vertices; at any frame), a file with no
+/// animated prim, and a file cut short: one that ends inside a block, or whose points end
+/// before the layer's `endTimeCode` (or start after its `startTimeCode`).
 pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| io_error(path, e))?;
