@@ -120,6 +120,7 @@ mod context;
 mod dihedral;
 mod distance;
 mod finish;
+pub mod global_cloth;
 mod health;
 mod jacobi;
 mod kernel;

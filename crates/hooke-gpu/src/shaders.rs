@@ -22,6 +22,10 @@ pub const ROPE_BENDING: &str =
     concat!(include_str!("common.wgsl"), include_str!("rope_bending.wgsl"), include_str!("tiles.wgsl"));
 /// `rope_solver.wgsl`: the direct rope solver (rows, matrix and update in parallel, the band a workgroup per rope).
 pub const ROPE_SOLVER: &str = concat!(include_str!("common.wgsl"), include_str!("rope_solver.wgsl"));
+/// `global_cloth.wgsl`: the global cloth solve (rows, the band, its factorisation and
+/// substitutions, the update; after `hinge.wgsl`).
+pub const GLOBAL_CLOTH: &str =
+    concat!(include_str!("common.wgsl"), include_str!("hinge.wgsl"), include_str!("global_cloth.wgsl"));
 /// `tethers.wgsl`: long-range attachments, one thread per tethered particle.
 pub const TETHERS: &str =
     concat!(include_str!("common.wgsl"), include_str!("tether.wgsl"), include_str!("tethers.wgsl"));
@@ -85,6 +89,7 @@ pub(crate) const KERNELS: &[crate::kernel::KernelSpec] = &[
     crate::dihedral::SPEC,
     crate::rope_bending::SPEC,
     crate::rope_solver::SPEC,
+    crate::global_cloth::SPEC,
     crate::tethers::SPEC,
     crate::local_sweep::SPEC,
     crate::jacobi::SPEC,

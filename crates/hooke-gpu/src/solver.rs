@@ -6,6 +6,7 @@ use crate::chebyshev;
 use crate::collide::Collide;
 use crate::context::{GpuContext, GpuError};
 use crate::finish::Finish;
+use crate::global_cloth::GlobalCloth;
 use crate::health::Health;
 use crate::jacobi::Jacobi;
 use crate::kernel::{Kernels, SharedLayouts};
@@ -139,8 +140,8 @@ impl Default for GpuSettings {
 
 impl GpuSettings {
     /// Checks the settings: [`XpbdSettings::validate`] (the CPU solver's rules, upper bounds
-    /// included), a Jacobi relaxation in (0, 2], and the Gauss–Seidel cloth solve (the global
-    /// one, [`hooke::ClothSolver::Global`], is CPU only).
+    /// included), a Jacobi relaxation in (0, 2], and the global cloth solve
+    /// ([`hooke::ClothSolver::Global`], [`crate::global_cloth`]) only with Gauss–Seidel.
     ///
     /// # Errors
     /// [`SolverError::InvalidSettings`] naming the setting.
@@ -163,10 +164,10 @@ impl GpuSettings {
                 });
             }
         }
-        if self.xpbd.cloth_solver.is_global() {
+        if self.xpbd.cloth_solver.is_global() && matches!(self.solve, GpuSolve::Jacobi { .. }) {
             return Err(SolverError::InvalidSettings {
                 setting: "cloth_solver",
-                message: "the global cloth solve runs on the CPU only (use \"gauss-seidel\" on the GPU)".into(),
+                message: "the global cloth solve goes with the Gauss–Seidel colours, not the Jacobi solve (use \"gauss-seidel\" for one of the two)".into(),
             });
         }
         self.xpbd.validate()
@@ -241,7 +242,7 @@ pub fn applies_tension_limit(model: &Model, settings: &GpuSettings) -> bool {
     let s = &settings.xpbd;
     s.max_substeps > s.substeps
         && s.method == Method::Xpbd
-        && direct_ropes(model, s)
+        && (direct_ropes(model, s) || s.cloth_solver.is_global())
         && model.worlds().len() == 1
         && settings.health_interval == 1
         && hooke::collision::self_collision::members(model).0.is_empty()
@@ -330,6 +331,8 @@ struct Bindings {
     jacobi: Option<Jacobi>,
     /// The direct rope solver, for a model with ropes under [`hooke::RopeSolver::Direct`].
     ropes: Option<RopeSolver>,
+    /// The global cloth solve, under [`hooke::ClothSolver::Global`] or `GlobalWithHinges`.
+    global_cloth: Option<GlobalCloth>,
     /// The tethers, when [`XpbdSettings::tethers`] is on.
     tethers: Option<Tethers>,
     /// The local sweep of every iteration of a substep, where it applies
@@ -371,7 +374,11 @@ impl Bindings {
         let tethers =
             settings.xpbd.tethers.then(|| Tethers::new(kernels, device, b, model.particle_count(), alternate));
         let [distance, dihedral, rope_bending] = set_colours(model);
-        let swept = hooke::solver::swept_colours(model, settings.xpbd.rope_solver);
+        let swept = hooke::solver::solver_swept_colours(model, settings.xpbd);
+        let global = settings.xpbd.cloth_solver.is_global();
+        let global_hinges = settings.xpbd.cloth_solver == hooke::ClothSolver::GlobalWithHinges;
+        let global_cloth =
+            global.then(|| GlobalCloth::new(kernels, device, b, model, &swept, global_hinges, loop_budget)).flatten();
         let joints = ropes.is_none();
         // Tile-local sweeps with Gauss–Seidel only (the Jacobi solve has its own iteration).
         let tiled = settings.tiles && jacobi.is_none();
@@ -399,7 +406,11 @@ impl Bindings {
             )
         };
         let auto = iterates_to_tolerance(settings);
-        let local = (settings.local != LocalSweepMode::Never && jacobi.is_none() && ropes.is_none() && !auto)
+        let local = (settings.local != LocalSweepMode::Never
+            && jacobi.is_none()
+            && ropes.is_none()
+            && global_cloth.is_none()
+            && !auto)
             .then(|| {
                 let limits = device.limits();
                 let fit = (crate::local_sweep::capacity(&limits), crate::kernel::tile_threads(&limits), loop_budget);
@@ -432,8 +443,8 @@ impl Bindings {
                 &b.dihedral,
                 &b.lambda_dihedral,
                 dihedral,
-                &|_| true,
-                tiled.then(|| tile_table(model.dihedral(), |_| true)).flatten(),
+                &|_| !global_hinges,
+                tiled.then(|| tile_table(model.dihedral(), |_| !global_hinges)).flatten(),
             ),
             rope_bending: sweep(
                 &crate::rope_bending::SPEC,
@@ -445,6 +456,7 @@ impl Bindings {
             ),
             jacobi,
             ropes,
+            global_cloth,
             tethers,
             self_collision: SelfCollision::new(kernels, device, b, model, settings.contact_search),
             collide: Collide::new(kernels, device, b),
@@ -536,6 +548,7 @@ impl GpuXpbdSolver {
         let settings: GpuSettings = settings.into();
         settings.validate()?;
         check_worlds(&model, &settings)?;
+        check_global_cloth(&model, &settings, ctx.loop_budget())?;
         crate::self_collision::check_bodies(&model)?;
         let kernels = ctx.kernels()?;
         let device = ctx.device();
@@ -622,6 +635,7 @@ impl GpuXpbdSolver {
     ) -> Result<(), SolverError> {
         check_state(&model, state)?;
         check_worlds(&model, &self.settings)?;
+        check_global_cloth(&model, &self.settings, self.ctx.loop_budget())?;
         crate::self_collision::check_bodies(&model)?;
         let device = self.ctx.device();
         let jacobi = matches!(self.settings.solve, GpuSolve::Jacobi { .. });
@@ -1147,6 +1161,9 @@ impl GpuXpbdSolver {
                         set.record(&mut pass, slot(sub), &k.colour_group, it == 0, alternate);
                     }
                 }
+                if let Some(cloths) = &k.global_cloth {
+                    cloths.record(&mut pass, slot(sub), it == 0);
+                }
                 if let Some(ropes) = &k.ropes {
                     ropes.record(&mut pass, slot(sub), it == 0, alternate);
                 }
@@ -1341,6 +1358,23 @@ pub(crate) fn upload(device: &wgpu::Device, enc: &mut wgpu::CommandEncoder, dst:
 /// Refuses what would make one world's result depend on another's in a model of several: the
 /// Jacobi solve's relaxation ω and spectral radius ρ estimated from the whole model's spectrum,
 /// and iterations to a tolerance (the residual is the whole model's; the CPU refuses it too).
+/// The global cloth solve's refusals: the CPU's ([`hooke::solver::xpbd::global_cloth::refusal`])
+/// and the GPU's own ([`crate::global_cloth`]: a band too wide, a loop budget too short).
+fn check_global_cloth(model: &Model, settings: &GpuSettings, loop_budget: Option<u32>) -> Result<(), SolverError> {
+    let s = &settings.xpbd;
+    let message = hooke::solver::xpbd::global_cloth::refusal(model, s.method, s.cloth_solver).or_else(|| {
+        let hinges = s.cloth_solver == hooke::ClothSolver::GlobalWithHinges;
+        s.cloth_solver.is_global().then(|| {
+            let swept = hooke::solver::solver_swept_colours(model, *s);
+            crate::global_cloth::refusal(model, &swept, hinges, loop_budget)
+        })?
+    });
+    match message {
+        Some(message) => Err(SolverError::InvalidSettings { setting: "cloth_solver", message }),
+        None => Ok(()),
+    }
+}
+
 fn check_worlds(model: &Model, settings: &GpuSettings) -> Result<(), SolverError> {
     let worlds = model.worlds().len();
     if worlds > 1 && settings.xpbd.auto_iterations.is_some() {
@@ -1616,6 +1650,16 @@ impl Solver for GpuXpbdSolver {
         if let Some(ropes) = &self.k.ropes {
             ropes.update_parameters(self.ctx.queue(), &model);
         }
+        if let Some(cloths) = &self.k.global_cloth {
+            if let Some(message) = hooke::solver::xpbd::global_cloth::refusal(
+                &model,
+                self.settings.xpbd.method,
+                self.settings.xpbd.cloth_solver,
+            ) {
+                return Err(SolverError::InvalidSettings { setting: "cloth_solver", message });
+            }
+            cloths.update_parameters(self.ctx.queue(), &model);
+        }
         if let Some(jacobi) = &mut self.k.jacobi {
             // The spectrum depends on the compliances and masses: estimate it again.
             jacobi.parameters = None;
@@ -1710,16 +1754,20 @@ fn unchecked_range(interval: u32, since: f64, end: f64) -> String {
 mod tests {
     use super::*;
 
-    /// The global cloth solve is CPU only: the GPU's settings refuse it, naming the setting.
+    /// The global cloth solve goes with the Gauss–Seidel colours: the GPU's settings refuse it
+    /// with the Jacobi solve, naming the setting.
     #[test]
-    fn the_global_cloth_solve_is_refused() {
+    fn the_global_cloth_solve_is_refused_with_the_jacobi_solve() {
         let mut s = GpuSettings::default();
         assert!(s.validate().is_ok());
         for solver in [hooke::ClothSolver::Global, hooke::ClothSolver::GlobalWithHinges] {
             s.xpbd.cloth_solver = solver;
+            s.solve = GpuSolve::GaussSeidel;
+            assert!(s.validate().is_ok(), "{solver:?} with Gauss–Seidel");
+            s.solve = GpuSolve::jacobi();
             match s.validate() {
                 Err(SolverError::InvalidSettings { setting, .. }) => assert_eq!(setting, "cloth_solver"),
-                other => panic!("expected {solver:?} refused, got {other:?}"),
+                other => panic!("expected {solver:?} refused with Jacobi, got {other:?}"),
             }
         }
     }

@@ -137,8 +137,8 @@ pub struct SolverSection {
     pub rope_solver: Option<String>,
     /// How the constraints of cloths are solved: `"gauss-seidel"` (default), `"global"` (every
     /// distance constraint of a cloth together, by conjugate gradients or a sparse
-    /// factorisation) or `"global-hinges"` (its hinges too); XPBD on the CPU, finite
-    /// stiffness, one world.
+    /// factorisation) or `"global-hinges"` (its hinges too); XPBD, finite stiffness, one
+    /// world; on the GPU for narrow cloths (a banded factorisation per cloth).
     pub cloth_solver: Option<String>,
     /// Tethers (long-range attachments) from particles to pins (default true; XPBD and PBD).
     pub tethers: Option<bool>,

@@ -52,7 +52,9 @@ pub use force_based::{ForceSettings, ForceSolver, Integrator};
 pub use plan::{PinPath, SubstepPlan, SubstepSlot};
 pub use stage_times::StageTimes;
 pub use stages::Stage;
-pub use xpbd::{AutoIterations, ClothSolver, Method, RopeSolver, XpbdSettings, XpbdSolver, swept_colours};
+pub use xpbd::{
+    AutoIterations, ClothSolver, Method, RopeSolver, XpbdSettings, XpbdSolver, solver_swept_colours, swept_colours,
+};
 
 use crate::{Control, Model, State};
 use glam::Vec3;

@@ -79,8 +79,10 @@
 //!
 //! Each cloth body is its own system, solved on its own thread (rayon): one body's iteration
 //! count never depends on another's (worlds stay independent). A row whose particles are all
-//! pinned, or whose gradient vanishes, is left out (Δλ = 0). CPU only: the GPU solver refuses
-//! the setting.
+//! pinned, or whose gradient vanishes, is left out (Δλ = 0). The GPU solver (`hooke-gpu`'s
+//! `global_cloth`) solves the same step in the particles' unknowns, (M + Jᵀ D⁻¹ J) Δx =
+//! Jᵀ D⁻¹ b, by a banded `f32` factorisation per cloth, for cloths narrow enough (strips,
+//! ribbons).
 //!
 //! # Safeguards
 //!

@@ -103,12 +103,14 @@ pub enum ClothSolver {
     /// Every distance constraint of a cloth together, on XPBD's linearised system
     /// ([`global_cloth`]; conjugate gradients, or a sparse Cholesky factorisation where they
     /// would cost more): a sheet held stretched converges in a few iterations per substep; the
-    /// hinges are swept by Gauss–Seidel before it in each iteration. CPU only.
+    /// hinges are swept by Gauss–Seidel before it in each iteration. On the GPU for cloths
+    /// whose banded order is narrow enough (strips, ribbons; `hooke-gpu`'s `global_cloth`).
     Global,
     /// As [`ClothSolver::Global`], with the hinges (angle bending) in the same system: a stiff
     /// cantilever then reaches its equilibrium at any resolution. Where hinges turn fast (a
     /// torn flap's recoil) their linearisation is poor: `scenes/tear_pull.toml` reached 4.9 %
-    /// residual strain with them in the system against 2.2 % without. CPU only.
+    /// residual strain with them in the system against 2.2 % without. On the GPU as
+    /// [`ClothSolver::Global`].
     GlobalWithHinges,
 }
 
@@ -851,8 +853,10 @@ pub fn swept_colours(model: &Model, rope_solver: RopeSolver) -> Vec<bool> {
         .collect()
 }
 
-/// [`swept_colours`] less the cloths' colours under the global cloth solve.
-fn solver_swept_colours(model: &Model, settings: XpbdSettings) -> Vec<bool> {
+/// [`swept_colours`] less the cloths' colours under the global cloth solve: which colours of
+/// the distance set (one flag per colour) a solver with `settings` sweeps by Gauss–Seidel.
+/// The GPU solver uses it to leave the same colours to its own global solve.
+pub fn solver_swept_colours(model: &Model, settings: XpbdSettings) -> Vec<bool> {
     let set = model.distance();
     let mut swept = swept_colours(model, settings.rope_solver);
     if settings.cloth_solver.is_global() {
