@@ -18,7 +18,7 @@
 //!
 //! whose matrix is the cloth's masses plus its linearised stiffness: its condition number is
 //! bounded by about 1 + 4h²k/m (k the stiffest row's stiffness, m a particle's mass) whatever
-//! the bending, so an `f32` Cholesky factorisation (LLᵀ) solves it to about 10⁻⁴ (and the next
+//! the bending, so an `f32` Cholesky factorisation (LDLᵀ) solves it to about 10⁻⁴ (and the next
 //! iteration corrects what it leaves). Each cloth's particles are ordered by reverse
 //! Cuthill–McKee (Cuthill & McKee 1969; George 1971) so that the matrix is banded, of width
 //! bs = 3B + 2 for particles at most B apart in a row; the factorisation is banded, O(n·bs²),

@@ -8,7 +8,7 @@
 // (the push-through identity; D = α̃/(1 + γ) is positive, the host refuses a rigid cloth). The
 // matrix on the right is a cloth's stiffness with its masses, 3 × 3 blocks between particles
 // that share a row, and its condition number is bounded by 1 + h²k/m (the mass keeps it from
-// the near-singular bending modes that make J W Jᵀ + D hard): an LLᵀ (Cholesky) factorisation
+// the near-singular bending modes that make J W Jᵀ + D hard): an LDLᵀ (Cholesky) factorisation
 // in f32 solves it. The host orders each cloth's particles so that the matrix is banded
 // (reverse Cuthill–McKee) and refuses a cloth whose band is too wide for a workgroup.
 //
@@ -18,9 +18,9 @@
 // - `assemble`, a thread per particle: its three rows of the band (its diagonal block, m I +
 //   Σ ∇C ∇Cᵀ/D, and its blocks with the particles before it) and of the right-hand side; a
 //   pinned particle (w = 0) gets the identity and 0, so that it does not move;
-// - `factor`, a workgroup per cloth: the band's LLᵀ, column by column (the trailing update
+// - `factor`, a workgroup per cloth: the band's LDLᵀ, column by column (the trailing update
 //   shared by the threads);
-// - `substitute`, a workgroup per cloth: L y = r, then Lᵀ Δx = y;
+// - `substitute`, a workgroup per cloth: L D z = r, then Lᵀ Δx = z;
 // - `apply`, a thread per row and per particle: λ += Δλ (and the tension limit's peak) and
 //   d += Δx.
 // The band is assembled and factorised at every iteration (a factorisation reused while a
@@ -263,11 +263,11 @@ fn entry_at(band: u32, width: u32, row: u32, column: u32) -> u32 {
     return band + row * width + (column + width - 1u - row);
 }
 
-// The band's LLᵀ in place over columns [c0, c1) of cloth `cloth` (a window; the whole band
-// in one dispatch where the device has no loop budget), by `threads` threads: each column's
-// entries below the diagonal divided by L_kk = √A_kk, then the trailing block's pairs updated,
-// A_ij −= L_ik L_jk, shared by the threads. The diagonal keeps A_kk (the substitutions take
-// its root).
+// The band's LDLᵀ in place over columns [c0, c1) of cloth `cloth` (a window; the whole band
+// in one dispatch where the device has no loop budget), by `threads` threads: column k stays
+// as it is (its entries below the diagonal are L_ik·D_k, its diagonal D_k), and the trailing
+// block's pairs are updated, A_ij −= A_ik A_jk / D_k, shared by the threads — which read only
+// column k, settled before the barrier that ended column k − 1, so one barrier per column.
 fn factor_columns(cloth: u32, lid: u32, threads: u32) {
     let sw = HEADER + SYS * cloth;
     let n3 = 3u * topology[sw + 1u];
@@ -278,30 +278,24 @@ fn factor_columns(cloth: u32, lid: u32, threads: u32) {
     let table = topology[6];
     let c1 = min(n3, colour.start + min(colour.count, n3));
     for (var k = colour.start; k < c1; k++) {
-        let lkk = sqrt(scratch[entry_at(band, width, k, k)]);
-        for (var i = lid + 1u; i <= bs; i += threads) {
-            if k + i < n3 {
-                let at = entry_at(band, width, k + i, k);
-                scratch[at] = scratch[at] / lkk;
-            }
-        }
-        storageBarrier();
+        let inv_d = 1.0 / scratch[entry_at(band, width, k, k)];
         for (var p = lid; p < pairs; p += threads) {
             let ij = topology[table + p];
             let a = k + (ij >> 16u);
             let b = k + (ij & 0xffffu);
             if a < n3 {
                 let at = entry_at(band, width, a, b);
-                scratch[at] = scratch[at] - scratch[entry_at(band, width, a, k)] * scratch[entry_at(band, width, b, k)];
+                let lb = scratch[entry_at(band, width, b, k)] * inv_d;
+                scratch[at] = scratch[at] - scratch[entry_at(band, width, a, k)] * lb;
             }
         }
         storageBarrier();
     }
 }
 
-// L y = r (y in the cloth's forward region), then Lᵀ Δx = y (Δx over r), by `threads`
-// threads: each row's value found by every thread from the row's settled entry, and the
-// column below (above) it updated, one thread per entry.
+// L z' = r with L unit lower (L_ik = A_ik/D_k), z = D⁻¹ z' (in the cloth's forward region), then
+// Lᵀ Δx = z (Δx over r), by `threads` threads: each row's value read by every thread once the
+// row is settled, and the column below (above) it updated, one thread per entry.
 fn substitute_rows(cloth: u32, lid: u32, threads: u32) {
     let sw = HEADER + SYS * cloth;
     let n3 = 3u * topology[sw + 1u];
@@ -311,26 +305,28 @@ fn substitute_rows(cloth: u32, lid: u32, threads: u32) {
     let y = topology[sw + 5u];
     let width = bs + 1u;
     for (var k = 0u; k < n3; k++) {
-        let yk = scratch[rhs + k] / sqrt(scratch[entry_at(band, width, k, k)]);
+        let inv_d = 1.0 / scratch[entry_at(band, width, k, k)];
+        let yk = scratch[rhs + k];
         if lid == 0u {
-            scratch[y + k] = yk;
+            scratch[y + k] = yk * inv_d;
         }
         for (var i = lid + 1u; i <= bs; i += threads) {
             if k + i < n3 {
-                scratch[rhs + k + i] = scratch[rhs + k + i] - scratch[entry_at(band, width, k + i, k)] * yk;
+                scratch[rhs + k + i] = scratch[rhs + k + i] - scratch[entry_at(band, width, k + i, k)] * inv_d * yk;
             }
         }
         storageBarrier();
     }
     for (var m = 0u; m < n3; m++) {
         let k = n3 - 1u - m;
-        let xk = scratch[y + k] / sqrt(scratch[entry_at(band, width, k, k)]);
+        let xk = scratch[y + k];
         if lid == 0u {
             scratch[rhs + k] = xk;
         }
         for (var i = lid + 1u; i <= bs; i += threads) {
             if k >= i {
-                scratch[y + k - i] = scratch[y + k - i] - scratch[entry_at(band, width, k, k - i)] * xk;
+                let l = scratch[entry_at(band, width, k, k - i)] / scratch[entry_at(band, width, k - i, k - i)];
+                scratch[y + k - i] = scratch[y + k - i] - l * xk;
             }
         }
         storageBarrier();
