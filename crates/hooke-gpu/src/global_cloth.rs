@@ -17,9 +17,10 @@
 //! (M + Jᵀ D⁻¹ J) Δx = Jᵀ D⁻¹ b,  Δλ = D⁻¹ (b − J Δx)
 //!
 //! whose matrix is the cloth's masses plus its linearised stiffness: its condition number is
-//! bounded by about 1 + 4h²k/m (k the stiffest row's stiffness, m a particle's mass) whatever
-//! the bending, so an `f32` Cholesky factorisation (LDLᵀ) solves it to about 10⁻⁴ (and the next
-//! iteration corrects what it leaves). Each cloth's particles are ordered by reverse
+//! about 1 + 4h²k/m (k the stiffest row's stiffness in the particles' unknowns — a hinge's
+//! B/L², which grows with the resolution —, m a particle's mass), where the rows' system's
+//! grows with the fourth power of the resolution through the bending alone: an `f32`
+//! Cholesky factorisation (LDLᵀ) solves it (and the next iteration corrects what it leaves). Each cloth's particles are ordered by reverse
 //! Cuthill–McKee (Cuthill & McKee 1969; George 1971) so that the matrix is banded, of width
 //! bs = 3B + 2 for particles at most B apart in a row; the factorisation is banded, O(n·bs²),
 //! and made by one workgroup per cloth, the trailing update of each column shared by its
@@ -27,7 +28,8 @@
 //! of a substep, was tried: a row whose side switches between stretch and compression changes
 //! its compliance between iterations, and the stale matrix then overshot — the 16-segment
 //! cantilever blew up within two frames at 8 × 2 and within one at 20 × 3. Factorised at
-//! every iteration, its positions are the CPU global solve's to 10⁻⁷ m after three frames.)
+//! every iteration, its positions were the CPU global solve's to 10⁻⁸–10⁻⁷ m after three
+//! frames, in a scratch comparison.)
 //!
 //! The results are not the CPU's bits (a different elimination, in `f32`): both reach the same
 //! equilibrium, which is what the tests compare (a stiff cantilever's droop at 16, 32 and 64
@@ -41,8 +43,26 @@
 //! the ordering): strips, ribbons, belts and narrow garments pieces fit; a wide sheet does not
 //! (its band grows with its width, its factorisation with the cube of it) — use Gauss–Seidel
 //! with tethers there, or the CPU. A device that stops long loops early (Mesa's llvmpipe:
-//! [`crate::GpuContext::loop_budget`]) also refuses a cloth whose factorisation would pass the
-//! budget. The substeps' tension limit applies as for the direct rope solver.
+//! [`crate::GpuContext::loop_budget`]) also refuses a cloth whose substitutions would pass the
+//! budget (the factorisation is split into windows of columns, one dispatch each), and any
+//! device a model whose scratch it cannot bind. A tear can make a cloth's band wider: the
+//! torn model is checked again and a refusal then stops the run.
+//!
+//! # What it leaves out
+//!
+//! The solve reports the largest T(wᵢ + wⱼ)/L of its rows in tension and the turn limit's
+//! rate, and the substeps' tension limit ([`crate::applies_tension_limit`]) raises the
+//! substeps from them as on the CPU — where the limit applies on the GPU: with the health
+//! record read after every frame (`hooke run`; not `hooke bench` nor the viewer, which run the
+//! scene's substeps: a stretched cloth may then need more than it gets, and the blow-up check
+//! stops it). With self-collision, where the GPU never applies the limit, the solve is refused
+//! unless `max_substeps` = `substeps`.
+//!
+//! The CPU's step-quality safeguard (a Gauss–Seidel sweep and up to two more steps after a
+//! step that left the residual larger) is not on the GPU, which takes one step per iteration:
+//! give it **two iterations per substep**. At one, a strip 3 × 150 hanging from its top row at
+//! 10 × 1 kept 4.5 % residual strain on lavapipe where the CPU kept 0.2 % (the run warns); at
+//! two both agree to 10⁻⁶ m.
 
 use crate::buffers::{self, Buffers, ColourSlot, UNIFORM_SLOT};
 use crate::kernel::{Access::*, Bound, KernelSpec, Kernels, SharedLayouts};
@@ -54,7 +74,7 @@ use wgpu::util::DeviceExt;
 pub(crate) const SPEC: KernelSpec = KernelSpec {
     name: "global_cloth.wgsl",
     source: crate::shaders::GLOBAL_CLOTH,
-    entries: &["rows", "assemble", "factor", "factor_narrow", "substitute", "substitute_narrow", "apply"],
+    entries: &["rows", "assemble", "factor", "factor_narrow", "substitute", "substitute_narrow", "apply", "turns"],
     access: &[Read, ReadWrite, ReadWrite, ReadWrite, Read, ReadWrite, ReadWrite],
     slot: true,
 };
@@ -66,6 +86,7 @@ const FACTOR_NARROW: usize = 3;
 const SUBSTITUTE: usize = 4;
 const SUBSTITUTE_NARROW: usize = 5;
 const APPLY: usize = 6;
+const TURNS: usize = 7;
 
 /// Words of the header, per cloth, per row and per particle (`HEADER`, `SYS`, `ROW`, `PART` in
 /// the kernel), and floats of scratch per row (`ROW_SCRATCH`).
@@ -165,19 +186,31 @@ fn cloths(model: &Model, swept: &[bool], with_hinges: bool) -> Vec<Cloth> {
             list.sort_unstable();
             list.dedup();
         }
-        let order = reverse_cuthill_mckee(&adjacent);
-        let mut slot = vec![0usize; n];
-        for (s, &p) in order.iter().enumerate() {
-            slot[p as usize] = s;
-        }
-        let band = rows
-            .iter()
-            .map(|(_, _, ps)| {
+        // The narrowest of reverse Cuthill–McKee and, for a grid, its rows' and its columns'
+        // order: breadth-first levels of a grid with both shear diagonals are L-shaped, and
+        // without hinges RCM's band is nearly twice the short side's (17 against 10 for the
+        // 81 × 9 strip's distance constraints alone).
+        let band_of = |order: &[u32]| {
+            let mut slot = vec![0usize; n];
+            for (s, &p) in order.iter().enumerate() {
+                slot[p as usize] = s;
+            }
+            let spans = rows.iter().map(|(_, _, ps)| {
                 let s = ps.iter().map(|&q| slot[local(q)]);
                 s.clone().max().unwrap_or(0) - s.min().unwrap_or(0)
-            })
-            .max()
-            .unwrap_or(0);
+            });
+            spans.max().unwrap_or(0)
+        };
+        let mut candidates = vec![reverse_cuthill_mckee(&adjacent), (0..n as u32).collect()];
+        if let BodyKind::ClothGrid { rows: r, columns: c } = body.kind
+            && r * c <= n
+        {
+            let mut by_columns: Vec<u32> = (0..c).flat_map(|j| (0..r).map(move |i| (i * c + j) as u32)).collect();
+            by_columns.extend((r * c) as u32..n as u32);
+            candidates.push(by_columns);
+        }
+        let (band, order) =
+            candidates.into_iter().map(|o| (band_of(&o), o)).min_by_key(|(b, _)| *b).unwrap_or_default();
         let order = order.iter().map(|&p| range.start + p).collect();
         out.push(Cloth { name: body.name.clone(), rows, order, band });
     }
@@ -224,12 +257,29 @@ fn reverse_cuthill_mckee(adjacent: &[Vec<u32>]) -> Vec<u32> {
 }
 
 /// Why `model`'s cloths cannot be solved globally on a device (`loop_budget`: its
-/// [`crate::GpuContext::loop_budget`]), or `None`.
-pub(crate) fn refusal(model: &Model, swept: &[bool], with_hinges: bool, loop_budget: Option<u32>) -> Option<String> {
-    for c in cloths(model, swept, with_hinges) {
+/// [`crate::GpuContext::loop_budget`]; `max_binding`: the largest storage buffer it binds, in
+/// bytes), or `None`.
+pub(crate) fn refusal(
+    model: &Model,
+    swept: &[bool],
+    with_hinges: bool,
+    loop_budget: Option<u32>,
+    max_binding: u64,
+) -> Option<String> {
+    let cloths = cloths(model, swept, with_hinges);
+    if cloths.iter().all(|c| c.band <= MAX_BAND_PARTICLES) {
+        let layout = Layout::new(model, &cloths);
+        let bytes = 4 * layout.scratch.max(layout.words.len()) as u64;
+        if bytes > max_binding {
+            return Some(format!(
+                "the GPU's global cloth solve needs a buffer of {bytes} bytes for this model's cloths, more than the device binds ({max_binding}); use gauss-seidel, or the CPU"
+            ));
+        }
+    }
+    for c in cloths {
         if c.band > MAX_BAND_PARTICLES {
             return Some(format!(
-                "cloth {:?} is too wide for the GPU's global cloth solve: two particles of one of its constraints are {} apart in its banded order, at most {MAX_BAND_PARTICLES} fit (a strip or ribbon up to about 20 particles across); use gauss-seidel with tethers, or the CPU",
+                "cloth {:?} is too wide for the GPU's global cloth solve: two particles of one of its constraints are {} apart in the narrowest banded order found, at most {MAX_BAND_PARTICLES} fit (a grid strip or ribbon up to about 40 particles across, or 20 with its hinges in the solve; a mesh whose particles have many neighbours, such as a fan, may not fit); use gauss-seidel with tethers, or the CPU",
                 c.name, c.band
             ));
         }
@@ -237,8 +287,9 @@ pub(crate) fn refusal(model: &Model, swept: &[bool], with_hinges: bool, loop_bud
             let loops = substitute_loops(3 * c.order.len(), 3 * c.band + 2);
             if loops > budget as usize * 3 / 4 {
                 return Some(format!(
-                    "cloth {:?} is too large for the GPU's global cloth solve on this device, which stops a shader's loops after {budget} iterations (its substitutions take about {loops}); use gauss-seidel, or a hardware GPU",
-                    c.name
+                    "cloth {:?} is too large for the GPU's global cloth solve on this device, which stops a shader's loops after {budget} iterations (its substitutions take about {loops}, over the {} this solve allows itself); use gauss-seidel, the CPU, or a hardware GPU",
+                    c.name,
+                    budget as usize * 3 / 4
                 ));
             }
         }
@@ -473,6 +524,7 @@ impl GlobalCloth {
             }
         }
         self.bound.run_group(pass, APPLY, group, params, slot, self.rows.max(self.particles));
+        self.bound.run_group(pass, TURNS, group, params, slot, self.rows);
     }
 }
 
@@ -480,8 +532,9 @@ impl GlobalCloth {
 mod tests {
     use super::*;
 
-    /// Reverse Cuthill–McKee gives a long grid a band about as wide as its short side, where
-    /// the row-major order along the long side would be as wide as the long side.
+    /// Reverse Cuthill–McKee gives a long grid (with both shear diagonals) a band at most
+    /// about twice its short side, where the row-major order along the long side would be as
+    /// wide as the long side.
     #[test]
     fn a_long_grid_is_ordered_across_its_short_side() {
         let (w, l) = (5usize, 40usize);
@@ -489,10 +542,11 @@ mod tests {
         let mut adjacent = vec![Vec::new(); w * l];
         for r in 0..w {
             for c in 0..l {
-                for (dr, dc) in [(0, 1), (1, 0), (1, 1)] {
-                    if r + dr < w && c + dc < l {
-                        adjacent[id(r, c) as usize].push(id(r + dr, c + dc));
-                        adjacent[id(r + dr, c + dc) as usize].push(id(r, c));
+                for (dr, dc) in [(0, 1), (1, 0), (1, 1), (1, -1)] {
+                    let (rr, cc) = (r + dr, c as i64 + dc);
+                    if rr < w && (0..l as i64).contains(&cc) {
+                        adjacent[id(r, c) as usize].push(id(rr, cc as usize));
+                        adjacent[id(rr, cc as usize) as usize].push(id(r, c));
                     }
                 }
             }
@@ -508,6 +562,21 @@ mod tests {
         }
         let band = (0..w * l).flat_map(|p| adjacent[p].iter().map(move |&q| (p, q as usize)));
         let band = band.map(|(p, q)| slot[p].abs_diff(slot[q])).max().unwrap();
-        assert!(band <= w + 1, "band {band} for a grid {w} wide (row-major along it: {l})");
+        assert!(band <= 2 * w, "band {band} for a grid {w} wide (row-major along it: {l})");
+    }
+
+    /// The 81 × 9 strip of the cantilever: its distance constraints alone are ordered across
+    /// the strip (band 10, where reverse Cuthill–McKee gives 17), and with its hinges the
+    /// narrowest order gives 17 (reverse Cuthill–McKee's 18 before the rows' orders were tried).
+    #[test]
+    fn a_strip_takes_its_narrowest_order() {
+        let mut g = hooke::ClothGrid::new("strip", 81, 9, 0.00625);
+        g.bending = hooke::Bending::Angle;
+        let mut b = hooke::ModelBuilder::new();
+        b.add_cloth_grid(&g).unwrap();
+        let model = b.finalize().unwrap();
+        let swept = vec![false; model.distance().colour_ranges().len()];
+        let bands = [false, true].map(|hinges| cloths(&model, &swept, hinges)[0].band);
+        assert_eq!(bands, [10, 17]);
     }
 }

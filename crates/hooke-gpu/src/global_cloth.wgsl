@@ -7,12 +7,12 @@
 //
 // (the push-through identity; D = α̃/(1 + γ) is positive, the host refuses a rigid cloth). The
 // matrix on the right is a cloth's stiffness with its masses, 3 × 3 blocks between particles
-// that share a row, and its condition number is bounded by 1 + h²k/m (the mass keeps it from
-// the near-singular bending modes that make J W Jᵀ + D hard): an LDLᵀ (Cholesky) factorisation
-// in f32 solves it. The host orders each cloth's particles so that the matrix is banded
+// that share a row, and its condition number is about 1 + 4h²k/m, k the stiffest row's
+// stiffness in particle space (a hinge's B/L², which grows with the resolution): an LDLᵀ
+// (Cholesky) factorisation in f32 solves it. The host orders each cloth's particles so that the matrix is banded
 // (reverse Cuthill–McKee) and refuses a cloth whose band is too wide for a workgroup.
 //
-// Five dispatches per iteration:
+// Six dispatches per iteration:
 // - `rows`, a thread per row: its gradients (at the start of the substep unless it turned by
 //   more than 25°, the shared update's rule), 1/D_k and b_k = (−C − α̃λ − γΔC)/(1 + γ);
 // - `assemble`, a thread per particle: its three rows of the band (its diagonal block, m I +
@@ -22,7 +22,8 @@
 //   shared by the threads);
 // - `substitute`, a workgroup per cloth: L D z = r, then Lᵀ Δx = z;
 // - `apply`, a thread per row and per particle: λ += Δλ (and the tension limit's peak) and
-//   d += Δx.
+//   d += Δx;
+// - `turns`, a thread per row: the turn limit's rate.
 // The band is assembled and factorised at every iteration (a factorisation reused while a
 // row's compliance switched between its stretch and compression values overshot; see
 // `global_cloth.rs`).
@@ -57,6 +58,8 @@ const SYS: u32 = 8u;
 const ROW: u32 = 12u;
 const PART: u32 = 4u;
 const ROW_SCRATCH: u32 = 16u;
+// The turn limit's margin, sin φ per substep (`hooke::solver::xpbd::stability::TURN_MARGIN`).
+const TURN_MARGIN: f32 = 0.1;
 
 fn particle_of(part: u32) -> u32 {
     return topology[topology[4] + PART * part];
@@ -413,5 +416,40 @@ fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         }
         let d = displacement[p].xyz;
         displacement[p] = vec4<f32>(d + step_of(t), 0.0);
+    }
+}
+
+// The turn limit's rate (`hooke::solver::xpbd::stability`), after `apply`, a thread per row:
+// sin²φ/(h·0.1)² of each distance row whose pair turned by φ since the start of the substep
+// (a turn past 90° counts as sin φ = 1), as the CPU's global solve reports it after each
+// solve; rows of two held particles are left out.
+@compute @workgroup_size(64)
+fn turns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = thread_index(gid, nwg);
+    if t >= topology[1] || P.method == 1u {
+        return;
+    }
+    let w = topology[3] + ROW * t;
+    if topology[w] != 0u {
+        return;
+    }
+    let p = particle_of(topology[w + 2u]);
+    let q = particle_of(topology[w + 3u]);
+    let xp = position[p];
+    let xq = position[q];
+    if xp.w == 0.0 && xq.w == 0.0 {
+        return;
+    }
+    let start = xq.xyz - xp.xyz;
+    let now = start + (displacement[q].xyz - displacement[p].xyz);
+    let c = cross3(start, now);
+    var sin2 = dot3(c, c) / (dot3(start, start) * dot3(now, now));
+    if dot3(start, now) < 0.0 {
+        sin2 = 1.0;
+    }
+    let rate = sin2 * P.inv_h2 / (TURN_MARGIN * TURN_MARGIN);
+    // Not NaN, not infinite (a pair at one point).
+    if rate > 0.0 && rate < 3.0e38 {
+        atomicMax(&tension[0], bitcast<u32>(rate));
     }
 }

@@ -232,8 +232,10 @@ impl GpuSolve {
 }
 
 /// Whether a GPU solver of `model` with `settings` applies the tension limit on the substep
-/// to its ropes, as the CPU solver does ([`hooke::solver::xpbd::stability`]): XPBD with ropes
-/// under the direct solver, `max_substeps` above `substeps`, one world, and the health record
+/// to its ropes and globally solved cloths, as the CPU solver does
+/// ([`hooke::solver::xpbd::stability`]): XPBD with ropes under the direct solver or cloths
+/// under the global cloth solve (which also reports the turn limit's rate),
+/// `max_substeps` above `substeps`, one world, and the health record
 /// read after every frame ([`GpuSettings::health_interval`] = 1: the frame's tension is read
 /// with it, and a frame taken again is restored from the snapshot that interval keeps); not
 /// with self-collision, whose contact counts on the device a retaken frame would not restore.
@@ -242,7 +244,7 @@ pub fn applies_tension_limit(model: &Model, settings: &GpuSettings) -> bool {
     let s = &settings.xpbd;
     s.max_substeps > s.substeps
         && s.method == Method::Xpbd
-        && (direct_ropes(model, s) || s.cloth_solver.is_global())
+        && (direct_ropes(model, s) || global_cloths(model, s))
         && model.worlds().len() == 1
         && settings.health_interval == 1
         && hooke::collision::self_collision::members(model).0.is_empty()
@@ -303,6 +305,11 @@ fn max_structural(model: &Model, residuals: &ConstraintResiduals) -> f32 {
         .zip(families)
         .filter(|(r, f)| **f == hooke::ConstraintFamily::Structural && r.is_finite())
         .fold(0.0, |m, (r, _)| m.max(*r))
+}
+
+/// Whether the global cloth solve takes cloths of the model under `settings`.
+fn global_cloths(model: &Model, settings: &XpbdSettings) -> bool {
+    settings.cloth_solver.is_global() && model.bodies().iter().any(|body| body.kind != hooke::BodyKind::Rope)
 }
 
 /// Whether the direct rope solver takes the model's ropes under `settings`.
@@ -525,7 +532,8 @@ pub struct GpuXpbdSolver {
     tension_limit: bool,
     /// The most substeps a frame may take: what the per-substep buffers hold.
     capacity: u32,
-    /// The last frame's largest T(wᵢ + wⱼ)/L (1/s²) of a rope segment, which sizes the next
+    /// The last frame's largest T(wᵢ + wⱼ)/L (1/s²) of a rope segment or globally solved cloth
+    /// constraint (or the turn limit's rate of the latter), which sizes the next
     /// frame's substeps; `None` before the first frame and after a new state or model.
     tension_peak: Option<f32>,
     /// Constraint iterations per substep of the next frame: [`XpbdSettings::iterations`], or
@@ -548,7 +556,7 @@ impl GpuXpbdSolver {
         let settings: GpuSettings = settings.into();
         settings.validate()?;
         check_worlds(&model, &settings)?;
-        check_global_cloth(&model, &settings, ctx.loop_budget())?;
+        check_global_cloth(&ctx, &model, &settings)?;
         crate::self_collision::check_bodies(&model)?;
         let kernels = ctx.kernels()?;
         let device = ctx.device();
@@ -635,7 +643,7 @@ impl GpuXpbdSolver {
     ) -> Result<(), SolverError> {
         check_state(&model, state)?;
         check_worlds(&model, &self.settings)?;
-        check_global_cloth(&model, &self.settings, self.ctx.loop_budget())?;
+        check_global_cloth(&self.ctx, &model, &self.settings)?;
         crate::self_collision::check_bodies(&model)?;
         let device = self.ctx.device();
         let jacobi = matches!(self.settings.solve, GpuSolve::Jacobi { .. });
@@ -1355,19 +1363,28 @@ pub(crate) fn upload(device: &wgpu::Device, enc: &mut wgpu::CommandEncoder, dst:
     enc.copy_buffer_to_buffer(&src, 0, dst, 0, bytes.len() as u64);
 }
 
-/// Refuses what would make one world's result depend on another's in a model of several: the
-/// Jacobi solve's relaxation ω and spectral radius ρ estimated from the whole model's spectrum,
-/// and iterations to a tolerance (the residual is the whole model's; the CPU refuses it too).
 /// The global cloth solve's refusals: the CPU's ([`hooke::solver::xpbd::global_cloth::refusal`])
-/// and the GPU's own ([`crate::global_cloth`]: a band too wide, a loop budget too short).
-fn check_global_cloth(model: &Model, settings: &GpuSettings, loop_budget: Option<u32>) -> Result<(), SolverError> {
+/// and the GPU's own ([`crate::global_cloth`]: a band too wide, a loop budget too short, a
+/// scratch larger than the device binds).
+fn check_global_cloth(ctx: &GpuContext, model: &Model, settings: &GpuSettings) -> Result<(), SolverError> {
     let s = &settings.xpbd;
     let message = hooke::solver::xpbd::global_cloth::refusal(model, s.method, s.cloth_solver).or_else(|| {
         let hinges = s.cloth_solver == hooke::ClothSolver::GlobalWithHinges;
         s.cloth_solver.is_global().then(|| {
             let swept = hooke::solver::solver_swept_colours(model, *s);
-            crate::global_cloth::refusal(model, &swept, hinges, loop_budget)
+            let max_binding = ctx.device().limits().max_storage_buffer_binding_size;
+            crate::global_cloth::refusal(model, &swept, hinges, ctx.loop_budget(), max_binding)
         })?
+    });
+    let message = message.or_else(|| {
+        let wanted = global_cloths(model, s) && s.max_substeps > s.substeps;
+        let members = hooke::collision::self_collision::members(model).0;
+        (wanted && !members.is_empty()).then(|| {
+            "the global cloth solve needs the tension limit on the substeps, which the GPU does not apply with \
+             self-collision (a frame taken again would not restore its contact counts); turn self_collision off, set \
+             max_substeps = substeps, or use the CPU"
+                .to_string()
+        })
     });
     match message {
         Some(message) => Err(SolverError::InvalidSettings { setting: "cloth_solver", message }),
@@ -1375,6 +1392,9 @@ fn check_global_cloth(model: &Model, settings: &GpuSettings, loop_budget: Option
     }
 }
 
+/// Refuses what would make one world's result depend on another's in a model of several: the
+/// Jacobi solve's relaxation ω and spectral radius ρ estimated from the whole model's spectrum,
+/// and iterations to a tolerance (the residual is the whole model's; the CPU refuses it too).
 fn check_worlds(model: &Model, settings: &GpuSettings) -> Result<(), SolverError> {
     let worlds = model.worlds().len();
     if worlds > 1 && settings.xpbd.auto_iterations.is_some() {
@@ -1547,7 +1567,8 @@ impl Solver for GpuXpbdSolver {
                 at += 8;
             }
             if self.tension_limit {
-                // The frame's tension: the largest of any rope segment in any of its substeps.
+                // The frame's tension: the largest of any rope segment or globally solved cloth
+                // constraint in any of its substeps (or the cloth's turn rate).
                 let rate2 = f32::from_bits(bytemuck::pod_read_unaligned::<u32>(&bytes[at..at + 4]));
                 self.tension_peak = Some(rate2);
                 // A frame whose tension came above the retry bound is taken again with the
@@ -1644,6 +1665,11 @@ impl Solver for GpuXpbdSolver {
     fn notify_model_changed(&mut self, model: Arc<Model>) -> Result<(), SolverError> {
         check_same_topology(&self.model, &model)?;
         crate::self_collision::check_bodies(&model)?;
+        // A material made rigid under the global cloth solve: refused before anything is uploaded.
+        let s = &self.settings.xpbd;
+        if let Some(message) = hooke::solver::xpbd::global_cloth::refusal(&model, s.method, s.cloth_solver) {
+            return Err(SolverError::InvalidSettings { setting: "cloth_solver", message });
+        }
         self.residual_inv_h2 = None;
         self.residuals = None;
         self.b.update_parameters(self.ctx.queue(), &model);
@@ -1651,13 +1677,6 @@ impl Solver for GpuXpbdSolver {
             ropes.update_parameters(self.ctx.queue(), &model);
         }
         if let Some(cloths) = &self.k.global_cloth {
-            if let Some(message) = hooke::solver::xpbd::global_cloth::refusal(
-                &model,
-                self.settings.xpbd.method,
-                self.settings.xpbd.cloth_solver,
-            ) {
-                return Err(SolverError::InvalidSettings { setting: "cloth_solver", message });
-            }
             cloths.update_parameters(self.ctx.queue(), &model);
         }
         if let Some(jacobi) = &mut self.k.jacobi {

@@ -35,7 +35,7 @@ pub struct Packed {
 ///
 /// # Errors
 /// A message naming the scene when it cannot be packed: it has `[[cut]]` or `[[world]]`, a
-/// material that tears, or `iterations = "auto"`.
+/// material that tears, the global cloth solve, or `iterations = "auto"`.
 fn shared_sections(t: &toml::Table, who: &str) -> Result<(toml::Value, toml::Value), String> {
     for key in ["cut", "world"] {
         if t.contains_key(key) {
@@ -55,6 +55,14 @@ fn shared_sections(t: &toml::Table, who: &str) -> Result<(toml::Value, toml::Val
         t.get("solver").cloned().unwrap_or(toml::Value::Table(Default::default())),
         t.get("air").cloned().unwrap_or(toml::Value::Table(Default::default())),
     );
+    if let Some(solver) = shared.0.get("cloth_solver").and_then(|v| v.as_str())
+        && solver.starts_with("global")
+    {
+        return Err(format!(
+            "{who}: cloth_solver = \"{solver}\" needs the tension limit on the substeps, which a model of several worlds \
+             does not apply; it cannot be packed into worlds"
+        ));
+    }
     if let Some(iterations) = shared.0.get("iterations")
         && iterations.as_str() == Some("auto")
     {
@@ -84,7 +92,8 @@ pub fn pack_key(path: &Path, set: &toml::Table) -> Result<Option<String>, String
 /// The index of the scene at fault and a message naming it and the key: a `[solver]` or
 /// `[air]` that differs from the first scene's (compared key by key as written: a key left to
 /// its default differs from one written with the default's value), a scene that tears or has
-/// worlds of its own, `iterations = "auto"`, or the packed scene's own error (index 0).
+/// worlds of its own, the global cloth solve, `iterations = "auto"`, or the packed scene's own
+/// error (index 0).
 pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packed, (usize, String)> {
     if scenes.is_empty() {
         return Err((0, "no scenes to pack".into()));
@@ -185,4 +194,24 @@ pub fn pack(scenes: &[(&Path, &toml::Table)], memory_limit: u64) -> Result<Packe
         colliders: w.iter().map(|w| range(&w.colliders)).collect(),
         scene,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scene under the global cloth solve is not packed (its tension limit needs a model of
+    /// one world): `pack_key` gives it none, so a batch runs it alone; the same scene under
+    /// Gauss–Seidel gets one.
+    #[test]
+    fn a_scene_under_the_global_cloth_solve_is_not_packed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("strip.toml");
+        let scene = "[solver]\ncloth_solver = \"global\"\n[[cloth]]\nrows = 8\ncolumns = 3\nspacing = 0.05\n";
+        std::fs::write(&path, scene).unwrap();
+        assert_eq!(pack_key(&path, &toml::Table::new()).unwrap(), None);
+        let mut set = toml::Table::new();
+        set.insert("solver.cloth_solver".into(), "gauss-seidel".into());
+        assert!(pack_key(&path, &set).unwrap().is_some());
+    }
 }

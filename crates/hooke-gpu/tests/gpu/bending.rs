@@ -172,8 +172,9 @@ fn gpu_global_cantilevered_strip_droops_the_same_at_every_resolution() {
 }
 
 /// The GPU's global cloth solve refuses a cloth whose banded order is too wide (a 30 × 30
-/// sheet: band 59 particles, at most 41 fit), naming the cloth and its band, and PBD as the
-/// CPU's does; the 16-segment strip is accepted.
+/// sheet with its hinges: band 59 particles, at most 41 fit), naming the cloth and its band,
+/// PBD as the CPU's does, and self-collision unless the substeps are fixed; the 16-segment
+/// strip is accepted.
 #[test]
 fn gpu_global_cloth_solve_refuses_a_wide_cloth_and_pbd() {
     let ctx = gpu_or_skip!();
@@ -198,4 +199,15 @@ fn gpu_global_cloth_solve_refuses_a_wide_cloth_and_pbd() {
     let pbd = XpbdSettings { method: hooke::Method::Pbd { stiffness: 0.5 }, ..global };
     let message = refusal(strip, pbd).expect("PBD refused");
     assert!(message.contains("XPBD"), "{message}");
+    // Self-collision: no tension limit on the GPU, so refused while the substeps may rise.
+    let mut g = hooke::ClothGrid::new("strip", 21, 3, 0.025);
+    g.material.self_collision = true;
+    let mut b = hooke::ModelBuilder::new();
+    b.add_cloth_grid(&g).unwrap();
+    let colliding = Arc::new(b.finalize().unwrap());
+    let rising = XpbdSettings { max_substeps: 100, ..global };
+    let message = refusal(colliding.clone(), rising).expect("self-collision refused");
+    assert!(message.contains("self-collision") && message.contains("max_substeps"), "{message}");
+    let fixed = XpbdSettings { max_substeps: global.substeps, ..global };
+    assert_eq!(refusal(colliding, fixed), None, "accepted at a fixed substep count");
 }
