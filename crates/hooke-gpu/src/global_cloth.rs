@@ -111,12 +111,12 @@ fn substitute_loops(n3: usize, bs: usize) -> usize {
 }
 
 /// The widest band (scalars below the diagonal) a cloth may have. The kernel's loops take any
-/// width; the bound keeps the cost of an iteration, n·bs²/2 for 3n scalar rows, to what a strip
-/// or ribbon needs (a sheet 24 particles across needs 143, and a factorisation per iteration
-/// of 17.8 million updates: Gauss–Seidel with tethers serves it better).
-pub const MAX_BAND: usize = 127;
+/// width; the bound keeps the cost of an iteration, n·bs²/2 for 3n scalar rows, to strips,
+/// ribbons and small sheets (`tear_pull`'s 24 × 24 sheet, whose tears widen its band from 25
+/// to 50 particles: at 41, the bound until 2026-12-07, its run stopped at its 47th frame).
+pub const MAX_BAND: usize = 255;
 /// The most particles apart two particles of one row may be in a cloth's ordering:
-/// 3 × 41 + 2 = 125 ≤ [`MAX_BAND`].
+/// 3 × 84 + 2 = 254 ≤ [`MAX_BAND`].
 pub const MAX_BAND_PARTICLES: usize = (MAX_BAND - 2) / 3;
 
 /// One cloth's system on the host: its rows (distance constraints, then hinges) and its
@@ -279,7 +279,7 @@ pub(crate) fn refusal(
     for c in cloths {
         if c.band > MAX_BAND_PARTICLES {
             return Some(format!(
-                "cloth {:?} is too wide for the GPU's global cloth solve: two particles of one of its constraints are {} apart in the narrowest banded order found, at most {MAX_BAND_PARTICLES} fit (a grid strip or ribbon up to about 40 particles across, or 20 with its hinges in the solve; a mesh whose particles have many neighbours, such as a fan, may not fit); use gauss-seidel with tethers, or the CPU",
+                "cloth {:?} is too wide for the GPU's global cloth solve: two particles of one of its constraints are {} apart in the narrowest banded order found, at most {MAX_BAND_PARTICLES} fit (a grid strip or sheet up to about 80 particles across, or 40 with its hinges in the solve; a mesh whose particles have many neighbours, such as a fan, may not fit); use gauss-seidel with tethers, or the CPU",
                 c.name, c.band
             ));
         }

@@ -171,8 +171,8 @@ fn gpu_global_cantilevered_strip_droops_the_same_at_every_resolution() {
     assert!((ratio - 2.0).abs() < 0.1, "twice the modulus should halve the droop: ratio {ratio}");
 }
 
-/// The GPU's global cloth solve refuses a cloth whose banded order is too wide (a 30 × 30
-/// sheet with its hinges: band 59 particles, at most 41 fit), naming the cloth and its band,
+/// The GPU's global cloth solve refuses a cloth whose banded order is too wide (a 45 × 45
+/// sheet with its hinges: band about 89 particles, at most 84 fit), naming the cloth and its band,
 /// PBD as the CPU's does, and self-collision unless the substeps are fixed; the 16-segment
 /// strip is accepted.
 #[test]
@@ -187,13 +187,13 @@ fn gpu_global_cloth_solve_refuses_a_wide_cloth_and_pbd() {
         Ok(_) => None,
     };
     let global = XpbdSettings { cloth_solver: hooke::ClothSolver::GlobalWithHinges, ..settings() };
-    let mut g = hooke::ClothGrid::new("sheet", 30, 30, 0.05);
+    let mut g = hooke::ClothGrid::new("sheet", 45, 45, 0.05);
     g.bending = hooke::Bending::Angle;
     let mut b = hooke::ModelBuilder::new();
     b.add_cloth_grid(&g).unwrap();
     let sheet = Arc::new(b.finalize().unwrap());
-    let message = refusal(sheet, global).expect("a 30 × 30 sheet refused");
-    assert!(message.contains("\"sheet\"") && message.contains("59 apart") && message.contains("41"), "{message}");
+    let message = refusal(sheet, global).expect("a 45 × 45 sheet refused");
+    assert!(message.contains("\"sheet\"") && message.contains("too wide") && message.contains("at most 84"), "{message}");
     let (strip, _, _) = crate::scenes::clamped_strip(16, hooke::Bending::Angle, 0.5);
     assert_eq!(refusal(strip.clone(), global), None, "the strip fits");
     let pbd = XpbdSettings { method: hooke::Method::Pbd { stiffness: 0.5 }, ..global };
