@@ -137,38 +137,19 @@ struct Cloth {
 fn cloths(model: &Model, swept: &[bool], with_hinges: bool) -> Vec<Cloth> {
     let set = model.distance();
     let dihedral = model.dihedral();
-    let mut global = vec![false; set.len()];
-    for (r, &s) in set.colour_ranges().iter().zip(swept) {
-        if !s {
-            global[r.start as usize..r.end as usize].iter_mut().for_each(|g| *g = true);
-        }
-    }
-    let mut hinges_of = vec![Vec::new(); model.bodies().len()];
-    if with_hinges {
-        for k in 0..dihedral.len() {
-            if let Some(b) = dihedral.body_of(k) {
-                hinges_of[b].push(k as u32);
-            }
-        }
-    }
     let mut out = Vec::new();
-    for (b, body) in model.bodies().iter().enumerate().filter(|(_, b)| b.kind != BodyKind::Rope) {
+    for (b, distance, hinges) in hooke::solver::xpbd::global_cloth::system_rows(model, swept, with_hinges) {
+        let body = &model.bodies()[b];
         let range = body.particles.clone();
-        let mut rows = Vec::new();
-        for p in range.clone() {
-            for &k in set.particle_constraints(p as usize) {
+        let mut rows: Vec<(u32, u32, Vec<u32>)> = distance
+            .iter()
+            .map(|&k| {
                 let c = set.constraints()[k as usize];
-                if c.i.min(c.j) == p && global[k as usize] {
-                    rows.push((0u32, k, vec![c.i, c.j]));
-                }
-            }
-        }
-        rows.sort_unstable_by_key(|r| r.1);
-        for &k in &hinges_of[b] {
+                (0u32, k, vec![c.i, c.j])
+            })
+            .collect();
+        for &k in &hinges {
             rows.push((1, k, dihedral.constraints()[k as usize].particles.to_vec()));
-        }
-        if rows.is_empty() {
-            continue;
         }
         let n = range.len();
         let local = |q: u32| (q - range.start) as usize;

@@ -193,7 +193,10 @@ fn gpu_global_cloth_solve_refuses_a_wide_cloth_and_pbd() {
     b.add_cloth_grid(&g).unwrap();
     let sheet = Arc::new(b.finalize().unwrap());
     let message = refusal(sheet, global).expect("a 45 × 45 sheet refused");
-    assert!(message.contains("\"sheet\"") && message.contains("too wide") && message.contains("at most 84"), "{message}");
+    assert!(
+        message.contains("\"sheet\"") && message.contains("too wide") && message.contains("at most 84"),
+        "{message}"
+    );
     let (strip, _, _) = crate::scenes::clamped_strip(16, hooke::Bending::Angle, 0.5);
     assert_eq!(refusal(strip.clone(), global), None, "the strip fits");
     let pbd = XpbdSettings { method: hooke::Method::Pbd { stiffness: 0.5 }, ..global };

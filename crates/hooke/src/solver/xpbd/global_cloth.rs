@@ -423,6 +423,47 @@ pub fn refusal(model: &Model, method: super::Method, solver: super::ClothSolver)
     None
 }
 
+/// The rows of each cloth body's global system: (the body's index, its distance constraints in
+/// the colours that `swept` (one flag per colour of the distance set) leaves out, in increasing
+/// order, and with `with_hinges` all its hinges), for the bodies with any. The CPU's systems and
+/// the GPU's (`hooke-gpu`'s `global_cloth`) are made from it.
+pub fn system_rows(model: &Model, swept: &[bool], with_hinges: bool) -> Vec<(usize, Vec<u32>, Vec<u32>)> {
+    let set = model.distance();
+    let dihedral = model.dihedral();
+    let mut global = vec![false; set.len()];
+    for (r, &s) in set.colour_ranges().iter().zip(swept) {
+        if !s {
+            global[r.start as usize..r.end as usize].iter_mut().for_each(|g| *g = true);
+        }
+    }
+    let mut hinges_of = vec![Vec::new(); model.bodies().len()];
+    if with_hinges {
+        for k in 0..dihedral.len() {
+            if let Some(b) = dihedral.body_of(k) {
+                hinges_of[b].push(k as u32);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (b, body) in model.bodies().iter().enumerate().filter(|(_, b)| b.kind != BodyKind::Rope) {
+        let mut rows: Vec<u32> = Vec::new();
+        for p in body.particles.clone() {
+            for &k in set.particle_constraints(p as usize) {
+                let c = set.constraints()[k as usize];
+                if c.i.min(c.j) == p && global[k as usize] {
+                    rows.push(k);
+                }
+            }
+        }
+        rows.sort_unstable();
+        let hinges = std::mem::take(&mut hinges_of[b]);
+        if !rows.is_empty() || !hinges.is_empty() {
+            out.push((b, rows, hinges));
+        }
+    }
+    out
+}
+
 /// The global solve of every cloth of a model. See the [module documentation](self).
 #[derive(Clone, Debug, Default)]
 pub struct ClothSystems {
@@ -436,35 +477,9 @@ impl ClothSystems {
     pub fn new(model: &Model, swept: &[bool], with_hinges: bool) -> ClothSystems {
         let set = model.distance();
         let dihedral = model.dihedral();
-        let mut global = vec![false; set.len()];
-        for (r, &s) in set.colour_ranges().iter().zip(swept) {
-            if !s {
-                global[r.start as usize..r.end as usize].iter_mut().for_each(|g| *g = true);
-            }
-        }
-        let mut hinges_of = vec![Vec::new(); model.bodies().len()];
-        for k in 0..dihedral.len() {
-            if let Some(b) = dihedral.body_of(k) {
-                hinges_of[b].push(k as u32);
-            }
-        }
         let mut systems = Vec::new();
-        for (b, body) in model.bodies().iter().enumerate().filter(|(_, b)| b.kind != BodyKind::Rope) {
-            let range = body.particles.clone();
-            let mut rows: Vec<u32> = Vec::new();
-            for p in range.clone() {
-                for &k in set.particle_constraints(p as usize) {
-                    let c = set.constraints()[k as usize];
-                    if c.i.min(c.j) == p && global[k as usize] {
-                        rows.push(k);
-                    }
-                }
-            }
-            rows.sort_unstable();
-            let hinges = if with_hinges { std::mem::take(&mut hinges_of[b]) } else { Vec::new() };
-            if rows.is_empty() && hinges.is_empty() {
-                continue;
-            }
+        for (b, rows, hinges) in system_rows(model, swept, with_hinges) {
+            let range = model.bodies()[b].particles.clone();
             let local = |q: u32| q - range.start;
             let mut ends: Vec<[u32; 4]> = rows
                 .iter()
