@@ -20,9 +20,10 @@
 //! about 1 + 4h²k/m (k the stiffest row's stiffness in the particles' unknowns — a hinge's
 //! B/L², which grows with the resolution —, m a particle's mass), where the rows' system's
 //! grows with the fourth power of the resolution through the bending alone: an `f32`
-//! Cholesky factorisation (LDLᵀ) solves it (and the next iteration corrects what it leaves). Each cloth's particles are ordered by reverse
-//! Cuthill–McKee (Cuthill & McKee 1969; George 1971) so that the matrix is banded, of width
-//! bs = 3B + 2 for particles at most B apart in a row; the factorisation is banded, O(n·bs²),
+//! Cholesky factorisation (LDLᵀ) solves it (and the next iteration corrects what it leaves).
+//! Each cloth's particles are put in the narrowest of reverse Cuthill–McKee's order (Cuthill &
+//! McKee 1969; George 1971) and, for a grid, its rows' and its columns' order, so that the
+//! matrix is banded, of width bs = 3B + 2 for particles at most B apart in a row; the factorisation is banded, O(n·bs²),
 //! and made by one workgroup per cloth, the trailing update of each column shared by its
 //! threads, every iteration. (Reusing one factorisation over a frame, or over the iterations
 //! of a substep, was tried: a row whose side switches between stretch and compression changes
@@ -40,7 +41,7 @@
 //! What the CPU's refuses ([`hooke::solver::xpbd::global_cloth::refusal`]: PBD, a rigid cloth
 //! constraint or hinge, several worlds), the Jacobi solve (its own iteration) and a cloth whose
 //! band is wider than [`MAX_BAND`] scalars (particles more than [`MAX_BAND_PARTICLES`] apart in
-//! the ordering): strips, ribbons, belts and narrow garments pieces fit; a wide sheet does not
+//! the ordering): strips, ribbons, belts and narrow garment pieces fit; a wide sheet does not
 //! (its band grows with its width, its factorisation with the cube of it) — use Gauss–Seidel
 //! with tethers there, or the CPU. A device that stops long loops early (Mesa's llvmpipe:
 //! [`crate::GpuContext::loop_budget`]) also refuses a cloth whose substitutions would pass the
@@ -133,7 +134,7 @@ struct Cloth {
 
 /// The rows of the global solve of each cloth of `model` (the distance constraints in colours
 /// `swept` leaves out, and with `with_hinges` the body's hinges), with the body's particles
-/// ordered by reverse Cuthill–McKee.
+/// in the narrowest banded order found.
 fn cloths(model: &Model, swept: &[bool], with_hinges: bool) -> Vec<Cloth> {
     let set = model.distance();
     let dihedral = model.dihedral();
@@ -404,8 +405,9 @@ pub(crate) struct GlobalCloth {
     cloths: u32,
     rows: u32,
     particles: u32,
-    swept: Vec<bool>,
-    with_hinges: bool,
+    /// The cloths' rows and orders, from which [`GlobalCloth::update_parameters`] writes the
+    /// topology again.
+    systems: Vec<Cloth>,
     /// With a loop budget: the narrow entry points and the factorisation's windows of columns.
     windows: Option<u32>,
 }
@@ -472,15 +474,14 @@ impl GlobalCloth {
             cloths: layout.cloths,
             rows: layout.rows,
             particles: layout.particles,
-            swept: swept.to_vec(),
-            with_hinges,
+            systems: cloths,
             windows: window.map(|w| layout.longest.div_ceil(w) as u32),
         })
     }
 
     /// Re-uploads the rows' rest values, compliances and damping after a material change.
     pub fn update_parameters(&self, queue: &wgpu::Queue, model: &Model) {
-        let layout = Layout::new(model, &cloths(model, &self.swept, self.with_hinges));
+        let layout = Layout::new(model, &self.systems);
         queue.write_buffer(&self.topology, 0, bytemuck::cast_slice(&layout.words));
     }
 

@@ -9,8 +9,9 @@
 // matrix on the right is a cloth's stiffness with its masses, 3 × 3 blocks between particles
 // that share a row, and its condition number is about 1 + 4h²k/m, k the stiffest row's
 // stiffness in particle space (a hinge's B/L², which grows with the resolution): an LDLᵀ
-// (Cholesky) factorisation in f32 solves it. The host orders each cloth's particles so that the matrix is banded
-// (reverse Cuthill–McKee) and refuses a cloth whose band is too wide for a workgroup.
+// (Cholesky) factorisation in f32 solves it. The host orders each cloth's particles so that the
+// matrix is banded (the narrowest of reverse Cuthill–McKee's and a grid's rows' and columns'
+// orders) and refuses a cloth whose band is too wide.
 //
 // Six dispatches per iteration:
 // - `rows`, a thread per row: its gradients (at the start of the substep unless it turned by
