@@ -54,6 +54,40 @@ pub struct BatchArgs {
     gpu_solve: crate::GpuSolveArgs,
 }
 
+/// Whether `path` holds a batch manifest rather than a scene: a `.jsonl` file, or TOML with
+/// `[[sample]]` or `[[sweep]]` entries (keys no scene has). A file that is not TOML is left to
+/// the scene loader, which reports where it fails.
+pub fn is_manifest(path: &std::path::Path) -> bool {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jsonl")) {
+        return true;
+    }
+    let Ok(text) = hooke_io::scene::read_text(path) else { return false };
+    toml::from_str::<toml::Table>(&text).is_ok_and(|t| t.contains_key("sample") || t.contains_key("sweep"))
+}
+
+/// `hooke validate MANIFEST`: reads the manifest and loads every sample's scene with its keys
+/// set, as `hooke batch --dry-run` does, and says how many samples it makes.
+///
+/// # Errors
+/// The manifest's error (naming the file and the entry), or the first sample whose scene
+/// does not load (naming the sample, the key and what is wrong).
+pub fn validate(path: &std::path::Path) -> Result<()> {
+    let manifest = Manifest::read(path)?;
+    for s in &manifest.samples {
+        let scene = s.load(crate::memory_limit())?;
+        hooke_sim::batch::check_sample_format(s, &scene, manifest.format)?;
+    }
+    println!(
+        "{}: ok — batch manifest of {}, every scene loaded with its keys set; {} caches into {} (`hooke batch {}` bakes them)",
+        path.display(),
+        crate::count(manifest.samples.len(), "sample", "samples"),
+        manifest.format,
+        manifest.out.display(),
+        path.display()
+    );
+    Ok(())
+}
+
 pub fn batch(args: BatchArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let manifest = Manifest::read(&args.manifest)?;

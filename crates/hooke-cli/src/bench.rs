@@ -364,6 +364,17 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         options.timestamps = true;
         let mut solver = hooke_sim::make_gpu_solver(&scene, &options)?;
         let device = solver.context().describe();
+        // A tension limit (direct-solved ropes, global cloth solves) needs each frame's health
+        // record read back to raise the substeps: queued frames run the fixed count, said.
+        let read_back = hooke_gpu::GpuSettings { health_interval: 1, ..*solver.settings() };
+        if !solver.applies_tension_limit() && hooke_gpu::applies_tension_limit(&model, &read_back) {
+            eprintln!(
+                "note: max_substeps = {}: hooke bench queues the GPU's frames without reading them back, so it times the \
+                 scene's fixed {} substeps a frame (with --tearing, or in hooke run, the tension limit raises them where \
+                 a rope or a globally solved cloth needs more)",
+                read_back.xpbd.max_substeps, read_back.xpbd.substeps
+            );
+        }
         for _ in 0..args.warmup {
             solver.step(&scene.control_at(solver.time()), dt)?;
         }

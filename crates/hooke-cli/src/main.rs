@@ -34,9 +34,10 @@ enum Command {
     /// folder with a JSON Lines index; `--shard i/n` (or a Slurm job array's task) runs one
     /// slice, `--resume` skips what is complete.
     Batch(batch::BatchArgs),
-    /// Check a scene file without running it.
+    /// Check a scene file (or a batch manifest and its samples) without running it.
     Validate {
-        /// Scene file (TOML).
+        /// Scene file (TOML), or a batch manifest (TOML with `[[sample]]`/`[[sweep]]`, or
+        /// `.jsonl`: every sample's scene is loaded with its keys set).
         scene: PathBuf,
     },
     /// Time a scene or a preset (`default`, `demo:N`, `tear:N`, `cut:N`, `grid:N`, `sheet:N`, `warp-cloth:N`,
@@ -154,6 +155,9 @@ fn message(e: &anyhow::Error) -> String {
 }
 
 fn validate(path: &std::path::Path) -> Result<()> {
+    if batch::is_manifest(path) {
+        return batch::validate(path);
+    }
     let scene = hooke_io::scene::load(path, memory_limit())?;
     let m = &scene.model;
     println!(

@@ -320,7 +320,7 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, [1, 4], "task 5 of the array 4–6 is shard 1/3");
 
-    let cases: [(&str, &str, &str); 13] = [
+    let cases: [(&str, &str, &str); 16] = [
         ("bad1.toml", "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n", "substep"),
         ("bad2.toml", "[[sample]]\nscene = \"scenes/nope.toml\"\n", "nope.toml"),
         (
@@ -360,6 +360,25 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
             "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = { \"gravity\" = [[0.0, -9.81, 0.0], [0.0, -1.0, 0.0], [0, -9.81, 0]] }\n",
             "gives the same value twice ([0.0, -9.81, 0.0] and [0, -9.81, 0], its values 1 and 3)",
         ),
+        // The same scene with the same keys set twice, in any spelling of the values, and a
+        // sweep that makes a sample given before: the same run twice.
+        (
+            "bad13.toml",
+            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.frames\" = 3 }\n[[sample]]\nscene = \"scenes/pendulum.toml\"\n\
+             [[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.frames\" = 3.0 }\n",
+            "[[sample]] 2 is the same run as [[sample]] 0 (the scene \"scenes/pendulum.toml\" with the same keys set)",
+        ),
+        (
+            "bad14.toml",
+            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { gravity = [0.0, -2.0, 0.0] }\n\
+             [[sweep]]\nscene = \"scenes/pendulum.toml\"\nvary = { gravity = [[0.0, -1.0, 0.0], [0, -2, 0]] }\n",
+            "[[sweep]] 0 (its combination 1) is the same run as [[sample]] 0",
+        ),
+        (
+            "bad15.jsonl",
+            "{\"scene\": \"scenes/pendulum.toml\"}\n{\"scene\": \"scenes/pendulum.toml\", \"set\": {\"solver.frames\": 3}}\n{\"scene\": \"scenes/pendulum.toml\"}\n",
+            "line 3 is the same run as line 1",
+        ),
         // A misspelt material: the sweep would vary nothing (every sample the same).
         (
             "bad8.toml",
@@ -381,7 +400,25 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
         assert!(t.contains(needle), "{name}: {t}");
         assert!(!tmp.path().join("bad/samples").exists() || hidden(&tmp.path().join("bad")).is_empty(), "{name}");
         assert!(!tmp.path().join("bad/samples/000000").exists(), "{name}: a sample was written");
+        // `hooke validate` checks a manifest as `batch --dry-run` does (it said "unknown field
+        // `sample`", reading it as a scene).
+        let o = hooke(&["validate", name], tmp.path());
+        assert!(!o.status.success() && text(&o).contains(needle), "validate {name}: {}", text(&o));
     }
+    let listing = || {
+        let mut l: Vec<_> =
+            std::fs::read_dir(tmp.path().join("data")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        l.sort();
+        l
+    };
+    let before = listing();
+    let o = hooke(&["validate", "batch.toml"], tmp.path());
+    assert!(
+        o.status.success() && text(&o).contains("batch.toml: ok — batch manifest of 7 samples, every scene loaded"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(listing(), before, "validate writes nothing");
     // A device read as a manifest is read only so far (it grew to 15 GB before).
     if Path::new("/dev/zero").exists() {
         let o = hooke(&["batch", "/dev/zero", "--dry-run"], tmp.path());
@@ -514,7 +551,7 @@ vary = { "rope.0.end_mass" = [0.5, 2.0] }
         "[[sample]]\nscene = \"scenes/drape.toml\"\n[[sample]]\nscene = \"scenes/drape.toml\"\nset = { gravity = [0.0, -5.0, 0.0] }\n\
          [[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substeps\" = 11 }\n\
          [[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substeps\" = 11, \"rope.0.end_mass\" = 2.0 }\n\
-         [[sample]]\nscene = \"scenes/drape.toml\"\n",
+         [[sample]]\nscene = \"scenes/drape.toml\"\nset = { gravity = [0.0, -9.0, 0.0] }\n",
     )
     .unwrap();
     let o = hooke(&["batch", "mixed.toml", "--out", "mixed", "--worlds", "4", "--dry-run"], tmp.path());

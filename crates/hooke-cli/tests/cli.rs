@@ -1393,6 +1393,19 @@ fn view_opens_a_window_and_closes_after_its_frames() {
     assert!(!o.status.success() && t.contains("DISPLAY"), "{t}");
     // ... and says how to get a display, or how to do without one.
     assert!(t.contains("`xvfb-run -a hooke view …`") && t.contains("`hooke render`"), "{t}");
+    // A DISPLAY where no X server answers is named, with the way out, and without winit's
+    // source path (it printed "os error at /root/.cargo/registry/…/mod.rs:788").
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_hooke"))
+        .args(["view", "--frames", "1"])
+        .env("DISPLAY", ":7391")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.code() == Some(1) && t.contains("DISPLAY=:7391: no X server answers there"), "{t}");
+    assert!(!t.contains(".rs:") && !t.contains("os error at") && t.contains("`xvfb-run -a hooke view …`"), "{t}");
     // An unknown demo is refused before any window, naming the known ones.
     let o = hooke(&["view", "--demo", "nope"], tmp.path());
     let t = text(&o);

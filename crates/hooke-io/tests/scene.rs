@@ -1090,6 +1090,12 @@ fn keys_that_do_nothing_warn() {
         "the rope has no pins",
     );
     assert!(parse(&format!("{GRID}pin_rows = [0]\nrelease_pins_at = 1.0\n")).unwrap().warnings.is_empty());
+    // A polyline that folds back lays one leg's particles over the other's; a right angle does not warn.
+    let rope = |third: &str| {
+        format!("[[rope]]\npoints = [[0.0, 1.0, 0.0], [1.0, 1.0, 0.0], {third}]\nparticles = 9\npin_indices = [0]\n")
+    };
+    warns(&rope("[0.2, 1.01, 0.0]"), "rope[0] \"rope0\": points[1] turns the rope back by 179°");
+    assert!(parse(&rope("[1.0, 0.0, 0.0]")).unwrap().warnings.is_empty());
     let e = err(&format!("{GRID}[[cloth.pin_groups]]\ncolumns = [0]\nkeyframes = []\n"));
     assert!(e.contains("pin_groups[0]: keyframes is empty"), "{e}");
 }

@@ -393,6 +393,12 @@ impl Simulation {
             && !p.is_none()
         {
             let p = particles(p, n, "pins")?;
+            // As `pin`: a particle given twice is a slip (the scene file's pin keys may
+            // overlap, a list of indices should not).
+            let mut seen = BTreeSet::new();
+            if let Some(&twice) = p.iter().find(|&&i| !seen.insert(i)) {
+                return Err(PyValueError::new_err(format!("pins: particle {twice} is given twice")));
+            }
             cloth.insert("pin_indices".into(), toml::Value::Array(p.into_iter().map(|i| (i as i64).into()).collect()));
         }
         file.insert("cloth".into(), toml::Value::Array(vec![toml::Value::Table(cloth)]));
@@ -762,7 +768,7 @@ fn interruptible_in<T: Send>(
 
 /// See hooke.pyi.
 #[pyfunction]
-#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu", jobs = 1, worlds = None))]
+#[pyo3(signature = (manifest, out = None, shard = None, resume = false, backend = "cpu", jobs = None, worlds = None))]
 #[allow(clippy::too_many_arguments)]
 fn run_batch(
     py: Python<'_>,
@@ -771,9 +777,15 @@ fn run_batch(
     shard: Option<&Bound<'_, PyAny>>,
     resume: bool,
     backend: &str,
-    jobs: i64,
-    worlds: Option<i64>,
+    jobs: Option<&Bound<'_, PyAny>>,
+    worlds: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    // Python's bools are ints: `jobs=True` would be taken as 1. Refused by name, as `step`'s.
+    let optional = |v: Option<&Bound<'_, PyAny>>, name: &str| match v {
+        Some(v) if !v.is_none() => integer(v, name).map(Some),
+        _ => Ok(None),
+    };
+    let (jobs, worlds) = (optional(jobs, "jobs")?.unwrap_or(1), optional(worlds, "worlds")?);
     if !(1..=1024).contains(&jobs) {
         return Err(PyValueError::new_err(format!("jobs: must be 1 to 1024, got {jobs}")));
     }

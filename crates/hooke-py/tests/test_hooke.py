@@ -117,6 +117,8 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         (dict(pins=[True]), "pins: True is a boolean"),
         (dict(pins=np.array([False, True])), "pins: False is a boolean"),
         (dict(pins=[1.0]), "pins: expected particle indices"),
+        # As `pin` refuses it (it was accepted here).
+        (dict(pins=[2, 1, 2]), "pins: particle 2 is given twice"),
         (dict(material={**MATERIAL, "density": -1.0}), "density"),
         (dict(material={**MATERIAL, "stifness": 3.0}), "stifness"),
         (dict(scene={"solver": {"substeps": 0}}), "substeps"),
@@ -180,6 +182,11 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         sim.step(True)
     with pytest.raises(ValueError, match="shard: .* holds a boolean"):
         hooke.run_batch(ROOT / "examples" / "drapes.toml", shard=(False, True))
+    # (`jobs=True` ran one job at a time.)
+    with pytest.raises(ValueError, match="jobs: True is a boolean"):
+        hooke.run_batch(ROOT / "examples" / "drapes.toml", jobs=True)
+    with pytest.raises(ValueError, match="worlds: expected an integer, got 2.5"):
+        hooke.run_batch(ROOT / "examples" / "drapes.toml", worlds=2.5)
     ball = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, scene=SCENE)
     with pytest.raises(ValueError, match="collider: True is a boolean"):
         ball.place_collider(True, [0.0, 0.0, 0.0])

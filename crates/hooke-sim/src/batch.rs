@@ -409,9 +409,12 @@ impl Manifest {
         let base = path.parent().unwrap_or(Path::new("."));
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("batch");
         let mut samples: Vec<Sample> = Vec::new();
-        let push = |samples: &mut Vec<Sample>, scene: String, set: toml::Table| {
+        // Where each sample comes from, for the message on two that are the same run.
+        let mut origin: Vec<String> = Vec::new();
+        let mut push = |samples: &mut Vec<Sample>, scene: String, set: toml::Table, from: String| {
             let index = samples.len();
             samples.push(Sample { index, path: base.join(&scene), scene, set });
+            origin.push(from);
         };
         let (out, format, quality);
         // A byte-order mark, as some editors write.
@@ -455,7 +458,7 @@ impl Manifest {
                 if samples.len() >= MAX_SAMPLES {
                     return Err(err(format!("more than {MAX_SAMPLES} samples")));
                 }
-                push(&mut samples, entry.scene, entry.set);
+                push(&mut samples, entry.scene, entry.set, format!("line {}", n + 1));
             }
             (out, format, quality) = (None, None, Quality::default());
         } else {
@@ -463,8 +466,8 @@ impl Manifest {
             if m.sample.len() > MAX_SAMPLES {
                 return Err(err(format!("more than {MAX_SAMPLES} samples")));
             }
-            for entry in m.sample {
-                push(&mut samples, entry.scene, entry.set);
+            for (k, entry) in m.sample.into_iter().enumerate() {
+                push(&mut samples, entry.scene, entry.set, format!("[[sample]] {k}"));
             }
             for (k, sweep) in m.sweep.into_iter().enumerate() {
                 let axes: Vec<(&String, &Vec<toml::Value>)> = sweep
@@ -506,7 +509,7 @@ impl Manifest {
                         set.insert((*key).clone(), values[rest % values.len()].clone());
                         rest /= values.len();
                     }
-                    push(&mut samples, sweep.scene.clone(), set);
+                    push(&mut samples, sweep.scene.clone(), set, format!("[[sweep]] {k} (its combination {c})"));
                 }
             }
             (out, format, quality) = (m.out, m.format, m.quality);
@@ -516,6 +519,18 @@ impl Manifest {
         }
         if samples.len() > MAX_SAMPLES {
             return Err(err(format!("more than {MAX_SAMPLES} samples")));
+        }
+        // Two samples of the same scene file with the same keys set are the same run (as a
+        // value listed twice in a sweep): a slip, most likely.
+        let mut seen = std::collections::HashMap::with_capacity(samples.len());
+        for (i, s) in samples.iter().enumerate() {
+            let key = (&s.path, canonical(&toml::Value::Table(s.set.clone())));
+            if let Some(j) = seen.insert(key, i) {
+                return Err(err(format!(
+                    "{} is the same run as {} (the scene {:?} with the same keys set): give each sample once",
+                    origin[i], origin[j], s.scene
+                )));
+            }
         }
         let format = match format {
             Some(f) => f.parse().map_err(|e| err(format!("format: {e}")))?,

@@ -67,6 +67,18 @@ pub fn ask_adapter_limits(setup: &mut egui_wgpu::WgpuSetup) {
     }
 }
 
+/// `message` without the source file and line that winit's OS errors carry ("os error at
+/// /root/.cargo/registry/…/mod.rs:788: Failed to open …" becomes "Failed to open …").
+fn without_source_path(message: &str) -> String {
+    const AT: &str = "os error at ";
+    let Some(i) = message.find(AT) else { return message.to_string() };
+    let rest = &message[i + AT.len()..];
+    match rest.find(".rs:").and_then(|j| rest[j..].find(": ").map(|k| j + k + 2)) {
+        Some(k) => format!("{}{}", &message[..i], &rest[k..]),
+        None => message.to_string(),
+    }
+}
+
 /// Opens the viewer window on `scene` and returns when it is closed — or, with `frames`, once
 /// that many frames are simulated, or the simulation stops on an error before.
 ///
@@ -100,10 +112,17 @@ pub fn run(scene: Scene, demo: Option<Demo>, backend: Backend, frames: Option<u6
         let hint = if headless {
             " (no display: run the viewer under a virtual one, `xvfb-run -a hooke view …`, or draw pictures \
              without a window with `hooke render`)"
+                .to_string()
         } else {
-            ""
+            match std::env::var("DISPLAY") {
+                Ok(d) if e.to_string().contains("X server") => format!(
+                    " (DISPLAY={d}: no X server answers there; check DISPLAY, run under a virtual display, \
+                     `xvfb-run -a hooke view …`, or draw pictures without a window with `hooke render`)"
+                ),
+                _ => String::new(),
+            }
         };
-        anyhow::anyhow!("the viewer window: {e}{hint}")
+        anyhow::anyhow!("the viewer window: {}{hint}", without_source_path(&e.to_string()))
     })?;
     match failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
         Some(e) => anyhow::bail!("{e}"),

@@ -871,6 +871,19 @@ fn add_rope(
             return Err(format!("{key}: {which}: {} to {} is too long: its length overflows f32", w[0], w[1]));
         }
     }
+    // A polyline that turns back on itself lays the particles of its two legs over one
+    // another (they are placed along its length): most likely a slip in the points.
+    if let Some((i, turn)) = points
+        .windows(3)
+        .map(|w| ((w[1] - w[0]).normalize_or_zero(), (w[2] - w[1]).normalize_or_zero()))
+        .enumerate()
+        .map(|(i, (a, b))| (i + 1, a.dot(b).clamp(-1.0, 1.0).acos().to_degrees()))
+        .find(|&(_, turn)| turn > FOLD_DEGREES)
+    {
+        warnings.push(format!(
+            "{key}: points[{i}] turns the rope back by {turn:.0}°: the particles of the two legs start on top of one              another (a fold, not a bend)"
+        ));
+    }
     let mut rope = Rope::polyline(name.clone(), points, count(r.particles, &format!("{key}: particles"))?);
     rope.material = mat;
     rope.bending = bending;
@@ -891,6 +904,10 @@ fn add_rope(
     }
     push_pins(pins, global, r.release_pins_at, &format!("{key}: release_pins_at"))
 }
+
+/// The turn at a rope polyline's point past which it folds back on itself (a warning), in
+/// degrees.
+const FOLD_DEGREES: f32 = 150.0;
 
 /// The name of `[[collider]]` number `k`: its `name`, or its shape and number.
 fn collider_name(k: usize, c: &ColliderSection) -> String {
