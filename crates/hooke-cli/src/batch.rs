@@ -57,12 +57,20 @@ pub struct BatchArgs {
 /// Whether `path` holds a batch manifest rather than a scene: a `.jsonl` file, or TOML with
 /// `[[sample]]` or `[[sweep]]` entries (keys no scene has). A file that is not TOML is left to
 /// the scene loader, which reports where it fails.
+/// Only a regular file is looked into (a pipe read here would be empty for the scene loader),
+/// and one longer than a scene may be (64 MiB) is taken for a manifest (which may be 256 MiB).
 pub fn is_manifest(path: &std::path::Path) -> bool {
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jsonl")) {
         return true;
     }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() > hooke_io::scene::MAX_SCENE_FILE => return true,
+        Ok(m) if m.is_file() => {}
+        _ => return false,
+    }
     let Ok(text) = hooke_io::scene::read_text(path) else { return false };
-    toml::from_str::<toml::Table>(&text).is_ok_and(|t| t.contains_key("sample") || t.contains_key("sweep"))
+    let entries = |t: &toml::Table, key: &str| t.get(key).is_some_and(toml::Value::is_array);
+    toml::from_str::<toml::Table>(&text).is_ok_and(|t| entries(&t, "sample") || entries(&t, "sweep"))
 }
 
 /// `hooke validate MANIFEST`: reads the manifest and loads every sample's scene with its keys
@@ -73,9 +81,28 @@ pub fn is_manifest(path: &std::path::Path) -> bool {
 /// does not load (naming the sample, the key and what is wrong).
 pub fn validate(path: &std::path::Path) -> Result<()> {
     let manifest = Manifest::read(path)?;
+    // The scenes' warnings, each once, with the first sample that gave it and how many others.
+    let mut warnings: Vec<(String, usize, usize)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for s in &manifest.samples {
         let scene = s.load(crate::memory_limit())?;
         hooke_sim::batch::check_sample_format(s, &scene, manifest.format)?;
+        for w in scene.warnings {
+            match at.get(&w) {
+                Some(&k) => warnings[k].2 += 1,
+                None => {
+                    at.insert(w.clone(), warnings.len());
+                    warnings.push((w, s.index, 0));
+                }
+            }
+        }
+    }
+    for (w, first, more) in &warnings {
+        let others = match more {
+            0 => String::new(),
+            n => format!(" and {}", crate::count(*n, "other", "others")),
+        };
+        eprintln!("warning: sample {first}{others}: {w}");
     }
     println!(
         "{}: ok — batch manifest of {}, every scene loaded with its keys set; {} caches into {} (`hooke batch {}` bakes them)",

@@ -419,6 +419,50 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
         text(&o)
     );
     assert_eq!(listing(), before, "validate writes nothing");
+    // The samples' scenes' warnings are shown, each once (they were not).
+    std::fs::write(
+        tmp.path().join("warned.toml"),
+        "[[sweep]]\nscene = \"scenes/pendulum.toml\"\nset = { \"rope.0.pin_indices\" = [] }\nvary = { \"rope.0.release_pins_at\" = [1.0, 2.0] }\n",
+    )
+    .unwrap();
+    let o = hooke(&["validate", "warned.toml"], tmp.path());
+    let t = text(&o);
+    assert!(
+        o.status.success() && t.contains("warning: sample 0 and 1 other: rope[0]") && t.contains("has no pins"),
+        "{t}"
+    );
+    assert_eq!(t.matches("has no pins").count(), 1, "{t}");
+    // The same scene file named as written and through "./" is the same run.
+    std::fs::write(
+        tmp.path().join("dot.toml"),
+        "[[sample]]\nscene = \"./scenes/pendulum.toml\"\n[[sample]]\nscene = \"scenes/pendulum.toml\"\n",
+    )
+    .unwrap();
+    for name in ["dot.toml", "./dot.toml"] {
+        let o = hooke(&["validate", name], tmp.path());
+        assert!(
+            !o.status.success() && text(&o).contains("[[sample]] 1 is the same run as [[sample]] 0"),
+            "{}",
+            text(&o)
+        );
+    }
+    // A scene read through a pipe is still validated as a scene (the check for a manifest
+    // must not read it first).
+    #[cfg(unix)]
+    {
+        let scene = std::fs::read(tmp.path().join("scenes/pendulum.toml")).unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hooke"))
+            .args(["validate", "/dev/stdin"])
+            .current_dir(tmp.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), &scene).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success() && text(&o).contains("ok — scene"), "{}", text(&o));
+    }
     // A device read as a manifest is read only so far (it grew to 15 GB before).
     if Path::new("/dev/zero").exists() {
         let o = hooke(&["batch", "/dev/zero", "--dry-run"], tmp.path());

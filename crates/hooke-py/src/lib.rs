@@ -202,11 +202,29 @@ fn vec3(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec3> {
 
 /// An int argument, `name` naming it in errors: Python's bools are ints, and `True` would
 /// count as 1, so a boolean is refused.
-fn integer(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
+/// Whether `obj` is a boolean: Python's, or NumPy's (`numpy.bool_`, which is not an `int` but
+/// converts to one, so `True` would be taken as 1).
+fn boolean(obj: &Bound<'_, PyAny>) -> bool {
     if obj.is_instance_of::<PyBool>() {
+        return true;
+    }
+    let t = obj.get_type();
+    let module = t.module().is_ok_and(|m| m.to_cow().is_ok_and(|m| m == "numpy"));
+    module && t.name().is_ok_and(|n| n.to_cow().is_ok_and(|n| n == "bool_" || n == "bool"))
+}
+
+fn integer(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
+    if boolean(obj) {
         return Err(PyValueError::new_err(format!("{name}: {obj} is a boolean, not an integer")));
     }
-    obj.extract::<i64>().map_err(|_| PyValueError::new_err(format!("{name}: expected an integer, got {obj}")))
+    obj.extract::<i64>().map_err(|_| {
+        let shown = obj.repr().map(|r| r.to_string()).unwrap_or_else(|_| obj.to_string());
+        if obj.is_instance_of::<PyInt>() {
+            PyValueError::new_err(format!("{name}: {shown} is out of range"))
+        } else {
+            PyValueError::new_err(format!("{name}: expected an integer, got {shown}"))
+        }
+    })
 }
 
 fn particles(obj: &Bound<'_, PyAny>, n: usize, name: &str) -> PyResult<Vec<u32>> {
@@ -214,12 +232,12 @@ fn particles(obj: &Bound<'_, PyAny>, n: usize, name: &str) -> PyResult<Vec<u32>>
         || PyValueError::new_err(format!("{name}: expected particle indices (an int or a sequence of ints)"));
     // Python's bools are ints: True would pin particle 1. Refused by name.
     let index = |x: &Bound<'_, PyAny>| -> PyResult<i64> {
-        if x.is_instance_of::<PyBool>() {
+        if boolean(x) {
             return Err(PyValueError::new_err(format!("{name}: {x} is a boolean, not a particle index")));
         }
         x.extract::<i64>().map_err(|_| expected())
     };
-    let v: Vec<i64> = if obj.is_instance_of::<PyBool>() || obj.extract::<i64>().is_ok() {
+    let v: Vec<i64> = if boolean(obj) || obj.extract::<i64>().is_ok() {
         vec![index(obj)?]
     } else {
         // A NumPy array (or anything with `tolist`) as a list; a boolean mask is refused too.
@@ -805,7 +823,7 @@ fn run_batch(
     let shard = match shard {
         None => Shard::ALL,
         Some(s) if s.is_none() => Shard::ALL,
-        Some(s) if s.try_iter().is_ok_and(|mut it| it.any(|x| x.is_ok_and(|x| x.is_instance_of::<PyBool>()))) => {
+        Some(s) if s.try_iter().is_ok_and(|mut it| it.any(|x| x.is_ok_and(|x| boolean(&x)))) => {
             return Err(PyValueError::new_err(format!("shard: {s} holds a boolean, not an integer")));
         }
         Some(s) => match s.extract::<(usize, usize)>() {

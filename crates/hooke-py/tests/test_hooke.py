@@ -116,6 +116,7 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         (dict(pins=[3, 99]), "pins"),
         (dict(pins=[True]), "pins: True is a boolean"),
         (dict(pins=np.array([False, True])), "pins: False is a boolean"),
+        (dict(pins=np.bool_(True)), "pins: True is a boolean"),
         (dict(pins=[1.0]), "pins: expected particle indices"),
         # As `pin` refuses it (it was accepted here).
         (dict(pins=[2, 1, 2]), "pins: particle 2 is given twice"),
@@ -187,6 +188,15 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         hooke.run_batch(ROOT / "examples" / "drapes.toml", jobs=True)
     with pytest.raises(ValueError, match="worlds: expected an integer, got 2.5"):
         hooke.run_batch(ROOT / "examples" / "drapes.toml", worlds=2.5)
+    # NumPy's booleans too (they are not ints, but convert to them), and a string is shown as one.
+    with pytest.raises(ValueError, match="jobs: True is a boolean"):
+        hooke.run_batch(ROOT / "examples" / "drapes.toml", jobs=np.bool_(True))
+    with pytest.raises(ValueError, match="shard: .* holds a boolean"):
+        hooke.run_batch(ROOT / "examples" / "drapes.toml", shard=(np.bool_(False), np.bool_(True)))
+    with pytest.raises(ValueError, match="jobs: expected an integer, got '2'"):
+        hooke.run_batch(ROOT / "examples" / "drapes.toml", jobs="2")
+    with pytest.raises(ValueError, match="jobs: 1180591620717411303424 is out of range"):
+        hooke.run_batch(ROOT / "examples" / "drapes.toml", jobs=2**70)
     ball = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, scene=SCENE)
     with pytest.raises(ValueError, match="collider: True is a boolean"):
         ball.place_collider(True, [0.0, 0.0, 0.0])

@@ -521,10 +521,17 @@ impl Manifest {
             return Err(err(format!("more than {MAX_SAMPLES} samples")));
         }
         // Two samples of the same scene file with the same keys set are the same run (as a
-        // value listed twice in a sweep): a slip, most likely.
+        // value listed twice in a sweep): a slip, most likely. The file is compared as the file
+        // system resolves it (however the manifest or the sample spells its path), or, where it
+        // cannot (a missing file, refused later), as written without its "." steps.
+        let mut files = std::collections::HashMap::new();
         let mut seen = std::collections::HashMap::with_capacity(samples.len());
         for (i, s) in samples.iter().enumerate() {
-            let key = (&s.path, canonical(&toml::Value::Table(s.set.clone())));
+            let file = files.entry(&s.path).or_insert_with(|| {
+                std::fs::canonicalize(&s.path)
+                    .unwrap_or_else(|_| s.path.components().filter(|c| *c != std::path::Component::CurDir).collect())
+            });
+            let key = (file.clone(), canonical(&toml::Value::Table(s.set.clone())));
             if let Some(j) = seen.insert(key, i) {
                 return Err(err(format!(
                     "{} is the same run as {} (the scene {:?} with the same keys set): give each sample once",

@@ -107,18 +107,22 @@ pub fn run(scene: Scene, demo: Option<Demo>, backend: Backend, frames: Option<u6
     )
     .map_err(|e| {
         // Without a display (a server, CI) say how to get one, or how to do without.
-        let headless = cfg!(target_os = "linux")
-            && ["DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET"].iter().all(|v| std::env::var_os(v).is_none());
+        // (A variable set to nothing counts as unset, as winit takes it.)
+        let set = |v: &str| std::env::var_os(v).is_some_and(|s| !s.is_empty());
+        let headless =
+            cfg!(target_os = "linux") && ["DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET"].iter().all(|v| !set(v));
         let hint = if headless {
             " (no display: run the viewer under a virtual one, `xvfb-run -a hooke view …`, or draw pictures \
              without a window with `hooke render`)"
                 .to_string()
         } else {
-            match std::env::var("DISPLAY") {
-                Ok(d) if e.to_string().contains("X server") => format!(
-                    " (DISPLAY={d}: no X server answers there; check DISPLAY, run under a virtual display, \
-                     `xvfb-run -a hooke view …`, or draw pictures without a window with `hooke render`)"
-                ),
+            let hint = "run under a virtual display, `xvfb-run -a hooke view …`, or draw pictures without a window \
+                        with `hooke render`";
+            match std::env::var_os("DISPLAY") {
+                Some(d) if e.to_string().contains("X server") => {
+                    format!(" (DISPLAY={:?}: no X server answers there; check DISPLAY, or {hint})", d.to_string_lossy())
+                }
+                _ if e.to_string().contains("wayland") => format!(" (no Wayland compositor answers; {hint})"),
                 _ => String::new(),
             }
         };

@@ -871,20 +871,11 @@ fn add_rope(
             return Err(format!("{key}: {which}: {} to {} is too long: its length overflows f32", w[0], w[1]));
         }
     }
-    // A polyline that turns back on itself lays the particles of its two legs over one
-    // another (they are placed along its length): most likely a slip in the points.
-    if let Some((i, turn)) = points
-        .windows(3)
-        .map(|w| ((w[1] - w[0]).normalize_or_zero(), (w[2] - w[1]).normalize_or_zero()))
-        .enumerate()
-        .map(|(i, (a, b))| (i + 1, a.dot(b).clamp(-1.0, 1.0).acos().to_degrees()))
-        .find(|&(_, turn)| turn > FOLD_DEGREES)
-    {
-        warnings.push(format!(
-            "{key}: points[{i}] turns the rope back by {turn:.0}°: the particles of the two legs start on top of one              another (a fold, not a bend)"
-        ));
+    let particles = count(r.particles, &format!("{key}: particles"))?;
+    if let Some(w) = folded(&points, particles) {
+        warnings.push(format!("{key}: {w}"));
     }
-    let mut rope = Rope::polyline(name.clone(), points, count(r.particles, &format!("{key}: particles"))?);
+    let mut rope = Rope::polyline(name.clone(), points, particles);
     rope.material = mat;
     rope.bending = bending;
     rope.particle_mass = r.particle_mass;
@@ -908,6 +899,36 @@ fn add_rope(
 /// The turn at a rope polyline's point past which it folds back on itself (a warning), in
 /// degrees.
 const FOLD_DEGREES: f32 = 150.0;
+
+/// Where a rope polyline of `particles` particles (laid out evenly along its length) turns
+/// back on itself — by more than [`FOLD_DEGREES`] at a point, between legs each at least half
+/// a particle spacing long — the warning that says so: the particles of the two legs start on
+/// top of one another, most likely a slip in the points. Repeated points are passed over; a
+/// step back shorter than that (rounding, a nub) is not a fold.
+fn folded(points: &[Vec3], particles: usize) -> Option<String> {
+    let length: f32 = points.windows(2).map(|w| (w[1] - w[0]).length()).sum();
+    let spacing = length / particles.saturating_sub(1).max(1) as f32;
+    // The legs of non-zero length, with the index of the point each starts at.
+    let legs: Vec<(usize, Vec3, f32)> = points
+        .windows(2)
+        .enumerate()
+        .filter_map(|(i, w)| {
+            let d = w[1] - w[0];
+            let l = d.length();
+            (l > 0.0).then(|| (i, d / l, l))
+        })
+        .collect();
+    legs.windows(2).find_map(|pair| {
+        let ((_, a, la), (j, b, lb)) = (pair[0], pair[1]);
+        let turn = a.dot(b).clamp(-1.0, 1.0).acos().to_degrees();
+        (turn > FOLD_DEGREES && la.min(lb) >= 0.5 * spacing).then(|| {
+            format!(
+                "points[{j}] turns the rope back by {turn:.0}°: the particles of the two legs start on top of one \
+                 another (a fold, not a bend)"
+            )
+        })
+    })
+}
 
 /// The name of `[[collider]]` number `k`: its `name`, or its shape and number.
 fn collider_name(k: usize, c: &ColliderSection) -> String {
