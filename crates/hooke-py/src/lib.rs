@@ -603,7 +603,7 @@ impl Simulation {
         rotation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let colliders = self.scene.model.colliders();
-        if collider.is_instance_of::<PyBool>() {
+        if boolean(collider) {
             return Err(PyValueError::new_err(format!("collider: {collider} is a boolean, not an index or a name")));
         }
         let k = match collider.extract::<usize>() {

@@ -200,6 +200,8 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
     ball = hooke.Simulation.from_arrays(vertices, triangles, MATERIAL, scene=SCENE)
     with pytest.raises(ValueError, match="collider: True is a boolean"):
         ball.place_collider(True, [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="collider: True is a boolean"):
+        ball.place_collider(np.bool_(True), [0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="translation: expected 3 numbers finite in f32"):
         ball.place_collider("ball", [1e300, 0.0, 0.0])
     ball.step(1)
