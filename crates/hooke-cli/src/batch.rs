@@ -57,6 +57,7 @@ pub struct BatchArgs {
 /// Whether `path` holds a batch manifest rather than a scene: a `.jsonl` file, or TOML with
 /// `[[sample]]` or `[[sweep]]` entries (keys no scene has). A file that is not TOML is left to
 /// the scene loader, which reports where it fails.
+///
 /// Only a regular file is looked into (a pipe read here would be empty for the scene loader),
 /// and one longer than a scene may be (64 MiB) is taken for a manifest (which may be 256 MiB).
 pub fn is_manifest(path: &std::path::Path) -> bool {

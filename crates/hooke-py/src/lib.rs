@@ -200,8 +200,6 @@ fn vec3(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec3> {
     }
 }
 
-/// An int argument, `name` naming it in errors: Python's bools are ints, and `True` would
-/// count as 1, so a boolean is refused.
 /// Whether `obj` is a boolean: Python's, or NumPy's (`numpy.bool_`, which is not an `int` but
 /// converts to one, so `True` would be taken as 1).
 fn boolean(obj: &Bound<'_, PyAny>) -> bool {
@@ -213,6 +211,8 @@ fn boolean(obj: &Bound<'_, PyAny>) -> bool {
     module && t.name().is_ok_and(|n| n.to_cow().is_ok_and(|n| n == "bool_" || n == "bool"))
 }
 
+/// An int argument, `name` naming it in errors: Python's bools are ints, and `True` would
+/// count as 1, so a boolean (NumPy's too) is refused; an int beyond i64 is out of range.
 fn integer(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
     if boolean(obj) {
         return Err(PyValueError::new_err(format!("{name}: {obj} is a boolean, not an integer")));

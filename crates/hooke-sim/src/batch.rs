@@ -410,8 +410,8 @@ impl Manifest {
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("batch");
         let mut samples: Vec<Sample> = Vec::new();
         // Where each sample comes from, for the message on two that are the same run.
-        let mut origin: Vec<String> = Vec::new();
-        let mut push = |samples: &mut Vec<Sample>, scene: String, set: toml::Table, from: String| {
+        let mut origin: Vec<Origin> = Vec::new();
+        let mut push = |samples: &mut Vec<Sample>, scene: String, set: toml::Table, from: Origin| {
             let index = samples.len();
             samples.push(Sample { index, path: base.join(&scene), scene, set });
             origin.push(from);
@@ -458,7 +458,7 @@ impl Manifest {
                 if samples.len() >= MAX_SAMPLES {
                     return Err(err(format!("more than {MAX_SAMPLES} samples")));
                 }
-                push(&mut samples, entry.scene, entry.set, format!("line {}", n + 1));
+                push(&mut samples, entry.scene, entry.set, Origin::Line(n + 1));
             }
             (out, format, quality) = (None, None, Quality::default());
         } else {
@@ -467,7 +467,7 @@ impl Manifest {
                 return Err(err(format!("more than {MAX_SAMPLES} samples")));
             }
             for (k, entry) in m.sample.into_iter().enumerate() {
-                push(&mut samples, entry.scene, entry.set, format!("[[sample]] {k}"));
+                push(&mut samples, entry.scene, entry.set, Origin::Sample(k));
             }
             for (k, sweep) in m.sweep.into_iter().enumerate() {
                 let axes: Vec<(&String, &Vec<toml::Value>)> = sweep
@@ -509,7 +509,7 @@ impl Manifest {
                         set.insert((*key).clone(), values[rest % values.len()].clone());
                         rest /= values.len();
                     }
-                    push(&mut samples, sweep.scene.clone(), set, format!("[[sweep]] {k} (its combination {c})"));
+                    push(&mut samples, sweep.scene.clone(), set, Origin::Sweep(k, c));
                 }
             }
             (out, format, quality) = (m.out, m.format, m.quality);
@@ -563,6 +563,27 @@ impl Manifest {
     /// The samples of `shard`.
     pub fn shard(&self, shard: Shard) -> impl Iterator<Item = &Sample> {
         self.samples.iter().filter(move |s| s.index % shard.count == shard.index)
+    }
+}
+
+/// Where a sample of a manifest comes from, as its messages name it.
+#[derive(Clone, Copy)]
+enum Origin {
+    /// `[[sample]]` number k.
+    Sample(usize),
+    /// `[[sweep]]` number k, its combination c.
+    Sweep(usize, usize),
+    /// A JSON Lines line, from 1.
+    Line(usize),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Sample(k) => write!(f, "[[sample]] {k}"),
+            Origin::Sweep(k, c) => write!(f, "[[sweep]] {k} (its combination {c})"),
+            Origin::Line(n) => write!(f, "line {n}"),
+        }
     }
 }
 
