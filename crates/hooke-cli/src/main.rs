@@ -321,7 +321,7 @@ pub struct GpuSolveArgs {
     gpu_local: GpuLocalArg,
     /// With --backend gpu: where the particle contacts (self-collision) find their
     /// candidates: auto (all pairs up to 4 096 colliding particles, neighbour lists from
-    /// 8 192, the hash's cells between), lists (rebuilt from the spatial hash only when a
+    /// 8 192, the hash's cells between; always lists on a software adapter such as lavapipe), lists (rebuilt from the spatial hash only when a
     /// particle has moved far enough), cells (the hash's, rebuilt every substep) or all-pairs
     /// (every pair tested, no hash). The same contacts and result either way.
     #[arg(long, visible_alias = "contact-lists", value_enum, default_value = "auto")]

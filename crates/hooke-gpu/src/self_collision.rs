@@ -65,13 +65,16 @@ impl SelfCollision {
     /// `search` says where the contacts find their candidates ([`ContactSearch`]); lists too
     /// large for one storage binding of the device are left out (logged), and so is the
     /// all-pairs test where a body has the speed clamp: the cells instead, with the same
-    /// contacts.
+    /// contacts. `software`: the adapter is a software rasterizer
+    /// ([`GpuContext::is_cpu`](crate::GpuContext::is_cpu)), where [`ContactSearch::Auto`]
+    /// always takes the lists.
     pub fn new(
         kernels: &Kernels,
         device: &wgpu::Device,
         b: &Buffers,
         model: &Model,
         search: ContactSearch,
+        software: bool,
     ) -> Option<SelfCollision> {
         let (members, max_radius) = hooke::collision::self_collision::members(model);
         if members.is_empty() {
@@ -113,12 +116,12 @@ impl SelfCollision {
         let n = model.particle_count();
         let clamped = flagged.iter().any(|&f| f >> 31 != 0);
         let mut use_lists = match search {
-            ContactSearch::Auto => members.len() >= AUTO_MEMBERS,
+            ContactSearch::Auto => software || members.len() >= AUTO_MEMBERS,
             ContactSearch::Lists => true,
             ContactSearch::Cells | ContactSearch::AllPairs => false,
         };
         let all_pairs = match search {
-            ContactSearch::Auto => members.len() <= ALL_PAIRS_MEMBERS && !clamped,
+            ContactSearch::Auto => !software && members.len() <= ALL_PAIRS_MEMBERS && !clamped,
             ContactSearch::AllPairs if clamped => {
                 log::warn!(
                     "hooke-gpu: a body has the speed clamp, which the hash's build applies; the particle contacts \
