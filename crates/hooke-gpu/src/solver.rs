@@ -1694,15 +1694,14 @@ impl Solver for GpuXpbdSolver {
         (self.tear_flag_strain, self.tear_flag) = (tear_flag_strain(&model), None);
         // Self-collision may have been switched, and its friction changed: its buffers and
         // bind groups are made anew (the only ones a material change makes).
-        self.k.self_collision =
-            SelfCollision::new(
-                &self.kernels,
-                self.ctx.device(),
-                &self.b,
-                &model,
-                self.settings.contact_search,
-                self.ctx.is_cpu(),
-            );
+        self.k.self_collision = SelfCollision::new(
+            &self.kernels,
+            self.ctx.device(),
+            &self.b,
+            &model,
+            self.settings.contact_search,
+            self.ctx.is_cpu(),
+        );
         self.list_tally = [0; 2];
         // Self-collision switched on or off decides the tension limit (within the substeps the
         // buffers were made for).

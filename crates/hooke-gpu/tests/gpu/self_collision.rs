@@ -280,9 +280,8 @@ fn crowded_layers() -> (Arc<Model>, Control) {
 fn auto_search_tests_all_pairs_on_a_gpu_and_takes_the_lists_on_a_software_adapter() {
     let ctx = gpu_or_skip!();
     let (model, _) = trampoline();
-    let resolved = |mode| {
-        GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(settings(), mode)).unwrap().contact_search()
-    };
+    let resolved =
+        |mode| GpuXpbdSolver::new(ctx.clone(), model.clone(), with_lists(settings(), mode)).unwrap().contact_search();
     let auto = if ctx.is_cpu() { ContactSearch::Lists } else { ContactSearch::AllPairs };
     assert_eq!(resolved(ContactSearch::Auto), Some(auto), "on {}", ctx.describe());
     for mode in [ContactSearch::Cells, ContactSearch::Lists, ContactSearch::AllPairs] {
