@@ -321,9 +321,10 @@ pub struct GpuSolveArgs {
     gpu_local: GpuLocalArg,
     /// With --backend gpu: where the particle contacts (self-collision) find their
     /// candidates: auto (all pairs up to 4 096 colliding particles, neighbour lists from
-    /// 8 192, the hash's cells between; always lists on a software adapter such as lavapipe), lists (rebuilt from the spatial hash only when a
-    /// particle has moved far enough), cells (the hash's, rebuilt every substep) or all-pairs
-    /// (every pair tested, no hash). The same contacts and result either way.
+    /// 8 192, the hash's cells between; always lists on a software adapter such as lavapipe),
+    /// lists (rebuilt from the spatial hash only when a particle has moved far enough), cells
+    /// (the hash's, rebuilt every substep) or all-pairs (every pair tested, no hash). The same
+    /// contacts and result either way.
     #[arg(long, visible_alias = "contact-lists", value_enum, default_value = "auto")]
     pub contact_search: ContactSearchArg,
 }
@@ -342,7 +343,8 @@ pub enum GpuLocalArg {
 /// `--contact-search`: [`hooke_gpu::ContactSearch`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ContactSearchArg {
-    /// All pairs for small models, lists for large ones, cells between.
+    /// All pairs for small models, lists for large ones, cells between (always lists on a
+    /// software adapter such as lavapipe).
     Auto,
     /// Always neighbour lists.
     #[value(alias = "always")]
