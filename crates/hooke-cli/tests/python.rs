@@ -36,3 +36,57 @@ fn the_python_bindings_pass_their_pytest_suite() {
     assert!(o.status.success(), "pytest failed:\n{out}");
     assert!(!out.contains(" skipped") || !required, "a Python test was skipped under HOOKE_REQUIRE_PY=1:\n{out}");
 }
+
+/// The units (crate, target, features) of a build, from cargo's unit graph: `args` are
+/// cargo's, run at the workspace root with `--unit-graph` (an unstable flag, let through by
+/// `RUSTC_BOOTSTRAP=1`; nothing is built).
+fn unit_features(args: &[&str]) -> std::collections::BTreeMap<String, std::collections::BTreeSet<Vec<String>>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let o = Command::new(cargo)
+        .args(args)
+        .args(["--release", "--locked", "--unit-graph", "-Z", "unstable-options"])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .current_dir(&root)
+        .output()
+        .expect("cargo runs");
+    assert!(o.status.success(), "cargo {args:?} --unit-graph failed: {}", String::from_utf8_lossy(&o.stderr));
+    let graph: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a unit graph in JSON");
+    let mut units = std::collections::BTreeMap::<_, std::collections::BTreeSet<_>>::new();
+    for u in graph["units"].as_array().expect("units") {
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        let key = format!("{} {} ({})", text(&u["pkg_id"]), text(&u["target"]["name"]), text(&u["mode"]));
+        let features = u["features"].as_array().expect("features").iter().map(text).collect();
+        units.entry(key).or_default().insert(features);
+    }
+    units
+}
+
+/// `pip install ./crates/hooke-py` (maturin: `cargo build --release -p hooke-py --lib`) and
+/// the README's `cargo test --workspace --release` build every crate they share with the same
+/// features, so the one reuses what the other built — CI runs both from a clean clone, and
+/// without this the shared crates (wgpu, faer, hooke's own libraries, …) were compiled twice.
+/// Cargo resolves a single package's features apart from the workspace's, so hooke-py's
+/// manifest names the features the workspace's tests turn on in them; this test fails,
+/// naming the crate and both feature sets, when a dependency change makes them drift.
+#[test]
+fn the_python_module_and_the_tests_build_their_shared_crates_alike() {
+    let python = unit_features(&["build", "-p", "hooke-py", "--lib", "--features", "pyo3/abi3-py39"]);
+    let tests = unit_features(&["test", "--workspace", "--no-run"]);
+    let drift: Vec<String> = python
+        .iter()
+        .filter_map(|(unit, features)| {
+            let theirs = tests.get(unit)?;
+            (!features.is_subset(theirs)).then(|| format!("{unit}: pip builds {features:?}, the tests {theirs:?}"))
+        })
+        .collect();
+    let shared = python.keys().filter(|u| tests.contains_key(*u)).count();
+    assert!(shared > 100, "only {shared} units shared: the graphs were not read as expected");
+    assert!(
+        drift.is_empty(),
+        "{} of {shared} shared units are built with other features by pip (add the tests' features to \
+         crates/hooke-py/Cargo.toml's alignment list):\n{}",
+        drift.len(),
+        drift.join("\n")
+    );
+}
