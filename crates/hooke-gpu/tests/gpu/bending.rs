@@ -140,33 +140,42 @@ fn gpu_global_strip_droop(ctx: &Arc<GpuContext>, n: usize, modulus: f32) -> f32 
 
 /// The CPU's `global_xpbd_cantilevered_strip_droops_the_same_at_every_resolution` on the GPU:
 /// with its hinges in the global solve a stiff strip (B = 0.5 N·m) clamped at one end droops
-/// the same at 16, 32 and 64 segments within 10 % (measured 17.1, 16.3 and 15.9 mm), within 1 %
-/// of the CPU's global solve at 16 segments, and half as much at twice the modulus. Swept
-/// colour by colour (Gauss–Seidel) at the same budget the strip droops 0.16, 0.34 and 0.37 m
-/// after 1 s (`scenes/cantilever.toml` with `cloth_solver = "gauss-seidel"`, on the CPU).
+/// the same at 16 and 32 segments within 10 % (measured 17.1 and 16.3 mm), within 1 % of the
+/// CPU's global solve at each, and half as much at twice the modulus. (The CPU test takes the
+/// strip to 64 segments, 15.9 mm on the GPU too; a longer strip only lengthens the band the
+/// GPU factorises, not its width, and on lavapipe, where the factorisation runs in one
+/// workgroup, the 64-segment run took 232 of this test's 270 s.) Swept colour by colour
+/// (Gauss–Seidel) at the same budget the strip droops 0.16, 0.34 and 0.37 m at 16, 32 and 64
+/// segments after 1 s (`scenes/cantilever.toml` with `cloth_solver = "gauss-seidel"`, on the CPU).
 #[test]
 fn gpu_global_cantilevered_strip_droops_the_same_at_every_resolution() {
     let ctx = gpu_or_skip!();
     let t = Instant::now();
-    let droops: Vec<f32> = [16, 32, 64].iter().map(|&n| gpu_global_strip_droop(&ctx, n, 0.5)).collect();
+    let segments = [16, 32];
+    let droops: Vec<f32> = segments.iter().map(|&n| gpu_global_strip_droop(&ctx, n, 0.5)).collect();
     let stiffer = gpu_global_strip_droop(&ctx, 16, 1.0);
-    let cpu = {
-        let (model, control, tip) = crate::scenes::clamped_strip(16, hooke::Bending::Angle, 0.5);
-        let mut cpu = hooke::XpbdSolver::new(model.clone(), global_cantilever_settings()).unwrap();
-        for _ in 0..GLOBAL_CANTILEVER_FRAMES {
-            cpu.step(&control, 1.0 / 60.0).unwrap();
-        }
-        let mut st = hooke::State::from_model(&model);
-        cpu.read_state(&mut st);
-        1.0 - st.particle_position[tip].y
-    };
+    let cpu: Vec<f32> = segments
+        .iter()
+        .map(|&n| {
+            let (model, control, tip) = crate::scenes::clamped_strip(n, hooke::Bending::Angle, 0.5);
+            let mut cpu = hooke::XpbdSolver::new(model.clone(), global_cantilever_settings()).unwrap();
+            for _ in 0..GLOBAL_CANTILEVER_FRAMES {
+                cpu.step(&control, 1.0 / 60.0).unwrap();
+            }
+            let mut st = hooke::State::from_model(&model);
+            cpu.read_state(&mut st);
+            1.0 - st.particle_position[tip].y
+        })
+        .collect();
     eprintln!(
-        "GPU global solve: tip droop at 16/32/64 segments {droops:?} m; at 2B, 16 segments: {stiffer} m; the CPU's at 16: {cpu} m ({:.1?})",
+        "GPU global solve: tip droop at {segments:?} segments {droops:?} m; at 2B, 16 segments: {stiffer} m; the CPU's: {cpu:?} m ({:.1?})",
         t.elapsed()
     );
     let (lo, hi) = droops.iter().fold((f32::MAX, 0.0f32), |(lo, hi), &d| (lo.min(d), hi.max(d)));
     assert!(hi <= 1.10 * lo, "tip droops differ by more than 10 % across resolutions: {droops:?}");
-    assert!((droops[0] / cpu - 1.0).abs() < 0.01, "GPU {} m against the CPU's {cpu} m", droops[0]);
+    for ((n, gpu), cpu) in segments.iter().zip(&droops).zip(&cpu) {
+        assert!((gpu / cpu - 1.0).abs() < 0.01, "{n} segments: GPU {gpu} m against the CPU's {cpu} m");
+    }
     let ratio = droops[0] / stiffer;
     assert!((ratio - 2.0).abs() < 0.1, "twice the modulus should halve the droop: ratio {ratio}");
 }
