@@ -24,8 +24,9 @@ pub struct BatchArgs {
     #[arg(long)]
     resume: bool,
     /// Only write `index.jsonl` from the samples complete in the output folder (after the
-    /// shards of a job array have finished).
-    #[arg(long)]
+    /// shards of a job array have finished). Simulates nothing, so not with --dry-run or
+    /// --resume.
+    #[arg(long, conflicts_with_all = ["dry_run", "resume"])]
     index_only: bool,
     /// List the shard's samples and their keys, and load each one's scene with its keys set
     /// (so that a bad key or value is reported), but simulate nothing.
@@ -143,6 +144,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     };
     anyhow::ensure!((1..=1024).contains(&args.jobs), "--jobs must be between 1 and 1024, got {}", args.jobs);
     let (solve, tiles) = (args.gpu_solve.solve(args.backend)?, args.gpu_solve.tiles(args.backend)?);
+    let (local, contact_search) = (args.gpu_solve.local(args.backend)?, args.gpu_solve.contact_search(args.backend)?);
     // Jacobi's ω or ρ left to be estimated would be the whole pack's: no packing then.
     let estimated = matches!(
         solve,
@@ -207,8 +209,8 @@ pub fn batch(args: BatchArgs) -> Result<()> {
     );
     let mut options = crate::solver_options(args.backend, solve);
     options.tiles = tiles;
-    options.local = args.gpu_solve.local(args.backend)?;
-    options.contact_search = args.gpu_solve.contact_search.mode();
+    options.local = local;
+    options.contact_search = contact_search;
     if args.backend == crate::Backend::Gpu {
         // One device for every sample: its kernels are compiled once.
         options.context = Some(hooke_gpu::GpuContext::new().map_err(|e| anyhow::anyhow!("--backend gpu: {e}"))?);

@@ -132,6 +132,13 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         draw.is_none() || args.backend == crate::Backend::Gpu,
         "--draw needs --backend gpu (it draws from the GPU solver's buffers)"
     );
+    // Options of the other backend, refused rather than ignored.
+    args.gpu_solve.local(args.backend)?;
+    args.gpu_solve.contact_search(args.backend)?;
+    anyhow::ensure!(
+        !(args.no_broad_phase && args.backend == crate::Backend::Gpu),
+        "--no-broad-phase applies to the CPU solver's colliders (the GPU solver has no such switch)"
+    );
     // The pool first: loading a scene may already use it (a mesh collider's grid).
     anyhow::ensure!(
         !(args.stages && args.tearing),
@@ -295,7 +302,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
         options.local = args.gpu_solve.local(args.backend)?;
-        options.contact_search = args.gpu_solve.contact_search.mode();
+        options.contact_search = args.gpu_solve.contact_search(args.backend)?;
         let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
         for _ in 0..args.warmup {
             let control = tearing.control(scene.control_at(solver.time()));
@@ -359,7 +366,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
         options.local = args.gpu_solve.local(args.backend)?;
-        options.contact_search = args.gpu_solve.contact_search.mode();
+        options.contact_search = args.gpu_solve.contact_search(args.backend)?;
         options.health_interval = 0;
         options.timestamps = true;
         let mut solver = hooke_sim::make_gpu_solver(&scene, &options)?;

@@ -396,6 +396,22 @@ impl GpuSolveArgs {
         })
     }
 
+    /// Where the GPU's particle contacts find their candidates (`--contact-search`), checked
+    /// against `backend`.
+    ///
+    /// # Errors
+    /// `--contact-search` other than auto on the CPU (its contacts use the CPU's own
+    /// neighbour lists; the option would be ignored).
+    pub fn contact_search(&self, backend: Backend) -> Result<hooke_gpu::ContactSearch> {
+        if self.contact_search != ContactSearchArg::Auto && backend == Backend::Cpu {
+            anyhow::bail!(
+                "--contact-search lists|cells|all-pairs needs --backend gpu (the CPU's particle contacts have their own \
+                 neighbour lists)"
+            );
+        }
+        Ok(self.contact_search.mode())
+    }
+
     /// The solve these options ask for on `backend`.
     ///
     /// # Errors

@@ -221,7 +221,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut options = crate::solver_options(args.backend, args.gpu_solve.solve(args.backend)?);
     options.tiles = args.gpu_solve.tiles(args.backend)?;
     options.local = args.gpu_solve.local(args.backend)?;
-    options.contact_search = args.gpu_solve.contact_search.mode();
+    options.contact_search = args.gpu_solve.contact_search(args.backend)?;
     let failed_dir = dir.join(hooke_sim::FAILED_FOLDER);
     let settings =
         BakeSettings { dir: dir.clone(), format, options, strict: args.strict, failed_dir: Some(failed_dir.clone()) };

@@ -320,7 +320,7 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
     let samples: Vec<u64> = records.iter().map(|r| r["sample"].as_u64().unwrap()).collect();
     assert_eq!(samples, [1, 4], "task 5 of the array 4–6 is shard 1/3");
 
-    let cases: [(&str, &str, &str); 16] = [
+    let cases: [(&str, &str, &str); 18] = [
         ("bad1.toml", "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substep\" = 4 }\n", "substep"),
         ("bad2.toml", "[[sample]]\nscene = \"scenes/nope.toml\"\n", "nope.toml"),
         (
@@ -388,8 +388,20 @@ fn slurm_picks_the_shard_and_bad_manifests_name_what_is_wrong() {
         // Two keys, one inside the other: which wins would depend on their order.
         (
             "bad9.toml",
-            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver\" = { frames = 3 }, \"solver.frames\" = 4 }\n",
+            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver\" = 3, \"solver.frames\" = 4 }\n",
             "the first holds the second",
+        ),
+        // The same key as a dotted key and inside a table.
+        (
+            "bad16.toml",
+            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver\" = { frames = 3 }, \"solver.frames\" = 4 }\n",
+            "set \"solver.frames\": given twice",
+        ),
+        // The scene's [output] is not where a batch writes (it was set and ignored).
+        (
+            "bad17.toml",
+            "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"output.format\" = \"obj\" }\n",
+            "[[sample]] 0: \"output.format\" cannot be set",
         ),
     ];
     for (name, manifest, needle) in cases {
@@ -793,4 +805,48 @@ fn a_closed_pipe_ends_the_listing_without_a_panic() {
     assert!(first.starts_with("000000"), "{first}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(out.status.success() || out.status.signal() == Some(13), "{:?} {stderr}", out.status);
+}
+
+/// A table among a sample's keys sets each of its keys (TOML's unquoted dotted key
+/// `solver.substeps = 4` is such a table), leaving the rest of the scene's table as it is: it
+/// replaced the whole `[solver]`, so that the sample ran 240 frames instead of its scene's 10.
+/// A sample's folder without its record is reported before anything runs (a resumed shard
+/// stopped on it after simulating, with an I/O error), and `--index-only` refuses
+/// `--dry-run` and `--resume`, which it ignored.
+#[test]
+fn a_table_in_set_sets_its_keys_and_a_stray_sample_folder_is_named() {
+    let tmp = setup(10);
+    std::fs::write(
+        tmp.path().join("tables.toml"),
+        "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { solver.substeps = 4 }\n\
+         [[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { solver = { frames = 3 } }\n",
+    )
+    .unwrap();
+    let o = hooke(&["batch", "tables.toml", "--out", "t"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let records = index(&tmp.path().join("t"));
+    let frames: Vec<u64> = records.iter().map(|r| r["frames"].as_u64().unwrap()).collect();
+    // The records count the initial frame too.
+    assert_eq!(frames, [11, 4], "the scene's 10 frames kept, then 3 set: {records:?}");
+    // The same keys as a hand-written override give the same sample: the first is the scene
+    // with "solver.substeps" = 4, bit for bit.
+    std::fs::write(
+        tmp.path().join("dotted.toml"),
+        "[[sample]]\nscene = \"scenes/pendulum.toml\"\nset = { \"solver.substeps\" = 4 }\n",
+    )
+    .unwrap();
+    let o = hooke(&["batch", "dotted.toml", "--out", "d"], tmp.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let read = |p: &str| std::fs::read(tmp.path().join(p)).unwrap();
+    assert_eq!(read("t/samples/000000/pendulum.usda"), read("d/samples/000000/pendulum.usda"));
+
+    std::fs::remove_file(tmp.path().join("t/samples/000001/sample.json")).unwrap();
+    let o = hooke(&["batch", "tables.toml", "--out", "t", "--resume"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("samples/000001: sample 1 has no sample.json there"), "{t}");
+    assert!(t.contains("remove it to run the sample again"), "{t}");
+    for extra in ["--dry-run", "--resume"] {
+        let o = hooke(&["batch", "tables.toml", "--out", "t", "--index-only", extra], tmp.path());
+        assert!(!o.status.success() && text(&o).contains("cannot be used with"), "{extra}: {}", text(&o));
+    }
 }

@@ -1553,3 +1553,45 @@ fn a_run_beside_another_runs_cache_says_so() {
         }
     }
 }
+
+/// Options of the other backend are refused, in every command that takes them, rather than
+/// accepted and ignored: the GPU's particle-contact search and local sweeps on the CPU, the CPU
+/// colliders' broad phase on the GPU (`run` refused `--gpu-local` but took `--contact-search`;
+/// `batch` and `bench` took either).
+#[test]
+fn options_of_the_other_backend_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let search = "--contact-search lists|cells|all-pairs needs --backend gpu";
+    let local = "--gpu-local always|never needs --backend gpu";
+    std::fs::write(tmp.path().join("m.toml"), "[[sample]]\nscene = \"s.toml\"\n").unwrap();
+    std::fs::write(
+        tmp.path().join("s.toml"),
+        "[solver]\nframes = 2\n[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\n",
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (&["run", "s.toml", "--contact-search", "cells", "--out", "o"], search),
+        (&["run", "s.toml", "--contact-search", "all-pairs", "--out", "o"], search),
+        (&["batch", "m.toml", "--dry-run", "--contact-search", "cells"], search),
+        (&["batch", "m.toml", "--dry-run", "--gpu-local", "never"], local),
+        (&["bench", "grid:4", "--frames", "1", "--contact-search", "lists"], search),
+        (&["bench", "grid:4", "--frames", "1", "--gpu-local", "always"], local),
+        (
+            &["bench", "grid:4", "--frames", "1", "--backend", "gpu", "--no-broad-phase"],
+            "--no-broad-phase applies to the CPU solver's colliders",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = hooke(args, tmp.path());
+        let t = text(&o);
+        assert!(!o.status.success() && t.contains(needle), "{args:?}: {t}");
+    }
+    assert!(!tmp.path().join("o").exists(), "a refused run wrote its output");
+    // Where they apply, or left at auto, they are taken.
+    for args in
+        [&["run", "s.toml", "--contact-search", "auto", "--out", "o"][..], &["bench", "grid:4", "--frames", "1"]]
+    {
+        let o = hooke(args, tmp.path());
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+    }
+}

@@ -139,6 +139,15 @@ fn out_of_range_values_name_their_key() {
             "substeps",
         ),
         (format!("[materials.m]\nbend_stiffness = 3e38\n{GRID}material = \"m\"\n"), "bend_stiffness"),
+        // Past the blow-up speed limit within one substep: above a ground plane the run froze
+        // the cloth where it started (the sweep of a path that long rounds to its start) and
+        // wrote it out with no error.
+        (
+            format!(
+                "gravity = [0.0, -1e14, 0.0]\n{GRID}[[collider]]\nshape = \"plane\"\npoint = [0.0, -1.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n"
+            ),
+            "takes a particle past the blow-up speed limit",
+        ),
     ];
     for (text, needle) in &cases {
         let e = err(text);
@@ -1066,6 +1075,20 @@ fn keys_that_do_nothing_warn() {
         &format!("{GRID}self_collision_speed_clamp = true\n"),
         "self_collision_speed_clamp is set but self_collision is off",
     );
+    warns(
+        &format!("{GRID}self_collision_thickness = 0.05\n"),
+        "self_collision_thickness is set but self_collision is off",
+    );
+    warns(
+        &format!("[solver]\nsubsteps = 20\nmax_substeps = 5\n{GRID}"),
+        "solver.max_substeps = 5 is below solver.substeps = 20",
+    );
+    for quiet in [
+        format!("{GRID}self_collision = true\nself_collision_thickness = 0.12\n"),
+        format!("[solver]\nsubsteps = 20\nmax_substeps = 20\n{GRID}"),
+    ] {
+        assert!(parse(&quiet).unwrap().warnings.is_empty(), "{quiet}: {:?}", parse(&quiet).unwrap().warnings);
+    }
     warns(&format!("{GRID}structural = false\nshear = false\n"), "together but its bending");
     // A grid far from the origin: rounding a good part of its spacing is refused, a smaller part
     // warned of; at 100 m a 10 cm spacing is fine.

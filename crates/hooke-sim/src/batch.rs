@@ -29,8 +29,11 @@
 //! {"solver.frames": 60}}`, with the defaults above. Keys are dotted paths into the scene
 //! file (`materials.nylon.stretch_stiffness`; `cloth.0.rows` for the first `[[cloth]]`); a
 //! missing table on the way is created, a missing array element is an error, and the scene
-//! then rejects keys it does not know as it would in its own file. Scene paths are relative
-//! to the manifest.
+//! then rejects keys it does not know as it would in its own file. A table as a value sets
+//! each of its keys (`set = { solver = { substeps = 4 } }`, or TOML's unquoted
+//! `solver.substeps = 4`, is `"solver.substeps" = 4`: the rest of `[solver]` stays). The
+//! scene's `output` keys cannot be set: a batch writes each sample into its own folder, in
+//! the manifest's `format`. Scene paths are relative to the manifest.
 //!
 //! Samples are numbered from 0: the `[[sample]]` entries in order, then each `[[sweep]]`'s
 //! combinations (its keys in alphabetical order, the last varying fastest).
@@ -195,6 +198,8 @@ pub fn load_scene(path: &Path, set: &toml::Table, memory_limit: u64) -> Result<S
 /// # Errors
 /// A message naming the file, or the key set and what is wrong with it.
 pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Table), String> {
+    let flat = leaves(set)?;
+    let set = &flat;
     let text = hooke_io::scene::read_text(path).map_err(|e| e.to_string())?;
     let mut table: toml::Table =
         toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
@@ -231,6 +236,31 @@ pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Tabl
         }
     }
     Ok((text, table))
+}
+
+/// `set` with every table among its values replaced by its keys, dotted onto the table's
+/// (`{ solver = { substeps = 4 } }` → `{ "solver.substeps" = 4 }`), so that a table sets its
+/// keys rather than replacing the scene's table whole.
+///
+/// # Errors
+/// An empty table (it would set nothing), or a key reached twice (`"solver.substeps"` beside
+/// `solver = { substeps = … }`).
+fn leaves(set: &toml::Table) -> Result<toml::Table, String> {
+    fn add(out: &mut toml::Table, key: String, value: &toml::Value) -> Result<(), String> {
+        match value {
+            toml::Value::Table(t) if t.is_empty() => Err(format!("set {key:?}: an empty table sets nothing")),
+            toml::Value::Table(t) => t.iter().try_for_each(|(k, v)| add(out, format!("{key}.{k}"), v)),
+            v => match out.insert(key.clone(), v.clone()) {
+                Some(_) => Err(format!("set {key:?}: given twice (as a dotted key and inside a table)")),
+                None => Ok(()),
+            },
+        }
+    }
+    let mut out = toml::Table::new();
+    for (key, value) in set {
+        add(&mut out, key.clone(), value)?;
+    }
+    Ok(out)
 }
 
 /// The `material` names of the scene table's `[[cloth]]` and `[[rope]]` entries.
@@ -520,6 +550,15 @@ impl Manifest {
         if samples.len() > MAX_SAMPLES {
             return Err(err(format!("more than {MAX_SAMPLES} samples")));
         }
+        // The scene's `[output]` is not the batch's: it would be ignored.
+        for (s, from) in samples.iter().zip(&origin) {
+            if let Some(key) = s.set.keys().find(|k| *k == "output" || k.starts_with("output.")) {
+                return Err(err(format!(
+                    "{from}: {key:?} cannot be set: a batch writes each sample into its own folder under the output \
+                     folder, in the manifest's format (`format = \"usda\"`, \"obj\" or \"pc2\" at the top of the manifest)"
+                )));
+            }
+        }
         // Two samples of the same scene file with the same keys set are the same run (as a
         // value listed twice in a sweep): a slip, most likely. The file is compared as the file
         // system resolves it (however the manifest or the sample spells its path), or, where it
@@ -531,7 +570,9 @@ impl Manifest {
                 std::fs::canonicalize(&s.path)
                     .unwrap_or_else(|_| s.path.components().filter(|c| *c != std::path::Component::CurDir).collect())
             });
-            let key = (file.clone(), canonical(&toml::Value::Table(s.set.clone())));
+            // (A table among the keys sets its keys: compared as the dotted keys it sets.)
+            let set = leaves(&s.set).unwrap_or_else(|_| s.set.clone());
+            let key = (file.clone(), canonical(&toml::Value::Table(set)));
             if let Some(j) = seen.insert(key, i) {
                 return Err(err(format!(
                     "{} is the same run as {} (the scene {:?} with the same keys set): give each sample once",
@@ -898,7 +939,19 @@ pub fn run_shard(
                 }
                 done += 1;
             }
-            None => todo.push(*sample),
+            None => {
+                let at = samples_dir(out).join(sample.id());
+                if at.symlink_metadata().is_ok() {
+                    // Not ours: a sample's folder is renamed into place with its record.
+                    return Err(BatchError::Conflict(format!(
+                        "{}: sample {} has no sample.json there: not a complete sample (its folder is renamed into \
+                         place with its record); remove it to run the sample again",
+                        at.display(),
+                        sample.index
+                    )));
+                }
+                todo.push(*sample)
+            }
         }
     }
     if done > 0 && !settings.resume {

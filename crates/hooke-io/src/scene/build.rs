@@ -99,6 +99,15 @@ pub(super) fn build(
     if s.pbd_stiffness == Some(0.0) {
         warnings.push("solver.pbd_stiffness = 0: every constraint's correction is scaled to nothing".to_string());
     }
+    if let Some(most) = s.max_substeps
+        && most < s.substeps
+    {
+        warnings.push(format!(
+            "solver.max_substeps = {most} is below solver.substeps = {}: the tension limit only raises the substeps, so \
+             every frame takes {} (max_substeps = substeps says so)",
+            s.substeps, s.substeps
+        ));
+    }
     // One entry per body, in the order they are added: world by world, cloths, then ropes,
     // then the world's colliders.
     let mut vertex_maps = Vec::with_capacity(f.cloth.len() + f.rope.len());
@@ -167,6 +176,19 @@ pub(super) fn build(
         motion.extend(pins.iter().filter_map(|p| p.motion.as_ref().map(|(m, _)| Some(m.clone()))));
         derived_max_speed(&model, limit_wind, limit_gust, &motion)
     }));
+    // A gravity that passes the blow-up speed limit within one substep blows the run up in
+    // its first substep — and a collider below the cloth hides it: the sweep along a path of
+    // that length rounds to its start in f32, and the contact stops the particle there.
+    let h = 1.0 / (s.fps * solver.substeps() as f32);
+    let strongest = model.worlds().iter().map(|w| w.gravity.length()).fold(0.0, f32::max);
+    if strongest * h > solver.max_speed() {
+        return Err(format!(
+            "gravity: |g| = {strongest:e} m/s² takes a particle past the blow-up speed limit ({} m/s) within one substep \
+             ({h:.3e} s): the run would blow up at once; give a gravity under {:e} m/s² (or raise solver.max_speed)",
+            solver.max_speed(),
+            solver.max_speed() / h
+        ));
+    }
     let name = match &f.name {
         Some(n) => n.clone(),
         None => default_name.to_string(),
@@ -536,6 +558,10 @@ fn add_cloth(
     let mat = cloth_material(&section, c, &key)?;
     if mat.self_collision_speed_clamp && !mat.self_collision {
         warnings.push(format!("{key}: self_collision_speed_clamp is set but self_collision is off: it clamps nothing"));
+    }
+    if c.self_collision_thickness.is_some() && !mat.self_collision {
+        warnings
+            .push(format!("{key}: self_collision_thickness is set but self_collision is off: it keeps nothing apart"));
     }
     let bending = bending_model(c.bending.as_deref(), &section, &key, warnings)?;
     let center = vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?;
