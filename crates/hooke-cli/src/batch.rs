@@ -17,7 +17,7 @@ pub struct BatchArgs {
     /// Run only shard i of n (the samples whose number is i modulo n). Default: the task of a
     /// Slurm job array (`SLURM_ARRAY_TASK_ID` − `SLURM_ARRAY_TASK_MIN` of
     /// `SLURM_ARRAY_TASK_COUNT`), else every sample.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     shard: Option<String>,
     /// Skip the samples already complete in the output folder (a killed or failed shard
     /// started again). Without it, complete samples of the shard are an error.

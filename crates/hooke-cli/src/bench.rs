@@ -684,10 +684,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 None => String::new(),
             };
             format!(
-                "  tearing: {}{unconverged} ({} constraints broken, {} particles split; {} particles at the end, from {}); state read back and checked after {checked} of {} timed frames{}; check (strains) {}; {per_event} (the frame times above are the solve and, where checked, the read-back; GPU timestamps are not taken with --tearing)",
+                "  tearing: {}{unconverged} ({} broken, {} split; {} particles at the end, from {}); state read back and checked after {checked} of {} timed frames{}; check (strains) {}; {per_event} (the frame times above are the solve and, where checked, the read-back; GPU timestamps are not taken with --tearing)",
                 crate::count(events.len(), "tear event", "tear events"),
-                tear_broken,
-                tear_split,
+                crate::count(tear_broken as usize, "constraint", "constraints"),
+                crate::count(tear_split as usize, "particle", "particles"),
                 model.particle_count(),
                 scene.model.particle_count(),
                 times.len(),
@@ -737,12 +737,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             scene.model.particle_count(),
             distance + hinges + joints,
             {
-                let colours = scene.model.distance().colour_count();
-                match (hinges, joints) {
-                    (0, 0) => format!("{colours} colours"),
-                    (h, 0) => format!("{distance} distance in {colours} colours, {h} hinges"),
-                    (0, j) => format!("{distance} distance in {colours} colours, {j} rope joints"),
-                    (h, j) => format!("{distance} distance in {colours} colours, {h} hinges, {j} rope joints"),
+                let colours = crate::count(scene.model.distance().colour_count(), "colour", "colours");
+                let hinges = crate::count(hinges, "hinge", "hinges");
+                let joints = crate::count(joints, "rope joint", "rope joints");
+                match (hinges.starts_with("0 "), joints.starts_with("0 ")) {
+                    (true, true) => colours,
+                    (false, true) => format!("{distance} distance in {colours}, {hinges}"),
+                    (true, false) => format!("{distance} distance in {colours}, {joints}"),
+                    (false, false) => format!("{distance} distance in {colours}, {hinges}, {joints}"),
                 }
             },
             scene.solver.substeps(),

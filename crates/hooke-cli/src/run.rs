@@ -272,14 +272,17 @@ pub fn run(args: RunArgs) -> Result<()> {
         baked?
     };
     let written = baked.frames_written;
-    let steps = written.saturating_sub(1).max(1);
-    println!(
-        "{} ({:.2} s simulated) in {:.2} s: {:.2} ms/frame",
-        crate::count(written - 1, "frame", "frames"),
-        baked.time,
-        baked.seconds,
-        1e3 * baked.seconds / steps as f64
-    );
+    if written > 1 {
+        println!(
+            "{} ({:.2} s simulated) in {:.2} s: {:.2} ms/frame",
+            crate::count(written - 1, "frame", "frames"),
+            baked.time,
+            baked.seconds,
+            1e3 * baked.seconds / (written - 1) as f64
+        );
+    } else {
+        println!("no frame completed ({:.2} s)", baked.seconds);
+    }
     let (worst, first) = (&baked.worst, &baked.first);
     println!(
         "max stretch strain {:.4}, deepest penetration {:.3e} m, NaN count {}, final energy {:.4e} J (start {:.4e} J)",
@@ -292,9 +295,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     let torn = baked.torn;
     if torn.frames > 0 {
         println!(
-            "tearing: {} constraints broken and {} particles split in {}; {} particles at the end (from {})",
-            torn.broken,
-            torn.split,
+            "tearing: {} broken and {} split in {}; {} particles at the end (from {})",
+            crate::count(torn.broken, "constraint", "constraints"),
+            crate::count(torn.split, "particle", "particles"),
             crate::count(torn.frames, "frame", "frames"),
             baked.model.particle_count(),
             scene.model.particle_count()

@@ -1595,3 +1595,32 @@ fn options_of_the_other_backend_are_refused() {
         assert!(o.status.success(), "{args:?}: {}", text(&o));
     }
 }
+
+/// Messages that said the wrong thing: a missing `.pc2` named as a PC2 cache (it is missing),
+/// `--shard -1/2` answered by clap's tip to write `-- -1` (now the shard's own message), and
+/// a run that blows up in its first frame timing "0 frames … ms/frame".
+#[test]
+fn messages_say_what_is_wrong() {
+    let tmp = tempfile::tempdir().unwrap();
+    for cmd in ["run", "render"] {
+        let o = hooke(&[cmd, "nosuch.pc2"], tmp.path());
+        let t = text(&o);
+        assert!(
+            !o.status.success() && t.contains("cannot read the scene file") && !t.contains("a PC2 cache"),
+            "{cmd}: {t}"
+        );
+    }
+    std::fs::write(tmp.path().join("m.toml"), "[[sample]]\nscene = \"s.toml\"\n").unwrap();
+    let o = hooke(&["batch", "m.toml", "--shard", "-1/2"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("--shard") && !t.contains("tip:"), "{t}");
+    // Air dense enough to blow the cloth up in its first frame.
+    std::fs::write(
+        tmp.path().join("boom.toml"),
+        "[air]\ndensity = 1e30\ndrag_coefficient = 1e30\n[solver]\nframes = 3\n[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\npin_rows = [0]\n",
+    )
+    .unwrap();
+    let o = hooke(&["run", "boom.toml", "--out", "boom"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("no frame completed") && !t.contains("ms/frame"), "{t}");
+}

@@ -153,6 +153,14 @@ fn out_of_range_values_name_their_key() {
         let e = err(text);
         assert!(e.contains(needle), "expected {needle:?} in: {e}");
     }
+    // A plane's normal of any length but zero is taken (1e-30 was refused as "zero").
+    for tiny in ["1e-30", "1e-7", "1e30"] {
+        let text =
+            format!("{GRID}[[collider]]\nshape = \"plane\"\npoint = [0.0, 0.0, 0.0]\nnormal = [0.0, {tiny}, 0.0]\n");
+        let s = parse(&text).unwrap_or_else(|e| panic!("normal {tiny}: {e}"));
+        let hooke::collision::Shape::Plane { normal, .. } = s.model.colliders()[0].shape else { panic!("a plane") };
+        assert_eq!(normal, Vec3::Y, "normal {tiny}");
+    }
 }
 
 #[test]

@@ -662,8 +662,12 @@ impl Shard {
     /// A message if the variables are there but do not make a shard.
     pub fn from_slurm(var: impl Fn(&str) -> Option<String>) -> Result<Option<Shard>, String> {
         let Some(id) = var("SLURM_ARRAY_TASK_ID") else { return Ok(None) };
-        let num =
-            |name: &str, v: String| v.trim().parse::<usize>().map_err(|_| format!("{name}={v:?} is not a number"));
+        let num = |name: &str, v: String| {
+            v.trim().parse::<usize>().map_err(|_| match v.trim().parse::<i64>() {
+                Ok(_) => format!("{name}={v:?} is negative (Slurm numbers its tasks from 0)"),
+                Err(_) => format!("{name}={v:?} is not a number"),
+            })
+        };
         let id = num("SLURM_ARRAY_TASK_ID", id)?;
         let min = var("SLURM_ARRAY_TASK_MIN").map(|v| num("SLURM_ARRAY_TASK_MIN", v)).transpose()?.unwrap_or(0);
         let count = var("SLURM_ARRAY_TASK_COUNT")
@@ -1696,6 +1700,11 @@ mod tests {
         assert_eq!(Shard::from_slurm(env("2", None, Some("3"))), Ok(Some(Shard { index: 2, count: 3 })));
         assert!(Shard::from_slurm(env("2", None, None)).is_err());
         assert!(Shard::from_slurm(env("9", Some("0"), Some("3"))).is_err());
+        // A negative task is called negative, not "not a number".
+        let e = Shard::from_slurm(env("-1", None, Some("3"))).unwrap_err();
+        assert!(e.contains("SLURM_ARRAY_TASK_ID=\"-1\" is negative"), "{e}");
+        let e = Shard::from_slurm(env("x", None, Some("3"))).unwrap_err();
+        assert!(e.contains("is not a number"), "{e}");
         assert_eq!(Shard::from_slurm(|_: &str| None), Ok(None));
     }
 }

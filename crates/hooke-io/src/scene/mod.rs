@@ -161,6 +161,10 @@ pub fn read_text(path: &Path) -> Result<String, SceneError> {
         _ => None,
     };
     if let Some(message) = other {
+        // (A missing file is said to be missing, whatever its name.)
+        if let Err(e) = std::fs::metadata(path) {
+            return Err(cannot(e));
+        }
         return Err(SceneError { file, message: message.to_string() });
     }
     let mut text = String::new();

@@ -330,8 +330,15 @@ impl ModelBuilder {
             Shape::Plane { point, normal } => {
                 error::finite_vec(&ctx, "point", *point)?;
                 error::finite_vec(&ctx, "normal", *normal)?;
-                if normal.length() < 1e-6 {
+                // Any length: one too short or too long to square in f32 (1e-30, 1e30) is
+                // scaled by its largest component first.
+                let largest = normal.abs().max_element();
+                if largest == 0.0 {
                     return Err(ModelError::invalid(format!("{ctx}: normal"), "must not be zero"));
+                }
+                let squared = normal.length_squared();
+                if !squared.is_normal() || normal.length() < 1e-6 {
+                    *normal /= largest;
                 }
                 *normal = normal.normalize();
             }
