@@ -1091,11 +1091,12 @@ fn render_draws_a_baked_cache_as_the_scene_draws_it() {
 }
 
 /// A run that stops on a tear it cannot make (a mesh cloth without texture coordinates, cut
-/// across at frame 3) keeps nothing of itself and says so: into a folder where an earlier run
-/// of the same scene wrote a USD cache or an OBJ sequence, that cache and its diagnostics stay
-/// as they were, byte for byte.
+/// across at frame 3) is a failed run like a blow-up: it exits non-zero naming the frame and
+/// the cause, keeps its frames before the tear (0–2) in `failed/`, and leaves the folder's
+/// earlier cache of the same scene (a USD cache or an OBJ sequence) and its diagnostics as they
+/// were, byte for byte. (It kept nothing of itself before.)
 #[test]
-fn a_run_stopped_by_a_tear_it_cannot_make_keeps_nothing() {
+fn a_run_stopped_by_a_tear_it_cannot_make_keeps_its_frames_apart() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("two.obj"), "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 3 2 4\n").unwrap();
     let scene = |y: f32| {
@@ -1112,16 +1113,22 @@ fn a_run_stopped_by_a_tear_it_cannot_make_keeps_nothing() {
         let o = hooke(&["run", "miss.toml", "--format", format, "--out", &out], tmp.path());
         assert!(o.status.success(), "{}", text(&o));
         let contents = || {
-            let mut v: Vec<(PathBuf, Vec<u8>)> =
-                files(&tmp.path().join(&out)).into_iter().map(|f| (f.clone(), std::fs::read(&f).unwrap())).collect();
+            let mut v: Vec<(PathBuf, Vec<u8>)> = files(&tmp.path().join(&out))
+                .into_iter()
+                .filter(|f| !f.starts_with(tmp.path().join(&out).join("failed")))
+                .map(|f| (f.clone(), std::fs::read(&f).unwrap()))
+                .collect();
             v.sort();
             v
         };
         let before = contents();
         let o = hooke(&["run", "cut.toml", "--format", format, "--out", &out], tmp.path());
         let t = text(&o);
-        assert!(!o.status.success() && t.contains("frame 3") && t.contains("no cache was written"), "{t}");
+        assert!(!o.status.success() && t.contains("frame 3") && t.contains("cannot tear"), "{t}");
+        assert!(t.contains("frames 0–2 (the start and 2 simulated frames) were written to"), "{t}");
         assert!(before.len() > 1 && contents() == before, "the failed run changed the earlier {format} run's files");
+        let csv = std::fs::read_to_string(tmp.path().join(&out).join("failed/diagnostics.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 4, "a header and frames 0–2:\n{csv}");
     }
 }
 

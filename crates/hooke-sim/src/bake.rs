@@ -72,14 +72,6 @@ pub enum BakeError {
     /// there; `dir` is left as it was.
     #[error("{0}")]
     CutShort(String),
-    /// A tear could not be made at `frame`. Nothing was kept.
-    #[error("frame {frame}: {source}; no cache was written")]
-    Tear {
-        /// The frame after which it tore.
-        frame: usize,
-        /// The cause.
-        source: TearError,
-    },
     /// Stopped by [`BakeSettings::strict`]: the message names the body, its residual and what
     /// would help. Nothing was kept.
     #[error("{0} Stopped by --strict; no cache was written.")]
@@ -93,15 +85,19 @@ pub struct Failure {
     pub frame: usize,
     /// The solver's error (a blow-up names the particle and what it reached).
     pub error: Option<SolverError>,
+    /// The tear that could not be made after the frame (a body without texture coordinates,
+    /// say): the frame is not written.
+    pub tear: Option<TearError>,
     /// Stopped by the caller's flag (Ctrl-C) rather than by the solver.
     pub interrupted: bool,
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.error {
-            None => write!(f, "frame {}: interrupted", self.frame),
-            Some(e) => write!(f, "frame {}: {e}{}", self.frame, speed_limit_hint(e)),
+        match (&self.error, &self.tear) {
+            (Some(e), _) => write!(f, "frame {}: {e}{}", self.frame, speed_limit_hint(e)),
+            (None, Some(e)) => write!(f, "frame {}: {e}", self.frame),
+            (None, None) => write!(f, "frame {}: interrupted", self.frame),
         }
     }
 }
@@ -360,14 +356,14 @@ impl<'s> Bake<'s> {
         let mut iteration_retries = (0usize, 0u64);
         for frame in 1..=scene.frames {
             if stop.load(Ordering::SeqCst) {
-                failure = Some(Failure { frame, error: None, interrupted: true });
+                failure = Some(Failure { frame, error: None, tear: None, interrupted: true });
                 break;
             }
             let control = tearing.control(scene.control_at(solver.time()));
             let report = match solver.step(&control, dt) {
                 Ok(report) => report,
                 Err(e) => {
-                    failure = Some(Failure { frame, error: Some(e), interrupted: false });
+                    failure = Some(Failure { frame, error: Some(e), tear: None, interrupted: false });
                     break;
                 }
             };
@@ -395,7 +391,9 @@ impl<'s> Bake<'s> {
                 match tearing.after_frame(solver, &mut state) {
                     Ok(tear) => tear,
                     Err(source) => {
-                        return Err(discard(writer, csv, BakeError::Tear { frame, source }));
+                        // As a blow-up: the frames before it are kept (in `failed_dir`).
+                        failure = Some(Failure { frame, error: None, tear: Some(source), interrupted: false });
+                        break;
                     }
                 }
             } else {
@@ -513,7 +511,7 @@ impl<'s> Bake<'s> {
     }
 }
 
-/// Ends a bake that stopped with `error` (a `--strict` stop, a tear that could not be made) so
+/// Ends a bake that stopped with `error` (a `--strict` stop, a torn model the cache cannot follow) so
 /// that nothing of it stays: the cache (a USD or PC2 file, or an OBJ sequence's frames, still
 /// under their temporary names) and `diagnostics.csv` are dropped unfinished, leaving the
 /// folder's earlier ones as they were. Returns `error`.

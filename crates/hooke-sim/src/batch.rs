@@ -1147,7 +1147,8 @@ fn run_sample(
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(BatchError::Bake { sample: sample.index, source: e });
         }
-        // A tear that cannot be made, a solver that refuses the scene: this sample fails.
+        // A solver that refuses the scene: this sample fails. (A tear that cannot be made is a
+        // failure of the bake, as a blow-up: judged above, its frames kept as the quality says.)
         Err(e) => {
             record.status = Status::Failed;
             record.reason = Some(e.to_string());
