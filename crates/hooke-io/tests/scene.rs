@@ -148,7 +148,25 @@ fn out_of_range_values_name_their_key() {
             ),
             "takes a particle past the blow-up speed limit",
         ),
+        // A particle thrown so fast at a plane that the sweep of its path rounds to its start:
+        // it froze in the air, with no blow-up to see.
+        (
+            format!(
+                "{GRID}velocity = [0.0, -1e11, 0.0]\n[[collider]]\nshape = \"plane\"\npoint = [0.0, -1.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n"
+            ),
+            "longer than the colliders can be swept along",
+        ),
     ];
+    // Fast, but within what the sweep resolves (a path of 833 m a substep), or with nothing to
+    // sweep against: taken.
+    for text in [
+        format!(
+            "{GRID}velocity = [0.0, -1e6, 0.0]\n[[collider]]\nshape = \"plane\"\npoint = [0.0, -1.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n"
+        ),
+        format!("{GRID}velocity = [0.0, -1e11, 0.0]\n"),
+    ] {
+        assert!(parse(&text).is_ok(), "{text}");
+    }
     for (text, needle) in &cases {
         let e = err(text);
         assert!(e.contains(needle), "expected {needle:?} in: {e}");

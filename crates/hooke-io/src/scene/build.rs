@@ -189,6 +189,29 @@ pub(super) fn build(
             solver.max_speed() / h
         ));
     }
+    // Likewise a particle so fast that one substep's path is too long for the colliders'
+    // sweep to find the contact on it within a millimetre in f32 (2⁻²³ of the path): the same
+    // freeze, with no blow-up to see.
+    if !model.colliders().is_empty() {
+        const SWEEP_TOLERANCE: f32 = 1e-3;
+        let longest = SWEEP_TOLERANCE / f32::EPSILON;
+        let fastest = model
+            .particle_velocity()
+            .iter()
+            .enumerate()
+            .map(|(k, v)| (k, v.length()))
+            .fold((0, 0.0f32), |best, (k, v)| if v > best.1 { (k, v) } else { best });
+        let path = (fastest.1 + strongest * h) * h;
+        if path > longest {
+            let body = model.body_of_particle(fastest.0 as u32).map(|b| format!("{:?}", b.name)).unwrap_or_default();
+            return Err(format!(
+                "velocity: a particle of {body} starts at {:e} m/s, {path:e} m in one substep ({h:.3e} s), longer than \
+                 the colliders can be swept along to a millimetre in f32 ({longest:e} m): give it a lower speed or more \
+                 solver.substeps",
+                fastest.1
+            ));
+        }
+    }
     let name = match &f.name {
         Some(n) => n.clone(),
         None => default_name.to_string(),
