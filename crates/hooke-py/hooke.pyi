@@ -146,8 +146,9 @@ def bake(
     "obj" or "pc2") and diagnostics.csv. Returns frames, time_s, seconds, max_stretch_strain,
     max_residual_strain, max_penetration_m, files, diagnostics.
 
-    Raises SimulationError if it blows up (the frames before it are kept, in `out/failed/`,
-    so that a complete cache of an earlier run in `out` is not replaced) or, with `strict`,
+    Raises SimulationError if it blows up or meets a tear it cannot make (a mesh cloth without
+    texture coordinates cut across; the frames before it are kept, in `out/failed/`, so that
+    a complete cache of an earlier run in `out` is not replaced) or, with `strict`,
     does not converge (nothing is kept). Interrupted (Ctrl-C), it raises KeyboardInterrupt
     and keeps the frames done in `out/failed/` likewise. Raises ValueError, before simulating,
     naming `solver.frames`, when the cache cannot fit the file system of `out` (at least 12

@@ -17,8 +17,10 @@ pub struct BatchArgs {
     /// Run only shard i of n (the samples whose number is i modulo n). Default: the task of a
     /// Slurm job array (`SLURM_ARRAY_TASK_ID` − `SLURM_ARRAY_TASK_MIN` of
     /// `SLURM_ARRAY_TASK_COUNT`), else every sample.
-    #[arg(long, allow_hyphen_values = true)]
-    shard: Option<String>,
+    // (Parsed here, so that a value such as `-1/2` is answered by what a shard is, and an
+    // option after `--shard` is refused as its value rather than taken.)
+    #[arg(long, allow_hyphen_values = true, value_parser = Shard::parse)]
+    shard: Option<Shard>,
     /// Skip the samples already complete in the output folder (a killed or failed shard
     /// started again). Without it, complete samples of the shard are an error.
     #[arg(long)]
@@ -132,8 +134,8 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let shard = match &args.shard {
-        Some(s) => Shard::parse(s).map_err(|e| anyhow::anyhow!("--shard: {e}"))?,
+    let shard = match args.shard {
+        Some(s) => s,
         None => match Shard::from_slurm(|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!("{e}"))? {
             Some(s) => {
                 println!("shard {s}, from the Slurm job array's task");

@@ -183,10 +183,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         (args.iterations.is_some(), "--iterations"),
         (args.auto_iterations.is_some(), "--auto-iterations"),
         (args.tethers.is_some(), "--tethers"),
+        (args.no_broad_phase, "--no-broad-phase"),
     ] {
         anyhow::ensure!(
             !(force && given),
-            "{flag} applies to XPBD and PBD (iterations and tethers of a constraint solve), and this run uses a \
+            "{flag} applies to XPBD and PBD (the iterations, tethers and colliders' broad phase of a constraint solve), and this run uses a \
              force-based integrator ({}): leave it out",
             match &scene.solver {
                 _ if args.implicit => "--implicit".to_string(),
@@ -197,6 +198,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     if let Some(s) = args.substeps {
         scene.solver.set_substeps(s);
+        hooke_io::scene::check_scene_step(&scene).map_err(|e| anyhow::anyhow!("--substeps {s}: {e}"))?;
     }
     if let Some(i) = args.iterations {
         scene.solver.set_iterations(i);

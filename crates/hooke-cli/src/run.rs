@@ -178,6 +178,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(fps) = args.fps {
         hooke_io::scene::check_fps(fps).map_err(|e| anyhow::anyhow!("--fps: {e}"))?;
         scene.fps = fps;
+        hooke_io::scene::check_scene_step(&scene).map_err(|e| anyhow::anyhow!("--fps {fps}: {e}"))?;
     }
     let format: Format = match args.format.as_deref().or(scene.output.format.as_deref()) {
         Some(f) => f.parse().map_err(|e| anyhow::anyhow!("--format (or [output] format): {e}"))?,
@@ -235,11 +236,11 @@ pub fn run(args: RunArgs) -> Result<()> {
         let scene = bake.scene();
         let model = &scene.model;
         println!(
-            "scene {:?}: {} particles, {} constraints in {} colours, {}; {} at {} fps, {} on {}, {} substeps × {}, {} thread(s), blow-up above {:.1} m/s",
+            "scene {:?}: {}, {} in {}, {}; {} at {} fps, {} on {}, {} substeps × {}, {} thread(s), blow-up above {:.1} m/s",
             scene.name,
-            model.particle_count(),
-            model.distance().constraints().len(),
-            model.distance().colour_count(),
+            crate::count(model.particle_count(), "particle", "particles"),
+            crate::count(model.distance().constraints().len(), "constraint", "constraints"),
+            crate::count(model.distance().colour_count(), "colour", "colours"),
             crate::count(model.colliders().len(), "collider", "colliders"),
             crate::count(scene.frames, "frame", "frames"),
             scene.fps,

@@ -1576,7 +1576,7 @@ fn options_of_the_other_backend_are_refused() {
         "[solver]\nframes = 2\n[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\n",
     )
     .unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["run", "s.toml", "--contact-search", "cells", "--out", "o"], search),
         (&["run", "s.toml", "--contact-search", "all-pairs", "--out", "o"], search),
         (&["batch", "m.toml", "--dry-run", "--contact-search", "cells"], search),
@@ -1587,6 +1587,7 @@ fn options_of_the_other_backend_are_refused() {
             &["bench", "grid:4", "--frames", "1", "--backend", "gpu", "--no-broad-phase"],
             "--no-broad-phase applies to the CPU solver's colliders",
         ),
+        (&["bench", "grid:4", "--frames", "1", "--implicit", "--no-broad-phase"], "--no-broad-phase applies to XPBD"),
     ];
     for (args, needle) in cases {
         let o = hooke(args, tmp.path());
@@ -1621,6 +1622,22 @@ fn messages_say_what_is_wrong() {
     let o = hooke(&["batch", "m.toml", "--shard", "-1/2"], tmp.path());
     let t = text(&o);
     assert!(!o.status.success() && t.contains("--shard") && !t.contains("tip:"), "{t}");
+    // An option after --shard is not taken for its value.
+    let o = hooke(&["batch", "m.toml", "--shard", "--resume"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("a shard is i/n") && t.contains("--resume"), "{t}");
+    // A frame rate that makes one substep of gravity pass the blow-up limit, over a plane
+    // (the cloth froze in the air, exit 0): refused as the scene's own would be.
+    std::fs::write(
+        tmp.path().join("floor.toml"),
+        "[solver]\nframes = 2\n[[cloth]]\nrows = 4\ncolumns = 4\nspacing = 0.1\n\
+         [[collider]]\nshape = \"plane\"\npoint = [0.0, -1.0, 0.0]\nnormal = [0.0, 1.0, 0.0]\n",
+    )
+    .unwrap();
+    let o = hooke(&["run", "floor.toml", "--fps", "0.001", "--out", "slow"], tmp.path());
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("--fps 0.001: gravity") && t.contains("blow-up speed limit"), "{t}");
+    assert!(!tmp.path().join("slow").exists(), "{t}");
     // Air dense enough to blow the cloth up in its first frame.
     std::fs::write(
         tmp.path().join("boom.toml"),

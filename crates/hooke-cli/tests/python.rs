@@ -37,25 +37,57 @@ fn the_python_bindings_pass_their_pytest_suite() {
     assert!(!out.contains(" skipped") || !required, "a Python test was skipped under HOOKE_REQUIRE_PY=1:\n{out}");
 }
 
-/// The units (crate, target, features) of a build, from cargo's unit graph: `args` are
-/// cargo's, run at the workspace root with `--unit-graph` (an unstable flag, let through by
-/// `RUSTC_BOOTSTRAP=1`; nothing is built).
+/// The units (crate, target, mode, profile and platform, with their features) of a build,
+/// from cargo's unit graph: `args` are cargo's, run at the workspace root with `--unit-graph`
+/// (an unstable flag, let through by `RUSTC_BOOTSTRAP=1`; nothing is built, and `--frozen`
+/// keeps it off the network and the lock file as it is). Fails after two minutes rather than
+/// wait for ever on another cargo's lock.
 fn unit_features(args: &[&str]) -> std::collections::BTreeMap<String, std::collections::BTreeSet<Vec<String>>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let o = Command::new(cargo)
+    let mut child = Command::new(cargo)
         .args(args)
-        .args(["--release", "--locked", "--unit-graph", "-Z", "unstable-options"])
+        .args(["--release", "--frozen", "--unit-graph", "-Z", "unstable-options"])
         .env("RUSTC_BOOTSTRAP", "1")
         .current_dir(&root)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("cargo runs");
-    assert!(o.status.success(), "cargo {args:?} --unit-graph failed: {}", String::from_utf8_lossy(&o.stderr));
-    let graph: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a unit graph in JSON");
+    // Read as it comes (a full pipe would stall cargo), with a deadline.
+    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            r.read_to_end(&mut v).map(|_| v).unwrap_or_default()
+        })
+    };
+    let (out, err) = (read(Box::new(stdout)), read(Box::new(stderr)));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("cargo waited for") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("cargo {args:?} --unit-graph took over two minutes (waiting on a lock?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert!(status.success(), "cargo {args:?} --unit-graph failed: {}", String::from_utf8_lossy(&err));
+    let graph: serde_json::Value = serde_json::from_slice(&out).expect("a unit graph in JSON");
     let mut units = std::collections::BTreeMap::<_, std::collections::BTreeSet<_>>::new();
     for u in graph["units"].as_array().expect("units") {
         let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
-        let key = format!("{} {} ({})", text(&u["pkg_id"]), text(&u["target"]["name"]), text(&u["mode"]));
+        let key = format!(
+            "{} {} ({}; profile {}; platform {})",
+            text(&u["pkg_id"]),
+            text(&u["target"]["name"]),
+            text(&u["mode"]),
+            u["profile"],
+            u["platform"]
+        );
         let features = u["features"].as_array().expect("features").iter().map(text).collect();
         units.entry(key).or_default().insert(features);
     }

@@ -686,6 +686,12 @@ fn bake(
     strict: bool,
 ) -> PyResult<Py<PyAny>> {
     let set = table(set, "set")?;
+    // The scene's [output] is not where bake writes: `out` and `format` are.
+    if let Some(key) = set.keys().find(|k| *k == "output" || k.starts_with("output.")) {
+        return Err(PyValueError::new_err(format!(
+            "set: {key:?} cannot be set: bake writes into `out`, in `format` (its arguments)"
+        )));
+    }
     let format: hooke_io::cache::Format = format.parse().map_err(|e| PyValueError::new_err(format!("format: {e}")))?;
     let options = SolverOptions::new(self::backend(backend)?);
     let path = scene;

@@ -212,6 +212,9 @@ def test_bad_arrays_and_keys_raise_value_error_naming_them():
         hooke.run_batch(ROOT / "examples" / "drapes.toml", out="")
     with pytest.raises(OSError, match="a folder, not a scene file"):
         hooke.bake(ROOT / "scenes", "x")
+    # The scene's [output] keys are not where bake writes (they were taken and ignored).
+    with pytest.raises(ValueError, match='"output.format" cannot be set'):
+        hooke.bake(ROOT / "scenes" / "rope_pendulum.toml", "x", set={"output.format": "obj"})
 
 
 def test_repr_returns():

@@ -3,8 +3,9 @@
 //! `hooke run` — one loop for the command line, `hooke batch` and the Python bindings.
 //!
 //! Nothing half-written is left: the caches and the CSV are written to temporary files and
-//! renamed when finished. A run that blows up ([`hooke::SolverError::BlowUp`]) or is
-//! interrupted stops there and keeps the frames before it, reported as [`Baked::failure`] —
+//! renamed when finished. A run that blows up ([`hooke::SolverError::BlowUp`]), meets a tear
+//! it cannot make ([`TearError`]) or is interrupted stops there and keeps the frames before
+//! it, reported as [`Baked::failure`] —
 //! in [`BakeSettings::failed_dir`] where one is given, so that an earlier, complete cache of
 //! the same scene is not replaced by a cut-short one; a run stopped by
 //! [`BakeSettings::strict`] keeps nothing.
@@ -33,7 +34,7 @@ pub struct BakeSettings {
     /// Stop with [`BakeError::Strict`], keeping no cache, as soon as a body's residual stretch
     /// strain away from its pins exceeds the scene's `residual_tolerance`.
     pub strict: bool,
-    /// Where a run that stops early (a blow-up, an interruption) puts the frames before it
+    /// Where a run that stops early (a blow-up, a tear it cannot make, an interruption) puts the frames before it
     /// and their `diagnostics.csv`, created if missing: a subfolder of `dir` (the renames
     /// cross into it), so that a cut-short cache never takes the place of an earlier, complete
     /// one in `dir` ([`FAILED_FOLDER`] for `hooke run`). `None`: in `dir`, as a finished run
@@ -163,7 +164,9 @@ pub struct Baked {
     pub model: std::sync::Arc<Model>,
     /// Particle positions at the end (m), one per particle of [`Baked::model`].
     pub positions: Vec<Vec3>,
-    /// Why it stopped early, if it did.
+    /// Why it stopped early, if it did. (After a tear that could not be made, [`Baked::time`]
+    /// is that frame's end, which is not written, and a cut made earlier in the same frame
+    /// may have changed the model the positions are of.)
     pub failure: Option<Failure>,
 }
 
@@ -301,8 +304,9 @@ impl<'s> Bake<'s> {
     /// called after each frame (a progress bar).
     ///
     /// # Errors
-    /// [`BakeError`] for files that cannot be written, a tear that cannot be made, and a
-    /// [`BakeSettings::strict`] stop; a blow-up is returned in [`Baked::failure`] instead.
+    /// [`BakeError`] for files that cannot be written, a torn model the cache cannot follow,
+    /// and a [`BakeSettings::strict`] stop; a blow-up or a tear that cannot be made is returned
+    /// in [`Baked::failure`] instead.
     pub fn run(mut self, stop: &AtomicBool, mut on_frame: impl FnMut(usize, f64)) -> Result<Baked, BakeError> {
         let scene = self.scene;
         let dir = self.settings.dir.clone();

@@ -29,9 +29,10 @@
 //! {"solver.frames": 60}}`, with the defaults above. Keys are dotted paths into the scene
 //! file (`materials.nylon.stretch_stiffness`; `cloth.0.rows` for the first `[[cloth]]`); a
 //! missing table on the way is created, a missing array element is an error, and the scene
-//! then rejects keys it does not know as it would in its own file. A table as a value sets
-//! each of its keys (`set = { solver = { substeps = 4 } }`, or TOML's unquoted
-//! `solver.substeps = 4`, is `"solver.substeps" = 4`: the rest of `[solver]` stays). The
+//! then rejects keys it does not know as it would in its own file. A table given for one of
+//! the scene's tables sets each of its keys (`set = { solver = { substeps = 4 } }`, or TOML's
+//! unquoted `solver.substeps = 4`, is `"solver.substeps" = 4`: the rest of `[solver]` stays);
+//! given for an array element (`"collider.0" = { shape = "sphere", … }`) it replaces it. The
 //! scene's `output` keys cannot be set: a batch writes each sample into its own folder, in
 //! the manifest's `format`. Scene paths are relative to the manifest.
 //!
@@ -198,8 +199,6 @@ pub fn load_scene(path: &Path, set: &toml::Table, memory_limit: u64) -> Result<S
 /// # Errors
 /// A message naming the file, or the key set and what is wrong with it.
 pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Table), String> {
-    let flat = leaves(set)?;
-    let set = &flat;
     let text = hooke_io::scene::read_text(path).map_err(|e| e.to_string())?;
     let mut table: toml::Table =
         toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
@@ -238,29 +237,42 @@ pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Tabl
     Ok((text, table))
 }
 
-/// `set` with every table among its values replaced by its keys, dotted onto the table's
-/// (`{ solver = { substeps = 4 } }` → `{ "solver.substeps" = 4 }`), so that a table sets its
-/// keys rather than replacing the scene's table whole.
-///
-/// # Errors
-/// An empty table (it would set nothing), or a key reached twice (`"solver.substeps"` beside
-/// `solver = { substeps = … }`).
-fn leaves(set: &toml::Table) -> Result<toml::Table, String> {
-    fn add(out: &mut toml::Table, key: String, value: &toml::Value) -> Result<(), String> {
+/// `set` with every non-empty table among its values replaced by its keys, dotted onto the
+/// table's (`{ solver = { substeps = 4 } }` → `{ "solver.substeps" = 4 }`): what two spellings
+/// of a sample's keys are compared as. (A key given both ways is kept once.)
+fn leaves(set: &toml::Table) -> toml::Table {
+    fn add(out: &mut toml::Table, key: String, value: &toml::Value) {
         match value {
-            toml::Value::Table(t) if t.is_empty() => Err(format!("set {key:?}: an empty table sets nothing")),
-            toml::Value::Table(t) => t.iter().try_for_each(|(k, v)| add(out, format!("{key}.{k}"), v)),
-            v => match out.insert(key.clone(), v.clone()) {
-                Some(_) => Err(format!("set {key:?}: given twice (as a dotted key and inside a table)")),
-                None => Ok(()),
-            },
+            toml::Value::Table(t) if !t.is_empty() => t.iter().for_each(|(k, v)| add(out, format!("{key}.{k}"), v)),
+            v => {
+                out.insert(key, v.clone());
+            }
         }
     }
     let mut out = toml::Table::new();
     for (key, value) in set {
-        add(&mut out, key.clone(), value)?;
+        add(&mut out, key.clone(), value);
     }
-    Ok(out)
+    out
+}
+
+/// Sets `key` of the table `t` to `value`, merging where both are tables: each key of `value`
+/// set in the scene's table in turn, the others left as they are (TOML's unquoted
+/// `solver.substeps = 4` is the table `{ solver = { substeps = 4 } }`, which replaced the whole
+/// `[solver]`); an empty table makes sure the table is there (`air = {}`: the default air).
+/// Anything else — a value, an array, a table where the scene has none or an array element —
+/// replaces what is there.
+fn merge(t: &mut toml::Table, key: &str, value: toml::Value) {
+    match (t.get_mut(key), value) {
+        (Some(toml::Value::Table(old)), toml::Value::Table(new)) => {
+            for (k, v) in new {
+                merge(old, &k, v);
+            }
+        }
+        (_, value) => {
+            t.insert(key.to_string(), value);
+        }
+    }
 }
 
 /// The `material` names of the scene table's `[[cloth]]` and `[[rope]]` entries.
@@ -312,7 +324,7 @@ fn set_in(root: &mut toml::Value, parts: &[&str], path: &[&str], last: &str, val
     }
     match node {
         toml::Value::Table(t) => {
-            t.insert(last.to_string(), value);
+            merge(t, last, value);
             Ok(())
         }
         toml::Value::Array(a) => {
@@ -571,7 +583,7 @@ impl Manifest {
                     .unwrap_or_else(|_| s.path.components().filter(|c| *c != std::path::Component::CurDir).collect())
             });
             // (A table among the keys sets its keys: compared as the dotted keys it sets.)
-            let set = leaves(&s.set).unwrap_or_else(|_| s.set.clone());
+            let set = leaves(&s.set);
             let key = (file.clone(), canonical(&toml::Value::Table(set)));
             if let Some(j) = seen.insert(key, i) {
                 return Err(err(format!(
@@ -664,8 +676,8 @@ impl Shard {
         let Some(id) = var("SLURM_ARRAY_TASK_ID") else { return Ok(None) };
         let num = |name: &str, v: String| {
             v.trim().parse::<usize>().map_err(|_| match v.trim().parse::<i64>() {
-                Ok(_) => format!("{name}={v:?} is negative (Slurm numbers its tasks from 0)"),
-                Err(_) => format!("{name}={v:?} is not a number"),
+                Ok(n) if n < 0 => format!("{name}={v:?} is negative"),
+                _ => format!("{name}={v:?} is not a number"),
             })
         };
         let id = num("SLURM_ARRAY_TASK_ID", id)?;
@@ -1138,7 +1150,10 @@ fn run_sample(
                 warnings: baked.monitor.summary().1,
                 files: &baked.files,
                 diagnostics: &baked.diagnostics,
-                failure: baked.failure.as_ref().map(|f| f.to_string()),
+                failure: baked.failure.as_ref().map(|f| match f.tear {
+                    Some(_) => format!("stopped by a tear it could not make: {f}"),
+                    None => format!("blew up: {f}"),
+                }),
             };
             judge(&mut record, &outcome, &manifest.quality)
         }
@@ -1147,8 +1162,8 @@ fn run_sample(
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(BatchError::Bake { sample: sample.index, source: e });
         }
-        // A solver that refuses the scene: this sample fails. (A tear that cannot be made is a
-        // failure of the bake, as a blow-up: judged above, its frames kept as the quality says.)
+        // A solver that refuses the scene: this sample fails. (A tear that cannot be made stops
+        // the bake as a blow-up does: judged above, recorded as failed with its reason.)
         Err(e) => {
             record.status = Status::Failed;
             record.reason = Some(e.to_string());
@@ -1461,7 +1476,8 @@ struct Outcome<'a> {
     warnings: Vec<String>,
     files: &'a [PathBuf],
     diagnostics: &'a Path,
-    /// Why it stopped early (a blow-up), if it did.
+    /// Why it stopped early (a blow-up, a tear that could not be made), if it did: the
+    /// record's reason.
     failure: Option<String>,
 }
 
@@ -1481,9 +1497,9 @@ fn judge(record: &mut Record, outcome: &Outcome, quality: &Quality) -> bool {
     record.diagnostics = Some(relative(outcome.diagnostics));
     let mut keep = true;
     let reason = if let Some(f) = &outcome.failure {
-        // A run that blew up keeps no cache: its frames are not data.
+        // A run that stopped early keeps no cache: its frames are not data.
         keep = false;
-        Some(format!("blew up: {f}"))
+        Some(f.clone())
     } else if outcome.worst.nan_count > 0 {
         keep = false;
         Some(format!("NaN positions in {} particles", outcome.worst.nan_count))

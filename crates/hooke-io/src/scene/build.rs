@@ -104,8 +104,8 @@ pub(super) fn build(
     {
         warnings.push(format!(
             "solver.max_substeps = {most} is below solver.substeps = {}: the tension limit only raises the substeps, so \
-             every frame takes {} (max_substeps = substeps says so)",
-            s.substeps, s.substeps
+             every frame takes {} substeps (write max_substeps = {} to say so)",
+            s.substeps, s.substeps, s.substeps
         ));
     }
     // One entry per body, in the order they are added: world by world, cloths, then ropes,
@@ -176,42 +176,7 @@ pub(super) fn build(
         motion.extend(pins.iter().filter_map(|p| p.motion.as_ref().map(|(m, _)| Some(m.clone()))));
         derived_max_speed(&model, limit_wind, limit_gust, &motion)
     }));
-    // A gravity that passes the blow-up speed limit within one substep blows the run up in
-    // its first substep — and a collider below the cloth hides it: the sweep along a path of
-    // that length rounds to its start in f32, and the contact stops the particle there.
-    let h = 1.0 / (s.fps * solver.substeps() as f32);
-    let strongest = model.worlds().iter().map(|w| w.gravity.length()).fold(0.0, f32::max);
-    if strongest * h > solver.max_speed() {
-        return Err(format!(
-            "gravity: |g| = {strongest:e} m/s² takes a particle past the blow-up speed limit ({} m/s) within one substep \
-             ({h:.3e} s): the run would blow up at once; give a gravity under {:e} m/s² (or raise solver.max_speed)",
-            solver.max_speed(),
-            solver.max_speed() / h
-        ));
-    }
-    // Likewise a particle so fast that one substep's path is too long for the colliders'
-    // sweep to find the contact on it within a millimetre in f32 (2⁻²³ of the path): the same
-    // freeze, with no blow-up to see.
-    if !model.colliders().is_empty() {
-        const SWEEP_TOLERANCE: f32 = 1e-3;
-        let longest = SWEEP_TOLERANCE / f32::EPSILON;
-        let fastest = model
-            .particle_velocity()
-            .iter()
-            .enumerate()
-            .map(|(k, v)| (k, v.length()))
-            .fold((0, 0.0f32), |best, (k, v)| if v > best.1 { (k, v) } else { best });
-        let path = (fastest.1 + strongest * h) * h;
-        if path > longest {
-            let body = model.body_of_particle(fastest.0 as u32).map(|b| format!("{:?}", b.name)).unwrap_or_default();
-            return Err(format!(
-                "velocity: a particle of {body} starts at {:e} m/s, {path:e} m in one substep ({h:.3e} s), longer than \
-                 the colliders can be swept along to a millimetre in f32 ({longest:e} m): give it a lower speed or more \
-                 solver.substeps",
-                fastest.1
-            ));
-        }
-    }
+    check_step(&model, s.fps, solver.substeps(), solver.max_speed())?;
     let name = match &f.name {
         Some(n) => n.clone(),
         None => default_name.to_string(),
@@ -583,8 +548,10 @@ fn add_cloth(
         warnings.push(format!("{key}: self_collision_speed_clamp is set but self_collision is off: it clamps nothing"));
     }
     if c.self_collision_thickness.is_some() && !mat.self_collision {
-        warnings
-            .push(format!("{key}: self_collision_thickness is set but self_collision is off: it keeps nothing apart"));
+        warnings.push(format!(
+            "{key}: self_collision_thickness is set but self_collision is off: it keeps nothing apart (unless \
+             `hooke run --self-collision true` turns it on)"
+        ));
     }
     let bending = bending_model(c.bending.as_deref(), &section, &key, warnings)?;
     let center = vec3(c.center.unwrap_or([0.0; 3]), &format!("{key}: center"))?;
@@ -1154,4 +1121,68 @@ fn push_pins(pins: &mut Vec<ScheduledPin>, global: Vec<u32>, release_at: Option<
         }
     }
     Ok(())
+}
+
+/// Checks that one substep of the scene's motion can be simulated: `model` stepped at
+/// `fps` frames a second of `substeps` substeps each, under the blow-up speed limit
+/// `max_speed` (m/s). A gravity that passes the limit within one substep blows the run up in
+/// its first substep — and a collider below the cloth hides it: the sweep along a path of that
+/// length rounds to its start in f32 and the contact stops the particle there, so the run
+/// ended with the cloth frozen in the air and no error. Likewise, where there are colliders,
+/// a particle whose path in one substep is longer than their sweep resolves to a millimetre
+/// in f32 (2⁻²³ of the path: about 8 km).
+///
+/// # Errors
+/// A message naming the gravity or the fastest particle's body and what would help.
+pub(super) fn check_step(model: &hooke::Model, fps: f32, substeps: u32, max_speed: f32) -> Result<(), String> {
+    let h = 1.0 / (fps * substeps as f32);
+    let (world, strongest) = model
+        .worlds()
+        .iter()
+        .enumerate()
+        .map(|(w, world)| (w, world.gravity.length()))
+        .fold((0, 0.0f32), |best, (w, g)| if g > best.1 { (w, g) } else { best });
+    let key = if world == 0 { "gravity".to_string() } else { format!("world[{world}]: gravity") };
+    if strongest * h > max_speed {
+        return Err(format!(
+            "{key}: |g| = {strongest:e} m/s² takes a particle past the blow-up speed limit ({max_speed} m/s) within one \
+             substep ({h:.3e} s at {fps} fps and {substeps} substeps): give more solver.substeps or a weaker gravity \
+             (under {:e} m/s² at this step), or raise solver.max_speed",
+            max_speed / h
+        ));
+    }
+    if model.colliders().is_empty() {
+        return Ok(());
+    }
+    const SWEEP_TOLERANCE: f32 = 1e-3;
+    let longest = SWEEP_TOLERANCE / f32::EPSILON;
+    let (fastest, speed) = model
+        .particle_velocity()
+        .iter()
+        .enumerate()
+        .map(|(k, v)| (k, v.length()))
+        .fold((0, 0.0f32), |best, (k, v)| if v > best.1 { (k, v) } else { best });
+    let path = (speed + strongest * h) * h;
+    if path > longest {
+        let why = if speed >= strongest * h {
+            let body = model.body_of_particle(fastest as u32).map(|b| format!(" of {:?}", b.name)).unwrap_or_default();
+            format!("velocity: a particle{body} starts at {speed:e} m/s")
+        } else {
+            format!("{key}: |g| = {strongest:e} m/s² speeds a particle up to {:e} m/s", strongest * h)
+        };
+        return Err(format!(
+            "{why}, {path:e} m in one substep ({h:.3e} s at {fps} fps and {substeps} substeps): longer than the colliders \
+             can be swept along to a millimetre in f32 ({longest:e} m); give more solver.substeps or a lower speed"
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_step`] for a scene whose frame rate or substeps were changed after it was loaded
+/// (`hooke run --fps`, `hooke bench --substeps`).
+///
+/// # Errors
+/// As [`check_step`].
+pub fn check_scene_step(scene: &Scene) -> Result<(), String> {
+    check_step(&scene.model, scene.fps, scene.solver.substeps(), scene.solver.max_speed())
 }

@@ -8,6 +8,8 @@ mod build;
 pub mod schema;
 mod solver;
 
+pub use build::check_scene_step;
+
 pub use solver::{
     DEFAULT_RESIDUAL_TOLERANCE, FPS_RANGE, MAX_SPEED_FACTOR, MIN_DERIVED_MAX_SPEED, SolverChoice, auto_tolerance,
     check_fps, derived_max_speed,
