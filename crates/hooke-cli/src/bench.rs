@@ -133,8 +133,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "--draw needs --backend gpu (it draws from the GPU solver's buffers)"
     );
     // Options of the other backend, refused rather than ignored.
-    args.gpu_solve.local(args.backend)?;
-    args.gpu_solve.contact_search(args.backend)?;
+    let (local, contact_search) = (args.gpu_solve.local(args.backend)?, args.gpu_solve.contact_search(args.backend)?);
     anyhow::ensure!(
         !(args.no_broad_phase && args.backend == crate::Backend::Gpu),
         "--no-broad-phase applies to the CPU solver's colliders (the GPU solver has no such switch)"
@@ -303,8 +302,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (solver, device): (Box<dyn hooke::Solver>, String) = if let Some(tearing) = &mut tearing {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
-        options.local = args.gpu_solve.local(args.backend)?;
-        options.contact_search = args.gpu_solve.contact_search(args.backend)?;
+        options.local = local;
+        options.contact_search = contact_search;
         let hooke_sim::MadeSolver { mut solver, device } = hooke_sim::make_solver(&scene, &options)?;
         for _ in 0..args.warmup {
             let control = tearing.control(scene.control_at(solver.time()));
@@ -367,8 +366,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     } else if gpu {
         let mut options = crate::solver_options(args.backend, solve);
         options.tiles = tiles;
-        options.local = args.gpu_solve.local(args.backend)?;
-        options.contact_search = args.gpu_solve.contact_search(args.backend)?;
+        options.local = local;
+        options.contact_search = contact_search;
         options.health_interval = 0;
         options.timestamps = true;
         let mut solver = hooke_sim::make_gpu_solver(&scene, &options)?;
@@ -740,13 +739,13 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             distance + hinges + joints,
             {
                 let colours = crate::count(scene.model.distance().colour_count(), "colour", "colours");
-                let hinges = crate::count(hinges, "hinge", "hinges");
-                let joints = crate::count(joints, "rope joint", "rope joints");
-                match (hinges.starts_with("0 "), joints.starts_with("0 ")) {
-                    (true, true) => colours,
-                    (false, true) => format!("{distance} distance in {colours}, {hinges}"),
-                    (true, false) => format!("{distance} distance in {colours}, {joints}"),
-                    (false, false) => format!("{distance} distance in {colours}, {hinges}, {joints}"),
+                let (h, j) =
+                    (crate::count(hinges, "hinge", "hinges"), crate::count(joints, "rope joint", "rope joints"));
+                match (hinges, joints) {
+                    (0, 0) => colours,
+                    (_, 0) => format!("{distance} distance in {colours}, {h}"),
+                    (0, _) => format!("{distance} distance in {colours}, {j}"),
+                    _ => format!("{distance} distance in {colours}, {h}, {j}"),
                 }
             },
             scene.solver.substeps(),

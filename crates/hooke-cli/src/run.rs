@@ -72,7 +72,7 @@ fn world_sets(worlds: Option<usize>, vary: &[String]) -> Result<Vec<toml::Table>
         let key = key.trim();
         anyhow::ensure!(!key.is_empty(), "--vary {v:?}: the key is empty");
         anyhow::ensure!(
-            key != "name" && key != "output" && !key.starts_with("output."),
+            key != "name" && !hooke_sim::batch::is_output_key(key),
             "--vary {key}: the worlds are baked as one scene, with one name and one output: this key cannot vary"
         );
         anyhow::ensure!(lists.iter().all(|(k, _)| k != key), "--vary {key}: given twice");

@@ -687,7 +687,7 @@ fn bake(
 ) -> PyResult<Py<PyAny>> {
     let set = table(set, "set")?;
     // The scene's [output] is not where bake writes: `out` and `format` are.
-    if let Some(key) = set.keys().find(|k| *k == "output" || k.starts_with("output.")) {
+    if let Some(key) = set.keys().find(|k| hooke_sim::batch::is_output_key(k)) {
         return Err(PyValueError::new_err(format!(
             "set: {key:?} cannot be set: bake writes into `out`, in `format` (its arguments)"
         )));

@@ -275,6 +275,13 @@ fn merge(t: &mut toml::Table, key: &str, value: toml::Value) {
     }
 }
 
+/// Whether the dotted scene key `key` is, or is inside, the scene's `[output]` table, which a
+/// batch sample, a world of `--vary` or Python's `bake` cannot set: they write where and how
+/// they are told, not where the scene says.
+pub fn is_output_key(key: &str) -> bool {
+    key == "output" || key.starts_with("output.")
+}
+
 /// The `material` names of the scene table's `[[cloth]]` and `[[rope]]` entries.
 fn material_names(table: &toml::Table) -> Vec<String> {
     let mut names: Vec<String> = ["cloth", "rope"]
@@ -564,7 +571,7 @@ impl Manifest {
         }
         // The scene's `[output]` is not the batch's: it would be ignored.
         for (s, from) in samples.iter().zip(&origin) {
-            if let Some(key) = s.set.keys().find(|k| *k == "output" || k.starts_with("output.")) {
+            if let Some(key) = s.set.keys().find(|k| is_output_key(k)) {
                 return Err(err(format!(
                     "{from}: {key:?} cannot be set: a batch writes each sample into its own folder under the output \
                      folder, in the manifest's format (`format = \"usda\"`, \"obj\" or \"pc2\" at the top of the manifest)"
