@@ -11,8 +11,12 @@
 //! leaves a partial cache; a cache that cannot be written (read-only folder) or read back
 //! (damaged) is reported as a warning and the grid is built in memory.
 //!
-//! Layout (little-endian): `HOOKESDF`, version u32, key u64, nodes per axis 3 × u32, lower
-//! corner 3 × f32 (m), cell f32 (m), centre 3 × f32 (m), then the values f32 (m), x fastest.
+//! Layout (little-endian): `HOOKESDF`, version u32, key u64, checksum u64 (FNV-1a 64 of every
+//! byte after it), nodes per axis 3 × u32, lower corner 3 × f32 (m), cell f32 (m), centre
+//! 3 × f32 (m), then the values f32 (m), x fastest. A file whose bytes after the checksum do
+//! not hash to it (a damaged disk, a copy cut short and padded, an edit) is refused with a
+//! warning and the grid built again, so that a damaged value that is still a finite number is
+//! never taken for a distance.
 
 use crate::cache::atomic::AtomicFile;
 use glam::{Quat, Vec3};
@@ -23,12 +27,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Version of the cache layout and of the grid's construction; part of every key.
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 const MAGIC: &[u8; 8] = b"HOOKESDF";
 
 /// Header bytes before the values.
-const HEADER: usize = 8 + 4 + 8 + 12 + 12 + 4 + 12;
+const HEADER: usize = 8 + 4 + 8 + 8 + 12 + 12 + 4 + 12;
+
+/// Where the bytes the checksum covers begin.
+const CHECKED: usize = 8 + 4 + 8 + 8;
 
 /// What to load and how to place and sample it.
 #[derive(Clone, Debug, PartialEq)]
@@ -234,10 +241,13 @@ fn read_cache(path: &Path, key: u64) -> Result<Option<SdfGrid>, String> {
     if u64::from_le_bytes(bytes[12..20].try_into().unwrap()) != key {
         return Err("its key does not match its name".into());
     }
-    let dims = [u32_at(20), u32_at(24), u32_at(28)];
-    let origin = Vec3::new(f32_at(32), f32_at(36), f32_at(40));
-    let cell = f32_at(44);
-    let centre = Vec3::new(f32_at(48), f32_at(52), f32_at(56));
+    if u64::from_le_bytes(bytes[20..28].try_into().unwrap()) != checksum(&bytes[CHECKED..]) {
+        return Err("damaged: its bytes do not match its checksum".into());
+    }
+    let dims = [u32_at(28), u32_at(32), u32_at(36)];
+    let origin = Vec3::new(f32_at(40), f32_at(44), f32_at(48));
+    let cell = f32_at(52);
+    let centre = Vec3::new(f32_at(56), f32_at(60), f32_at(64));
     let n = dims.iter().map(|&d| d as u128).product::<u128>();
     if n > SdfGrid::MAX_SAMPLES as u128 || (bytes.len() - HEADER) as u128 != 4 * n {
         return Err(format!("{} bytes of values for a grid of {dims:?} nodes", bytes.len() - HEADER));
@@ -246,12 +256,20 @@ fn read_cache(path: &Path, key: u64) -> Result<Option<SdfGrid>, String> {
     SdfGrid::from_parts(origin, cell, dims, values, centre).map(Some)
 }
 
+/// FNV-1a 64 of `bytes`: the cache's checksum of its grid.
+fn checksum(bytes: &[u8]) -> u64 {
+    let mut h = fnv::FnvHasher::default();
+    h.write(bytes);
+    h.finish()
+}
+
 /// Writes `grid` to `path` through a temporary file.
 fn write_cache(path: &Path, key: u64, grid: &SdfGrid) -> Result<(), String> {
     let mut bytes = Vec::with_capacity(HEADER + 4 * grid.values().len());
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&VERSION.to_le_bytes());
     bytes.extend_from_slice(&key.to_le_bytes());
+    bytes.extend_from_slice(&0u64.to_le_bytes());
     for d in grid.dims() {
         bytes.extend_from_slice(&d.to_le_bytes());
     }
@@ -261,6 +279,8 @@ fn write_cache(path: &Path, key: u64, grid: &SdfGrid) -> Result<(), String> {
     for v in grid.values() {
         bytes.extend_from_slice(&v.to_le_bytes());
     }
+    let sum = checksum(&bytes[CHECKED..]);
+    bytes[CHECKED - 8..CHECKED].copy_from_slice(&sum.to_le_bytes());
     let mut file = AtomicFile::create(path).map_err(|e| e.to_string())?;
     file.write_all(&bytes).map_err(|e| e.to_string())?;
     file.commit().map(|_| ()).map_err(|e| e.to_string())
@@ -334,6 +354,16 @@ mod tests {
         let again = load_mesh_collider(&spec(path.clone())).unwrap();
         assert!(!again.cached && again.warnings.iter().any(|w| w.contains("unusable")));
         assert_eq!(*again.grid, *first.grid);
+        // A value changed to another finite distance (the file's length and header intact):
+        // refused by the checksum, rebuilt to the same grid. The last value's bytes are
+        // 1.5 m, finite and plausible for a grid around a unit tetrahedron.
+        let mut bytes = std::fs::read(&cache).unwrap();
+        let n = bytes.len();
+        bytes[n - 4..].copy_from_slice(&1.5f32.to_le_bytes());
+        std::fs::write(&cache, bytes).unwrap();
+        let damaged = load_mesh_collider(&spec(path.clone())).unwrap();
+        assert!(!damaged.cached && damaged.warnings.iter().any(|w| w.contains("checksum")), "{:?}", damaged.warnings);
+        assert_eq!(*damaged.grid, *first.grid);
         // No temporary files are left behind.
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -222,6 +222,11 @@ fn degenerate_sizes_are_rejected_at_load() {
         "[[rope]]\nstart = [0.0, 1.0, 0.0]\nend = [1e30, 1.0, 0.0]\nparticles = 10\n",
     ] {
         let e = err(text);
+        // A spacing too small for the particles' masses is named as the spacing (it was
+        // "particle 0: mass 0 kg").
+        if text.contains("1e-30") {
+            assert!(e.contains("spacing: 1e-30 m at an areal density of") && e.contains("particle_mass"), "{e}");
+        }
         assert!(
             e.contains("particle")
                 || e.contains("constraint")

@@ -660,9 +660,11 @@ fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
 }
 
-/// A strain as a percentage.
+/// A strain as a percentage: two decimals, or three significant digits in scientific notation
+/// from 10⁶ % on (a blown-up run's strain of 10⁹ would otherwise print as a dozen digits).
 fn percent(v: f32) -> String {
-    format!("{:.2} %", 100.0 * v)
+    let p = 100.0 * v;
+    if p.abs() >= 1e6 { format!("{p:.2e} %") } else { format!("{p:.2} %") }
 }
 
 /// A percentage, or "none" for NaN.
@@ -996,6 +998,16 @@ impl ConvergenceMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Strains print with two decimals up to 10⁶ %, in scientific notation beyond (a blown-up
+    /// strain of 7.5e9 was printed as "749999616000.00 %").
+    #[test]
+    fn huge_strains_print_in_scientific_notation() {
+        assert_eq!(percent(0.0123), "1.23 %");
+        assert_eq!(percent(9_999.0), "999900.00 %");
+        assert_eq!(percent(7.5e9), "7.50e11 %");
+        assert_eq!(maybe(f32::NAN), "none");
+    }
 
     /// A body's warning names the frames it tore while its residual was over the tolerance,
     /// and only those: a tear in a frame the solve had converged is not named, nor a body that

@@ -120,8 +120,29 @@ impl ClothGrid {
             return Err(ModelError::invalid(format!("{ctx}: rotation"), "must be a finite unit quaternion"));
         }
         validate_cloth_material(&ctx, &self.material)?;
-        if let Some(m) = self.particle_mass {
-            error::positive(&ctx, "particle mass (kg)", m)?;
+        match self.particle_mass {
+            Some(m) => error::positive(&ctx, "particle mass (kg)", m)?,
+            None => {
+                // The particles' masses come from the spacing: a corner's is ρh²/4, an inner
+                // one's ρh². Where they leave f32's normal range (the model refuses them), say
+                // so by the spacing and the density that made them, not by a particle's mass.
+                let cell = self.material.areal_density * self.spacing * self.spacing;
+                let usable = |m: f32| m.is_normal() && (1.0 / m).is_normal();
+                if !(usable(0.25 * cell) && usable(cell)) {
+                    return Err(ModelError::invalid(
+                        format!("{ctx}: spacing"),
+                        format!(
+                            "{:e} m at an areal density of {:e} kg/m² gives particles of {:e} to {:e} kg, \
+                             beyond what f32 arithmetic holds (about 1e-38 to 1e38 kg); change the spacing \
+                             or the density, or give particle_mass",
+                            self.spacing,
+                            self.material.areal_density,
+                            0.25 * cell,
+                            cell
+                        ),
+                    ));
+                }
+            }
         }
         if self.spring_stiffness.is_some() && self.material.tear_energy.is_finite() {
             return Err(ModelError::invalid(
