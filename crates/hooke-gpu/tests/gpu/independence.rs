@@ -75,7 +75,7 @@ fn drop(substeps: u32, iterations: u32, method: Method) -> f32 {
 
 /// [`drop`], with the segments solved by `sweep`.
 fn drop_with(substeps: u32, iterations: u32, method: Method, sweep: Sweep) -> f32 {
-    let ctx = common::gpu().expect("checked by the caller");
+    let ctx = crate::device().expect("checked by the caller");
     let (model, control) = rope();
     let mut s = XpbdSettings {
         substeps,

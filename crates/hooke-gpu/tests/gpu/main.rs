@@ -20,6 +20,22 @@ use std::time::Instant;
 #[path = "../common/mod.rs"]
 #[macro_use]
 mod common;
+/// The shared device, lavapipe without its worker threads: this binary's dispatches are small
+/// (`common::gpu_without_lavapipe_threads`).
+fn device() -> Option<Arc<GpuContext>> {
+    common::gpu_without_lavapipe_threads()
+}
+
+/// `common`'s macro, through [`device`].
+macro_rules! gpu_or_skip {
+    () => {
+        match crate::device() {
+            Some(g) => g,
+            None => return,
+        }
+    };
+}
+
 // The engine's own test scenes (hanging cloth, …), shared rather than copied.
 #[path = "../../../hooke/tests/common/mod.rs"]
 mod scenes;

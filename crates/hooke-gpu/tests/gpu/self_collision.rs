@@ -435,7 +435,7 @@ proptest::proptest! {
         r in proptest::prop_oneof![proptest::strategy::Just(0.05f32), proptest::strategy::Just(0.125f32), 0.02f32..0.25],
         points in proptest::collection::vec((coordinate(0.1), coordinate(0.25), coordinate(0.25)), 2..160),
     ) {
-        let Some(ctx) = common::gpu() else { return Ok(()) };
+        let Some(ctx) = crate::device() else { return Ok(()) };
         // The cells are one contact distance 2r wide: snap a third of the points to them too.
         let points: Vec<Vec3> = points
             .iter()
