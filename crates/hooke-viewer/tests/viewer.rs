@@ -19,8 +19,27 @@ fn viewer(backend: Backend) -> Option<Harness<'static, ViewerApp>> {
     viewer_of(default_scene(), backend)
 }
 
+/// Runs lavapipe's work on the thread that submits it (`LP_NUM_THREADS=0`, Mesa's documented
+/// switch; it concerns only llvmpipe and lavapipe) unless the variable is set: the viewer's
+/// headless frames are small, and llvmpipe's pool of worker threads costs more to wake than
+/// their work (this binary 93–101 s against 121–128 s with the pool on this 2-core machine, 2026-12-07; see
+/// `hooke-gpu/tests/common`'s `gpu_without_lavapipe_threads`). Called before every device
+/// this binary makes.
+fn lavapipe_without_threads() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        if std::env::var_os("LP_NUM_THREADS").is_none() {
+            // SAFETY: every test passes through this `Once` before it makes a device (which
+            // loads Mesa and starts its threads), and the other test threads read the
+            // environment through std, whose lock `set_var` takes too.
+            unsafe { std::env::set_var("LP_NUM_THREADS", "0") };
+        }
+    });
+}
+
 /// A harness with the viewer of `scene` on `backend`, or `None` as [`viewer`].
 fn viewer_of(scene: hooke_io::scene::Scene, backend: Backend) -> Option<Harness<'static, ViewerApp>> {
+    lavapipe_without_threads();
     if hooke_gpu::GpuContext::new().is_err() {
         assert!(
             std::env::var("HOOKE_REQUIRE_GPU").is_ok_and(|v| v != "1") || std::env::var("HOOKE_REQUIRE_GPU").is_err(),
@@ -203,6 +222,7 @@ fn a_scripted_drag_pulls_the_picked_particle_to_the_pointer() {
 #[test]
 fn every_demo_opens_and_plays_120_frames() {
     for demo in hooke_viewer::Demo::ALL {
+        lavapipe_without_threads();
         if hooke_gpu::GpuContext::new().is_err() {
             return;
         }
