@@ -551,9 +551,10 @@ impl Model {
         let bad_alpha = |alpha: f32| !alpha.is_finite() || (alpha != 0.0 && !alpha.is_normal());
         let from = |faulty: Option<usize>, len: usize| faulty.unwrap_or(len);
         let first_particle = from(
-            self.particle_position.par_iter().zip(&self.particle_mass).position_first(|(x, &m)| {
-                !x.is_finite() || x.abs().max_element() > 1e9 || !(m.is_normal() && m > 0.0 && (1.0 / m).is_normal())
-            }),
+            self.particle_position
+                .par_iter()
+                .zip(&self.particle_mass)
+                .position_first(|(x, &m)| !x.is_finite() || x.abs().max_element() > 1e9 || !mass_is_usable(m)),
             self.particle_position.len(),
         );
         let first_distance = from(
@@ -575,7 +576,7 @@ impl Model {
                     format!("position {x} is not a finite position within 10⁹ m"),
                 ));
             }
-            if !(m.is_normal() && m > 0.0 && (1.0 / m).is_normal()) {
+            if !mass_is_usable(m) {
                 return Err(ModelError::invalid(
                     format!("body {} particle {p}", body_of(p)),
                     format!("mass {m} kg is too small or too large for f32 arithmetic"),
@@ -620,6 +621,12 @@ impl Model {
 
 /// Rejects a compliance α = 1/k that over- or underflowed: ∞ when the stiffness underflowed,
 /// subnormal when it is beyond f32 (and read as 0, rigid, by CPUs that flush subnormals).
+/// Whether a particle mass `m` (kg) is one the model takes: positive, normal in f32, and with
+/// a normal inverse mass w = 1/m.
+pub(crate) fn mass_is_usable(m: f32) -> bool {
+    m.is_normal() && m > 0.0 && (1.0 / m).is_normal()
+}
+
 fn check_compliance(
     alpha: f32,
     stiffness: &dyn std::fmt::Display,

@@ -1,7 +1,7 @@
 //! Rectangular cloth grids with structural and shear springs (article §1.1) and bending:
 //! dihedral angles (the default) or bend springs.
 
-use super::builder::Parts;
+use super::builder::{Parts, mass_is_usable};
 use super::constraint::{ConstraintFamily, compliance_from_stiffness as alpha};
 use super::distance::DistanceConstraint;
 use super::material::{Bending, ClothMaterial, ElementStiffness, MassSource};
@@ -127,8 +127,7 @@ impl ClothGrid {
                 // one's ρh². Where they leave f32's normal range (the model refuses them), say
                 // so by the spacing and the density that made them, not by a particle's mass.
                 let cell = self.material.areal_density * self.spacing * self.spacing;
-                let usable = |m: f32| m.is_normal() && (1.0 / m).is_normal();
-                if !(usable(0.25 * cell) && usable(cell)) {
+                if !(mass_is_usable(0.25 * cell) && mass_is_usable(cell)) {
                     return Err(ModelError::invalid(
                         format!("{ctx}: spacing"),
                         format!(
