@@ -13,6 +13,10 @@ use std::sync::Arc;
 /// Most oscillator steps (`--steps`): each method keeps a row per step.
 const MAX_STEPS: usize = 1_000_000;
 
+/// Largest ωΔt (`--dt` × √`--k`) the comparison takes: 16 periods of the oscillator per step,
+/// fifty times forward Euler's and Verlet's stability limit of 2.
+const MAX_OMEGA_DT: f32 = 100.0;
+
 /// Arguments of `hooke compare`.
 #[derive(clap::Args)]
 pub struct CompareArgs {
@@ -95,6 +99,20 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     }
     if !(args.k.is_finite() && args.k > 0.0 && args.k <= 1e30) {
         bail!("--k must be finite, > 0 and at most 1e30 N/m, got {}", args.k);
+    }
+    // Past ωΔt = 100 a step spans 16 periods: no method's curve says anything about the
+    // oscillator (the explicit ones blow up in their first step, the implicit one is at rest
+    // after it), and a huge Δt put the time axis at 1e32 s.
+    let omega_dt = args.k.sqrt() * args.dt;
+    if omega_dt > MAX_OMEGA_DT {
+        bail!(
+            "--dt {} s with --k {} N/m gives ωΔt = √k·Δt = {omega_dt:.4e}, more than {MAX_OMEGA_DT}: a step would \
+             span {:.3e} periods of the oscillator; use --dt at most {:.4e} s for this --k",
+            args.dt,
+            args.k,
+            omega_dt / std::f32::consts::TAU,
+            MAX_OMEGA_DT / args.k.sqrt()
+        );
     }
     if args.steps == 0 || args.steps > MAX_STEPS {
         bail!("--steps must be between 1 and {MAX_STEPS}, got {}", args.steps);

@@ -551,10 +551,15 @@ fn compare_integrators_writes_csv_and_png() {
     assert!(line.contains("stopped after t = 5.000 s") && line.contains("blew up"), "{t}");
     // Bad values are refused, naming the flag, before anything is written: a step below the
     // solvers' 1 ns floor (every method would refuse its first step and leave empty series),
-    // a stiffness of zero, no steps.
-    for (flag, value, says) in
-        [("--dt", "1e-10", "at least 1e-9 s"), ("--k", "0", "--k must"), ("--steps", "0", "--steps must")]
-    {
+    // a step of more than 16 periods (ωΔt > 100 at the default k = 10 N/m: 1e30 s ran and
+    // plotted a time axis of 1e32 s), a stiffness of zero, no steps.
+    for (flag, value, says) in [
+        ("--dt", "1e-10", "at least 1e-9 s"),
+        ("--dt", "1e30", "ωΔt = √k·Δt = 3.1623e30, more than 100"),
+        ("--dt", "31.7", "use --dt at most 3.1623e1 s"),
+        ("--k", "0", "--k must"),
+        ("--steps", "0", "--steps must"),
+    ] {
         let o = hooke(&["compare", "integrators", "--out", "cmp3", flag, value], tmp.path());
         let t = text(&o);
         assert!(!o.status.success() && t.contains(flag) && t.contains(says), "{flag} {value}: {t}");

@@ -730,7 +730,10 @@ pub struct Record {
     /// FNV-1a (64-bit, hex) of the scene file's bytes when the sample was made.
     #[serde(default)]
     pub scene_digest: Option<String>,
-    /// The keys it changes (dotted) and their values.
+    /// The keys it changes and their values, as the manifest writes them: dotted keys
+    /// (`"solver.substeps": 4`) or tables of keys (`"solver": {"substeps": 4}`), which are not
+    /// rewritten as dotted keys because the two differ where a table replaces an array element
+    /// (`"collider.0": {...}` is a whole new collider, its dotted keys would change the old one).
     pub set: serde_json::Map<String, serde_json::Value>,
     /// `ok` or `failed`.
     pub status: Status,
