@@ -127,6 +127,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     );
     anyhow::ensure!(args.warmup <= MAX_FRAMES, "--warmup must be at most {MAX_FRAMES}, got {}", args.warmup);
     let draw = args.draw.as_deref().map(picture_size).transpose()?;
+    // The scene file's own range for `solver.substeps` (0 was taken, and the step check then
+    // spoke of a substep of inf s).
+    if let Some(s) = args.substeps {
+        anyhow::ensure!((1..=100_000).contains(&s), "--substeps must be between 1 and 100000, got {s}");
+    }
     anyhow::ensure!(args.samples == 1 || args.samples == 4, "--samples must be 1 or 4, got {}", args.samples);
     anyhow::ensure!(
         draw.is_none() || args.backend == crate::Backend::Gpu,

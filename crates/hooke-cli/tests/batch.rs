@@ -507,6 +507,27 @@ fn a_dataset_is_checked_against_its_manifest_and_scene_files() {
     let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(index(&tmp.path().join("data")).len(), 4);
+    // A record edited to list a file outside its folder, or no cache for a sample that passed:
+    // refused (the index listed /etc/passwd as the sample's cache). Sample 2 passed (sample 0 blows up).
+    let record = samples.join("000002/sample.json");
+    let kept = std::fs::read_to_string(&record).unwrap();
+    let outside = std::env::current_exe().unwrap();
+    let size = std::fs::metadata(&outside).unwrap().len();
+    for (files, says) in [
+        (serde_json::json!([outside.to_str().unwrap()]), "which is not a file in samples/000002"),
+        (serde_json::json!(["samples/000002/../../../x.usda"]), "which is not a file in samples/000002"),
+        (serde_json::json!([]), "no cache file for a sample that passed"),
+    ] {
+        let mut r: serde_json::Value = serde_json::from_str(&kept).unwrap();
+        let n = files.as_array().unwrap().len();
+        r["files"] = files;
+        let diagnostics = r["bytes"].as_array().unwrap().last().cloned().unwrap();
+        r["bytes"] = serde_json::Value::Array([vec![serde_json::json!(size); n], vec![diagnostics]].concat());
+        std::fs::write(&record, r.to_string()).unwrap();
+        let o = hooke(&["batch", "batch.toml", "--index-only"], tmp.path());
+        assert!(!o.status.success() && text(&o).contains(says), "{r}: {}", text(&o));
+    }
+    std::fs::write(&record, kept).unwrap();
     // A manifest that is not the dataset's: refused, naming the sample.
     std::fs::write(tmp.path().join("other.toml"), "[[sample]]\nscene = \"scenes/pendulum.toml\"\n").unwrap();
     let o = hooke(&["batch", "other.toml", "--out", "data", "--index-only"], tmp.path());

@@ -102,6 +102,18 @@ pub fn load_mesh_collider(spec: &MeshColliderSpec) -> Result<LoadedMeshCollider,
     // are shared and it reads as closed.
     let tolerance = crate::mesh::default_weld_tolerance(&obj.positions);
     let (positions, triangles) = crate::mesh::weld_positions(&obj.positions, &obj.triangles, tolerance);
+    // The mesh's size after its scale, within a cloth mesh's range: a scale of 1e30 made a grid
+    // of cells of 1e28 m whose distances read 0 inside the mesh, and one of 1e-30 a collider no
+    // particle can resolve.
+    let (lo, hi) = positions.iter().fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
+    let size = (hi - lo).max_element() * spec.scale;
+    // (No vertices, or all at one point: the mesh's own checks name it.)
+    if size > 0.0 && !(1e-6..=1e9).contains(&size) {
+        return Err(format!(
+            "{file} (scale = {}): the mesh spans {size:e} m; a mesh collider must span between 1e-6 m and 1e9 m",
+            spec.scale
+        ));
+    }
     let placed: Vec<Vec3> = positions.iter().map(|&p| spec.translation + spec.rotation * (p * spec.scale)).collect();
     let start = Instant::now();
     let (mesh, repairs) = ColliderMesh::new(&placed, &triangles, spec.sign).map_err(|e| format!("{file}: {e}"))?;
@@ -303,6 +315,25 @@ mod tests {
             margin: None,
             bounds: None,
             sign: SignMethod::PseudoNormals,
+        }
+    }
+
+    /// A scale that puts the mesh outside 1 µm – 10⁶ km is refused, naming the file, the scale
+    /// and the size (1e30 built a grid of 1e28 m cells whose distances read 0 inside the mesh).
+    #[test]
+    fn a_scale_beyond_a_meshs_range_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tetra.obj");
+        std::fs::write(&path, TETRA).unwrap();
+        for (scale, size) in [(1e30f32, "1e30 m"), (1e-30, "1e-30 m")] {
+            let e = load_mesh_collider(&MeshColliderSpec { scale, ..spec(path.clone()) }).err().unwrap();
+            assert!(
+                e.contains("tetra.obj (scale = ") && e.contains(&format!("the mesh spans {size}; a mesh collider")),
+                "{e}"
+            );
+        }
+        for scale in [1e-5f32, 1e8] {
+            assert!(load_mesh_collider(&MeshColliderSpec { scale, ..spec(path.clone()) }).is_ok(), "{scale}");
         }
     }
 

@@ -147,6 +147,25 @@ fn usda_reader_refuses_bad_files() {
         good.replacen(fps, "    framesPerSecond = 1e39", 1),
         "framesPerSecond 1e39 is not a finite number in f32",
     );
+    // A third helper's (2026-12-07), each drawn before with exit 0: fewer face counts than
+    // triangles, a frame missing between the time codes, and layer metadata that changes what
+    // the points mean.
+    case("faces", good.replacen("faceVertexCounts = [3, ", "faceVertexCounts = [", 1), "faces, faceVertexIndices");
+    let skipped = good.replace("            1: [", "            1.5: [");
+    case("skipped", skipped, "time code 1.5 follows 0: a hooke cache has a sample every frame");
+    let codes = good.lines().find(|l| l.trim_start().starts_with("timeCodesPerSecond =")).unwrap();
+    case(
+        "codes",
+        good.replacen(codes, "    timeCodesPerSecond = -60", 1),
+        "timeCodesPerSecond \"-60\" is not a number",
+    );
+    case(
+        "rate",
+        good.replacen(codes, "    timeCodesPerSecond = 7", 1),
+        "timeCodesPerSecond 7 differs from framesPerSecond",
+    );
+    case("units", good.replacen("metersPerUnit = 1", "metersPerUnit = 0", 1), "metersPerUnit 0 (");
+    case("axis", good.replacen("upAxis = \"Y\"", "upAxis = \"Q\"", 1), "upAxis \"Q\" (");
 }
 
 /// A cache whose topology changes (a cloth that tore or was cut, in the writer's layout: face
@@ -181,13 +200,20 @@ fn usda_reader_reads_a_topology_that_changes() {
     case("late_start", "0: [0, 1, 2, 2, 1, 3]", "1: [0, 1, 2, 2, 1, 3]", "its topology starts at time 1");
     case("order", "2: [0, 1, 2, 4, 1, 3]", "0: [0, 1, 2, 4, 1, 3]", "topology time code 0 does not follow 0");
     case("quads", "2: [3, 3]", "2: [4, 3]", "other than triangles");
-    // Points gained with no new faces (the topology sample moved past them).
+    // Face counts and indices sampled at other times.
     case(
-        "no_faces",
+        "counts_time",
         "2: [0, 1, 2, 4, 1, 3]",
         "3: [0, 1, 2, 4, 1, 3]",
-        "5 points at time 2, 4 at time 1, with no new faces",
+        "faceVertexCounts (time, faces) [(0.0, 2), (2.0, 2)] do not match those of faceVertexIndices [(0.0, 2), (3.0, 2)]",
     );
+    // Points gained with no new faces (the topology samples moved past them).
+    let path = tmp.path().join("no_faces.usda");
+    let moved =
+        text.replacen("2: [3, 3]", "3: [3, 3]", 1).replacen("2: [0, 1, 2, 4, 1, 3]", "3: [0, 1, 2, 4, 1, 3]", 1);
+    std::fs::write(&path, moved).unwrap();
+    let e = read_usda(&path).unwrap_err().to_string();
+    assert!(e.contains("no_faces.usda") && e.contains("5 points at time 2, 4 at time 1, with no new faces"), "{e}");
 }
 
 #[test]

@@ -1068,6 +1068,40 @@ fn more_bad_input_is_named_by_key() {
     let cut = format!("{GRID}[[cut]]\ntime = 0.1\npoints = [[0.0, 0.7, 0.0], [0.0, 0.7, 0.0]]\n");
     let e = err(&cut);
     assert!(e.contains("cut[0]: the points are all one point, so the blade has no length"), "{e}");
+    // A third helper's (2026-12-07): a damping time of 1e30 s loaded and ran, its residuals
+    // printed as 1e30 %; a TOML error in a file of one 50 MB line echoed the line whole.
+    let damped = |tau: &str| format!("[materials.m]\ndamping = {tau}\n{GRID}material = \"m\"\n");
+    let e = err(&damped("1e30"));
+    assert!(e.contains("damping (s)") && e.contains("1e30 s is longer than 1e3 s"), "{e}");
+    assert!(parse(&damped("1e3")).is_ok());
+    let e = err(&format!("{}\n", "x".repeat(100_000)));
+    assert!(e.len() < 300 && e.contains("TOML parse error at line 1, column"), "{}", &e[..e.len().min(400)]);
+    assert!(e.contains("(a line of 100000 characters, not shown)"), "{e}");
+    // A wind faster than sound (10⁴ m/s stretched a cloth by 600 % and the run exited 0),
+    // alone or at its gust's peak.
+    let e = err(&format!("wind = [1e4, 0.0, 0.0]\n[air]\n{GRID}"));
+    assert!(e.contains("wind: [10000, 0, 0] m/s (1.0000e4 m/s) is faster than sound in air (343 m/s)"), "{e}");
+    assert!(parse(&format!("wind = [340.0, 0.0, 0.0]\n[air]\n{GRID}")).is_ok());
+    let gust = "gust = { amplitude = [100.0, 0.0, 0.0], period = 1.0 }\n";
+    let e = err(&format!("wind = [300.0, 0.0, 0.0]\n{gust}[air]\n{GRID}"));
+    assert!(e.contains("gust.amplitude with the wind: [400, 0, 0] m/s") && e.contains("faster than sound"), "{e}");
+    assert!(parse(&format!("wind = [200.0, 0.0, 0.0]\n{gust}[air]\n{GRID}")).is_ok());
+    // A cloth that starts inside a collider is thrown out of it in the first substep (from
+    // 0.6 J to 3 700 J): a warning names both; one that starts clear of it has none.
+    let ball = |y: f32| {
+        format!("{GRID}[[collider]]\nname = \"ball\"\nshape = \"sphere\"\nradius = 0.5\ncenter = [0.0, {y:?}, 0.0]\n")
+    };
+    let s = parse(&ball(0.0)).unwrap();
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("cloth \"cloth0\": 16 of its 16 particles start inside collider \"ball\"")),
+        "{:?}",
+        s.warnings
+    );
+    assert!(parse(&ball(-1.0)).unwrap().warnings.is_empty());
+    let e = err(&format!("{GRID}x\n"));
+    assert!(e.contains("5 | x\n  |  ^"), "a short line is still shown with its caret: {e}");
 }
 
 /// The derived blow-up speed counts a tearing cloth's recoil at most at the blow-up strain

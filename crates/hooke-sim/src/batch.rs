@@ -201,7 +201,7 @@ pub fn load_scene(path: &Path, set: &toml::Table, memory_limit: u64) -> Result<S
 pub fn scene_table(path: &Path, set: &toml::Table) -> Result<(String, toml::Table), String> {
     let text = hooke_io::scene::read_text(path).map_err(|e| e.to_string())?;
     let mut table: toml::Table =
-        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim_end()))?;
+        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), hooke_io::scene::toml_error(&text, &e)))?;
     // Two keys of which one holds the other ("solver" and "solver.frames") would be applied in
     // an order the manifest does not show: refused.
     // (Each key's dotted prefixes looked up: linear in the keys' length, where comparing every
@@ -511,7 +511,7 @@ impl Manifest {
             }
             (out, format, quality) = (None, None, Quality::default());
         } else {
-            let m: ManifestFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+            let m: ManifestFile = toml::from_str(text).map_err(|e| err(hooke_io::scene::toml_error(text, &e)))?;
             if m.sample.len() > MAX_SAMPLES {
                 return Err(err(format!("more than {MAX_SAMPLES} samples")));
             }
@@ -828,6 +828,24 @@ fn check_files(out: &Path, r: &Record, at: &Path) -> Result<(), BatchError> {
             at.display()
         ))
     };
+    // Every file inside the sample's own folder: a record edited to list a file elsewhere
+    // (`../../etc/passwd`) is not the sample's cache, and an index would list it as one.
+    let folder = format!("samples/{}", at.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    if r.dir != folder {
+        return Err(incomplete(format!("the folder {:?}, not its own {folder:?}", r.dir)));
+    }
+    let inside = |f: &String| {
+        let p = Path::new(f);
+        p.starts_with(&folder)
+            && p != Path::new(&folder)
+            && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
+    if let Some(outside) = r.files.iter().chain(&r.diagnostics).find(|f| !inside(f)) {
+        return Err(incomplete(format!("{outside:?}, which is not a file in {folder}")));
+    }
+    if r.status == Status::Ok && r.files.is_empty() {
+        return Err(incomplete("no cache file for a sample that passed".to_string()));
+    }
     if let Some(missing) = r.files.iter().chain(&r.diagnostics).find(|f| !out.join(f).is_file()) {
         return Err(incomplete(format!("{missing}, which is missing")));
     }

@@ -67,6 +67,28 @@ pub(crate) fn collider_size(context: &str, field: &str, value: f32) -> Result<()
     }
 }
 
+/// Longest damping time τ = k_d/k a material takes (s): the relative motion of a spring's ends
+/// decays over τ, so a τ of 1 000 s (17 minutes) already leaves a spring's motion undamped
+/// within any frame, and far longer ones only overflow f32 in γ = τ/Δt (a τ of 1e30 s ran, with
+/// residuals of 1e30 %).
+pub(crate) const MAX_DAMPING: f32 = 1.0e3;
+
+/// Checks that a damping time (s) is finite, ≥ 0 and at most [`MAX_DAMPING`].
+pub(crate) fn damping(context: &str, field: &str, value: f32) -> Result<(), ModelError> {
+    non_negative(context, field, value)?;
+    if value <= MAX_DAMPING {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(
+            format!("{context}: {field}"),
+            format!(
+                "{value:e} s is longer than {MAX_DAMPING:e} s: a damping time τ = k_d/k that long damps nothing within \
+                 a frame (and γ = τ/Δt leaves f32's range)"
+            ),
+        ))
+    }
+}
+
 /// Checks that `value` is finite and ≥ 0.
 pub(crate) fn non_negative(context: &str, field: &str, value: f32) -> Result<(), ModelError> {
     if value.is_finite() && value >= 0.0 {

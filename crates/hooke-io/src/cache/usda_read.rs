@@ -85,6 +85,7 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     let file = File::open(path).map_err(|e| io_error(path, e))?;
     let bad = |line: usize, what: String| CacheError::Invalid(format!("{}:{line}: {what}", path.display()));
     let mut fps = None;
+    let mut time_codes_per_second = None;
     let mut prims: Vec<UsdaPrim> = Vec::new();
     // Time codes of the prim being read.
     let mut times: Vec<f64> = Vec::new();
@@ -96,13 +97,42 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     let mut depth = 0usize;
     let (mut start_code, mut end_code) = (None, None);
     let mut close = |current: &mut Option<Read>, times: &mut Vec<f64>, line: usize| -> Result<(), CacheError> {
-        let Some(Read { prim, topology_start }) = current.take() else { return Ok(()) };
+        let Some(Read { prim, topology_start, counts, sampled_counts }) = current.take() else { return Ok(()) };
         if let (Some(start), Some(&first)) = (topology_start, times.first())
             && start > first
         {
             return Err(bad(
                 line,
                 format!("prim {:?}: its topology starts at time {start}, its points at {first}", prim.name),
+            ));
+        }
+        // As many faces in faceVertexCounts as faceVertexIndices has triangles, at every time.
+        let faces: Vec<(f64, usize)> = match topology_start {
+            Some(start) => std::iter::once((start, prim.triangles.as_ref().map_or(0, Vec::len)))
+                .chain(prim.later_triangles.iter().map(|(t, tris)| (*t, tris.len())))
+                .collect(),
+            None => Vec::new(),
+        };
+        let static_faces = prim.triangles.as_ref().filter(|_| topology_start.is_none()).map(Vec::len);
+        if let (Some(counts), Some(faces)) = (counts, static_faces)
+            && counts != faces
+        {
+            return Err(bad(
+                line,
+                format!(
+                    "prim {:?}: faceVertexCounts has {counts} faces, faceVertexIndices {faces} triangles",
+                    prim.name
+                ),
+            ));
+        }
+        if (!sampled_counts.is_empty() || topology_start.is_some()) && sampled_counts != faces {
+            return Err(bad(
+                line,
+                format!(
+                    "prim {:?}: the time samples of faceVertexCounts (time, faces) {sampled_counts:?} do not match \
+                     those of faceVertexIndices {faces:?}",
+                    prim.name
+                ),
             ));
         }
         match &all_times {
@@ -142,6 +172,7 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
                     if values.iter().any(|&c| c != 3) {
                         return Err(bad(n, "faces other than triangles (this reader takes hooke's own caches)".into()));
                     }
+                    prim.sampled_counts.push((time, values.len()));
                     continue;
                 }
                 let triangles = triangles_of(&values).map_err(|what| bad(n, what))?;
@@ -158,7 +189,7 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
                         prim.topology_start = Some(time);
                     }
                 }
-            } else if let (Block::Points, Some(Read { prim, topology_start })) = (what, current.as_mut()) {
+            } else if let (Block::Points, Some(Read { prim, topology_start, .. })) = (what, current.as_mut()) {
                 let (time, rest) = t.split_once(':').ok_or_else(|| bad(n, "a time sample without `time:`".into()))?;
                 let time: f64 =
                     time.trim().parse().map_err(|_| bad(n, format!("time code {time:?} is not a number")))?;
@@ -183,6 +214,26 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
                 return Err(bad(n, format!("framesPerSecond {} is not a finite number in f32", rest.trim())));
             }
             fps = Some(value);
+        } else if let Some(rest) = t.strip_prefix("timeCodesPerSecond =").filter(|_| depth == 0) {
+            // One time code per frame, as the writer has it.
+            let value = rest.trim().parse::<f32>().ok().filter(|v| v.is_finite() && *v > 0.0);
+            time_codes_per_second = Some(value.ok_or_else(|| {
+                bad(n, format!("timeCodesPerSecond {:?} is not a number of time codes > 0 a second", rest.trim()))
+            })?);
+        } else if let Some(rest) = t.strip_prefix("metersPerUnit =").filter(|_| depth == 0) {
+            if rest.trim().parse::<f64>() != Ok(1.0) {
+                return Err(bad(
+                    n,
+                    format!("metersPerUnit {} (this reader takes hooke's own caches, in metres: 1)", rest.trim()),
+                ));
+            }
+        } else if let Some(rest) = t.strip_prefix("upAxis =").filter(|_| depth == 0) {
+            if rest.trim() != "\"Y\"" {
+                return Err(bad(
+                    n,
+                    format!("upAxis {} (this reader takes hooke's own caches, whose up axis is \"Y\")", rest.trim()),
+                ));
+            }
         } else if let (0, Some((key, rest))) = (
             depth,
             t.strip_prefix("startTimeCode =")
@@ -204,6 +255,8 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
             let prim = |triangles| Read {
                 prim: UsdaPrim { name, triangles, later_triangles: Vec::new(), frames: Vec::new() },
                 topology_start: None,
+                counts: None,
+                sampled_counts: Vec::new(),
             };
             current = match type_name {
                 "Mesh" => Some(prim(Some(Vec::new()))),
@@ -220,10 +273,12 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
             } else {
                 Block::Other
             });
-        } else if let (Some(_), Some(rest)) = (current.as_ref(), t.strip_prefix("int[] faceVertexCounts =")) {
-            if parse_ints(rest).map_err(|what| bad(n, what))?.iter().any(|&c| c != 3) {
+        } else if let (Some(read), Some(rest)) = (current.as_mut(), t.strip_prefix("int[] faceVertexCounts =")) {
+            let counts = parse_ints(rest).map_err(|what| bad(n, what))?;
+            if counts.iter().any(|&c| c != 3) {
                 return Err(bad(n, "faces other than triangles (this reader takes hooke's own caches)".into()));
             }
+            read.counts = Some(counts.len());
         } else if let (Some(read), Some(rest)) = (current.as_mut(), t.strip_prefix("int[] faceVertexIndices =")) {
             let indices = parse_ints(rest).map_err(|what| bad(n, what))?;
             read.prim.triangles = Some(triangles_of(&indices).map_err(|what| bad(n, what))?);
@@ -250,6 +305,15 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     }
     if let Some(start) = start_code.filter(|&start| start != first) {
         return Err(file_bad(format!("its points start at time code {first}, the layer's startTimeCode is {start}")));
+    }
+    // One sample a frame, at consecutive whole time codes (codes 0, 1, 1.5, 3 drew four frames).
+    if let Some(k) = (1..times.len()).find(|&k| times[k] != times[k - 1] + 1.0) {
+        return Err(file_bad(format!(
+            "time code {} follows {}: a hooke cache has a sample every frame, at consecutive whole time codes (a \
+             frame missing, or one too many)",
+            times[k],
+            times[k - 1]
+        )));
     }
     for prim in &prims {
         for (f, (points, &time)) in prim.frames.iter().zip(&times).enumerate() {
@@ -279,6 +343,11 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
     if !(fps.is_finite() && fps > 0.0) {
         return Err(file_bad(format!("framesPerSecond {fps} must be positive")));
     }
+    if let Some(codes) = time_codes_per_second.filter(|&codes| codes != fps) {
+        return Err(file_bad(format!(
+            "timeCodesPerSecond {codes} differs from framesPerSecond {fps}: a hooke cache has one time code a frame"
+        )));
+    }
     Ok(UsdaCache { path: path.to_path_buf(), fps, times, prims })
 }
 
@@ -287,6 +356,9 @@ pub fn read_usda(path: impl AsRef<Path>) -> Result<UsdaCache, CacheError> {
 struct Read {
     prim: UsdaPrim,
     topology_start: Option<f64>,
+    /// Faces of its `faceVertexCounts` (`None`: not read), and of each of its time samples.
+    counts: Option<usize>,
+    sampled_counts: Vec<(f64, usize)>,
 }
 
 impl Block {

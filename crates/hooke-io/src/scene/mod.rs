@@ -233,7 +233,7 @@ pub fn parse(
 ) -> Result<Scene, SceneError> {
     let err = |message: String| SceneError { file: file.to_string(), message };
     let table: toml::Table = toml::from_str(text).map_err(|e| {
-        let message = e.to_string().trim_end().to_string();
+        let message = toml_error(text, &e);
         err(match orphan_subtable(text) {
             Some(hint) => format!("{message}\n{hint}"),
             None => message,
@@ -241,8 +241,33 @@ pub fn parse(
     })?;
     check_f32_range(&table).map_err(err)?;
     // Parsed again from the text, not from the table, so that its errors keep their lines.
-    let scene: SceneFile = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+    let scene: SceneFile = toml::from_str(text).map_err(|e| err(toml_error(text, &e)))?;
     build::build(&scene, default_name, base_dir, memory_limit, &Meshes::new()).map_err(err)
+}
+
+/// Longest line of a TOML error's message shown as the parser writes it (the line of the file
+/// with a caret under the place).
+const SHOWN_LINE: usize = 200;
+
+/// The message of TOML's error `e` in parsing `text`: the parser's own (the line, a caret under
+/// the place, what was expected), unless that quotes a line longer than [`SHOWN_LINE`]
+/// characters — a file of one 50 MB line echoed it whole, twice over with the caret's padding —
+/// then the line and column and what was expected, without the quote.
+pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let full = e.to_string().trim_end().to_string();
+    if full.lines().all(|l| l.chars().count() <= SHOWN_LINE) {
+        return full;
+    }
+    let Some(span) = e.span() else { return e.message().trim_end().to_string() };
+    let before = text.get(..span.start.min(text.len())).unwrap_or("");
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before[line_start..].chars().count() + 1;
+    let length = text[line_start..].split('\n').next().map_or(0, |l| l.chars().count());
+    format!(
+        "TOML parse error at line {line}, column {column} (a line of {length} characters, not shown): {}",
+        e.message().trim_end()
+    )
 }
 
 /// A header `[[a.b]]` (or `[a.b]`) before the first `[[a]]` of a text that has `[[a]]`s: TOML

@@ -288,7 +288,7 @@ pub(crate) fn validate_cloth_material(ctx: &str, m: &ClothMaterial) -> Result<()
     error::stiffness(ctx, "shear stiffness", m.shear_stiffness)?;
     error::stiffness(ctx, "bend stiffness", m.bend_stiffness)?;
     error::modulus(ctx, "bending modulus", m.bending_modulus, "N·m")?;
-    error::non_negative(ctx, "damping (s)", m.damping)?;
+    error::damping(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "thickness (m)", m.thickness)?;
     if m.tear_strain.is_nan() || m.tear_strain <= 0.0 {
         return Err(ModelError::invalid(

@@ -170,7 +170,7 @@ pub(crate) fn validate_rope_material(ctx: &str, m: &RopeMaterial) -> Result<(), 
     error::axial_stiffness(ctx, "compression stiffness", m.compression_stiffness)?;
     error::axial_stiffness(ctx, "bend stiffness", m.bend_stiffness)?;
     error::modulus(ctx, "bending modulus", m.bending_modulus, "N·m²")?;
-    error::non_negative(ctx, "damping (s)", m.damping)?;
+    error::damping(ctx, "damping (s)", m.damping)?;
     error::non_negative(ctx, "radius (m)", m.radius)?;
     error::contact(ctx, "radius", m.radius, m.self_collision, m.self_friction)
 }
