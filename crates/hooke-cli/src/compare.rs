@@ -14,7 +14,8 @@ use std::sync::Arc;
 const MAX_STEPS: usize = 1_000_000;
 
 /// Largest ωΔt (`--dt` × √`--k`) the comparison takes: 16 periods of the oscillator per step,
-/// fifty times forward Euler's and Verlet's stability limit of 2.
+/// fifty times the stability limit of symplectic Euler and Verlet (ωΔt = 2; forward Euler's
+/// swing grows at any step).
 const MAX_OMEGA_DT: f32 = 100.0;
 
 /// Arguments of `hooke compare`.
@@ -101,8 +102,8 @@ pub fn compare(args: CompareArgs) -> Result<()> {
         bail!("--k must be finite, > 0 and at most 1e30 N/m, got {}", args.k);
     }
     // Past ωΔt = 100 a step spans 16 periods: no method's curve says anything about the
-    // oscillator (the explicit ones blow up in their first step, the implicit one is at rest
-    // after it), and a huge Δt put the time axis at 1e32 s.
+    // oscillator (the explicit ones blow up within a few steps, the implicit one is nearly at
+    // rest after its first), and a huge Δt put the time axis at 1e32 s.
     let omega_dt = args.k.sqrt() * args.dt;
     if omega_dt > MAX_OMEGA_DT {
         bail!(

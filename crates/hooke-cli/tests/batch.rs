@@ -508,7 +508,8 @@ fn a_dataset_is_checked_against_its_manifest_and_scene_files() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(index(&tmp.path().join("data")).len(), 4);
     // A record edited to list a file outside its folder, or no cache for a sample that passed:
-    // refused (the index listed /etc/passwd as the sample's cache). Sample 2 passed (sample 0 blows up).
+    // refused (the index listed /etc/passwd as the sample's cache). Sample 2 passed (sample 0
+    // blows up).
     let record = samples.join("000002/sample.json");
     let kept = std::fs::read_to_string(&record).unwrap();
     let outside = std::env::current_exe().unwrap();

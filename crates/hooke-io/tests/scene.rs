@@ -1100,6 +1100,15 @@ fn more_bad_input_is_named_by_key() {
         s.warnings
     );
     assert!(parse(&ball(-1.0)).unwrap().warnings.is_empty());
+    // Where its keyframes place it at t = 0, not where its keys alone put it.
+    let keyed =
+        format!("{}keyframes = [{{ time = 0.0, translation = [0.0, 1.0, 0.0] }}, {{ time = 1.0 }}]\n", ball(-1.0));
+    let s = parse(&keyed).unwrap();
+    assert!(
+        s.warnings.iter().any(|w| w.contains("16 of its 16 particles start inside collider \"ball\"")),
+        "{:?}",
+        s.warnings
+    );
     let e = err(&format!("{GRID}x\n"));
     assert!(e.contains("5 | x\n  |  ^"), "a short line is still shown with its caret: {e}");
 }

@@ -67,10 +67,10 @@ pub(crate) fn collider_size(context: &str, field: &str, value: f32) -> Result<()
     }
 }
 
-/// Longest damping time τ = k_d/k a material takes (s): the relative motion of a spring's ends
-/// decays over τ, so a τ of 1 000 s (17 minutes) already leaves a spring's motion undamped
-/// within any frame, and far longer ones only overflow f32 in γ = τ/Δt (a τ of 1e30 s ran, with
-/// residuals of 1e30 %).
+/// Longest damping time τ = k_d/k a material takes (s): a stretched spring with its dashpot
+/// (Kelvin–Voigt) creeps back to its rest length over about τ, so at 1 000 s (17 minutes) the
+/// cloth already holds any change of length like putty, and far longer ones only push
+/// γ = τ/Δt out of f32's useful range (a τ of 1e30 s ran, with residuals of 1e30 %).
 pub(crate) const MAX_DAMPING: f32 = 1.0e3;
 
 /// Checks that a damping time (s) is finite, ≥ 0 and at most [`MAX_DAMPING`].
@@ -82,8 +82,8 @@ pub(crate) fn damping(context: &str, field: &str, value: f32) -> Result<(), Mode
         Err(ModelError::invalid(
             format!("{context}: {field}"),
             format!(
-                "{value:e} s is longer than {MAX_DAMPING:e} s: a damping time τ = k_d/k that long damps nothing within \
-                 a frame (and γ = τ/Δt leaves f32's range)"
+                "{value:e} s is longer than {MAX_DAMPING:e} s: with a damping time τ = k_d/k that long a spring takes \
+                 more than 17 minutes to creep back to its rest length (and γ = τ/Δt leaves f32's useful range)"
             ),
         ))
     }

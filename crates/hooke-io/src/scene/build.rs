@@ -66,15 +66,20 @@ fn gust(wind: Vec3, g: &crate::scene::schema::GustSection, key: &str) -> Result<
 }
 
 /// Warnings for the bodies whose particles start inside a collider of their world (signed
-/// distance below 0 at their rest positions, the collider where it is at t = 0): the collider
-/// pushes them out in the first substep, which throws the body (a cloth started half inside a
-/// sphere went from 0.6 J to 3 700 J in its first frame, stretched by 490 %).
-fn starting_inside(model: &hooke::Model) -> Vec<String> {
-    let (x, pose) = (model.particle_position(), hooke::collision::Pose::IDENTITY);
+/// distance below 0 at their rest positions, the collider placed by its `motion` at t = 0 —
+/// indexed like [`hooke::Model::colliders`], `None` at rest): the collider pushes them out in
+/// the first substep, which throws the body (a cloth started half inside a sphere went from
+/// 0.6 J to 3 700 J in its first frame, stretched by 490 %).
+fn starting_inside(model: &hooke::Model, motion: &[Option<Arc<Motion>>]) -> Vec<String> {
+    let x = model.particle_position();
     let mut out = Vec::new();
     for w in model.worlds() {
         for c in w.colliders.clone() {
             let collider = &model.colliders()[c as usize];
+            let pose = motion
+                .get(c as usize)
+                .and_then(Option::as_ref)
+                .map_or(hooke::collision::Pose::IDENTITY, |m| m.pose_at(0.0));
             for body in &model.bodies()[w.bodies.start as usize..w.bodies.end as usize] {
                 let (inside, deepest) = body
                     .particles
@@ -217,7 +222,7 @@ pub(super) fn build(
             ),
         });
     }
-    warnings.extend(starting_inside(&model));
+    warnings.extend(starting_inside(&model, &collider_motion));
     // The blow-up speed limit: the file's, or one that scales with the scene (the windiest
     // world's air).
     let air = |w: &Vec3, g: &Option<hooke::Gust>| w.length() + g.map_or(0.0, |g| g.amplitude.length());
