@@ -79,11 +79,18 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 4, allow_negative_numbers = true, requires = "draw")]
     samples: u32,
     /// Tear as the scene says (tear strains and energies, scripted cuts) after every timed frame: the state
-    /// is read back each frame (on the GPU too), checked, and torn; the report gives the
-    /// solve's time per frame, the check's, and each tear event's (the torn model made and
-    /// the solver rebuilt on it). Without it a scene's tearing is ignored.
+    /// is read back where a tear may be due (on the GPU, where its own check does not rule one
+    /// out), checked, and torn as a run tears it (a tear found after one frame is taken after
+    /// the next); the report gives the solve's time per frame, the check's, and
+    /// each tear event's (the torn model taken and the solver rebuilt on it). Without it a
+    /// scene's tearing is ignored.
     #[arg(long)]
     tearing: bool,
+    /// With --tearing: make each tear by strain beside the next frame and take it after that
+    /// frame (a scene's `[solver] tear_overlap = true`): on a GPU the host's tear is made while
+    /// the device solves, and the tear takes effect one frame late.
+    #[arg(long, requires = "tearing")]
+    tear_overlap: bool,
     /// Pack this many copies of the scene file into one model of worlds (`hooke batch
     /// --worlds`'s packing) and time a frame of all of them together. Scene files only, not
     /// presets.
@@ -287,7 +294,13 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut stride = 1;
     // With --tearing: the time of each frame's check (read-back and strains) when nothing
     // tore, and of each tear event (check, tear and rebuild), in s.
-    let mut tearing = args.tearing.then(|| hooke_sim::Tearing::for_scene(&scene));
+    let mut tearing = args.tearing.then(|| {
+        let mut t = hooke_sim::Tearing::for_scene(&scene);
+        if args.tear_overlap {
+            t.set_overlap(true);
+        }
+        t
+    });
     let (mut checks, mut events, mut rebuilds) = (Vec::new(), Vec::new(), Vec::new());
     // The wall time of each timed frame that follows a tear (s): it pays for whatever the
     // solver makes lazily for the torn model (the tethers, where the pins are not those the
@@ -299,6 +312,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     // the check and before the tear and left out of the event's time (NaN where the solver
     // has no multipliers): a tear made over the scene's tolerance may be the solve's error.
     let mut tear_residuals: Vec<f32> = Vec::new();
+    // With --tearing: the time of each check that found a tear without taking one (the tear
+    // is taken after the next frame), in s.
+    let mut found: Vec<f64> = Vec::new();
     // Timed frames whose state was read back for the tear check (on the GPU, those its
     // device-side check did not rule out).
     let mut checked = 0usize;
@@ -351,6 +367,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             let elapsed = (t.elapsed() - measuring).as_secs_f64();
             tore_last = tore.is_some();
             match tore {
+                // Found, to be taken after the next frame (`hooke_sim::Tearing`).
+                None if tearing.waiting() => found.push(elapsed),
                 Some(c) => {
                     events.push(elapsed);
                     if !tearing.strained_bodies().is_empty() {
@@ -616,6 +634,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let tear_max = events.iter().copied().fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
     let tearing_json = serde_json::json!({
         "on": args.tearing,
+        "overlap": tearing.as_ref().is_some_and(|t| t.overlap()),
         "events": events.len(),
         "warmup_events": warmup_tears,
         "broken_constraints": tear_broken,
@@ -629,6 +648,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "event_rebuild_ms": rebuilds.iter().map(|t| t * 1e3).collect::<Vec<_>>(),
         "event_rebuild_ms_mean": mean(&rebuilds).map(|t| t * 1e3),
         "frame_after_tear_ms_mean": mean(&after_tear).map(|t| t * 1e3),
+        // Checks that found a tear and took none (it is taken after the next frame).
+        "found_only": found.len(),
+        "found_only_ms_mean": mean(&found).map(|t| t * 1e3),
         "events_over_tolerance": tear_most.map(|_| tear_over),
         "residual_before_events_max": tear_most,
         "particles_end": model.particle_count(),
@@ -661,14 +683,28 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 "\n  GPU timestamps: unavailable (the adapter offers no TIMESTAMP_QUERY); wall-clock figure only".into()
             }
         };
+        let overlap = tearing.as_ref().is_some_and(|t| t.overlap());
         let tear_text = if args.tearing {
             let per_event = match mean(&events) {
                 Some(m) => format!(
-                    "a tear event (check, tear, solver rebuilt) {:.3} ms mean, {:.3} ms max, of which the solver's rebuild (with the tethers' search beside it) {:.3} ms mean; the frame after a tear {} mean",
+                    "a tear event ({}) {:.3} ms mean, {:.3} ms max, of which the solver's rebuild (with the tethers' search beside it) {:.3} ms mean; the frame after a tear {} mean{}",
+                    if overlap {
+                        "--tear-overlap: the torn model found after the frame before taken — made beside this frame on a GPU, at that check on the CPU — the solver rebuilt on it, and the check after it, which may find the next tear and, on the CPU, make it"
+                    } else {
+                        "check, tear, solver rebuilt"
+                    },
                     m * 1e3,
                     events.iter().copied().fold(f64::NAN, f64::max) * 1e3,
                     mean(&rebuilds).unwrap_or(0.0) * 1e3,
-                    mean(&after_tear).map_or("—".to_string(), |t| format!("{:.3} ms", t * 1e3))
+                    mean(&after_tear).map_or("—".to_string(), |t| format!("{:.3} ms", t * 1e3)),
+                    match mean(&found) {
+                        Some(f) => format!(
+                            "; {} found a tear without taking one, {:.3} ms mean",
+                            crate::count(found.len(), "other check", "other checks"),
+                            f * 1e3
+                        ),
+                        None => String::new(),
+                    }
                 ),
                 None if warmup_tears > 0 => format!(
                     "nothing tore in the timed frames: {} in the {} warm-up frames, untimed (--warmup 0 times {})",

@@ -38,6 +38,7 @@ pub fn preset(
         vertex_maps: Vec::new(),
         warnings: Vec::new(),
         residual_tolerance: scene::DEFAULT_RESIDUAL_TOLERANCE,
+        tear_overlap: false,
     }
 }
 

@@ -1225,7 +1225,9 @@ fn a_rope_under_tension_gets_its_substeps_or_a_note() {
 /// edges), 56 frames: it tears (broken constraints and split particles counted in
 /// diagnostics.csv, the first at frame 48); the USD opens in pxr with time-sampled topology —
 /// the point count changes, and at every frame the face indices name existing points and the
-/// UVs are one per point; the GPU run's cache is byte for byte the CPU's (lavapipe); an OBJ
+/// UVs are one per point; the GPU run's cache is byte for byte the CPU's (lavapipe), and with
+/// `[solver] tear_overlap = true` each tear comes one frame later, the two caches again the
+/// same; an OBJ
 /// sequence's frames hold as many vertices as their faces need; PC2 is refused up front with
 /// nothing written.
 #[test]
@@ -1259,6 +1261,31 @@ fn a_tearing_run_writes_a_cache_whose_topology_changes() {
     if o.status.success() {
         let (a, b) = (std::fs::read(&usd).unwrap(), std::fs::read(tmp.path().join("gpu/tear_sheet.usda")).unwrap());
         assert!(a == b, "the GPU's torn cache differs from the CPU's");
+        // With `tear_overlap` (each tear made beside the next frame — on a host thread while the
+        // GPU solves it — and taken after it): the first tear one frame later, at frame 49, and
+        // the GPU's cache again the CPU's byte for byte.
+        let overlapped = tmp.path().join("overlap.toml");
+        std::fs::write(
+            &overlapped,
+            fixed_budget(&source, 20, 8).replace("substeps = 20\n", "substeps = 20\ntear_overlap = true\n"),
+        )
+        .unwrap();
+        let overlapped = overlapped.to_str().unwrap();
+        for backend in ["cpu", "gpu"] {
+            let o = hooke(
+                &["run", overlapped, "--frames", "56", "--backend", backend, "--out", &format!("o{backend}")],
+                tmp.path(),
+            );
+            assert!(o.status.success(), "{}", text(&o));
+        }
+        let csv = std::fs::read_to_string(tmp.path().join("ocpu/diagnostics.csv")).unwrap();
+        let later = column(&csv, "broken_constraints").iter().position(|&b| b > 0.0).expect("nothing tore");
+        assert_eq!(later, first + 1, "the overlapped run's first tear");
+        let (a, b) = (
+            std::fs::read(tmp.path().join("ocpu/tear_sheet.usda")).unwrap(),
+            std::fs::read(tmp.path().join("ogpu/tear_sheet.usda")).unwrap(),
+        );
+        assert!(a == b, "with tear_overlap the GPU's torn cache differs from the CPU's");
     } else {
         assert!(std::env::var_os("HOOKE_REQUIRE_GPU").is_none() && t.contains("adapter"), "{t}");
     }

@@ -1749,6 +1749,11 @@ impl Solver for GpuXpbdSolver {
         result
     }
 
+    /// The frames run on the device; the host only encodes and waits.
+    fn solves_off_host(&self) -> bool {
+        true
+    }
+
     /// From the health record of the last frame, read after it (see the trait's method): the
     /// device tests every distance constraint against the model's lowest breaking strain
     /// less 10⁻⁴ at the end of each frame (`check_tear` in `health.wgsl`).

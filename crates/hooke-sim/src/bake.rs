@@ -404,7 +404,9 @@ impl<'s> Bake<'s> {
                 None
             };
             let rebuilt = tear.is_some();
-            if rebuilt && solved_on {
+            // (A tear whose broken constraints its flaps all made again, at their present
+            // lengths, broke nothing: diagnostics.csv counts 0 for it, and so does the monitor.)
+            if rebuilt && solved_on && tear.is_some_and(|t| t.broken + t.split > 0) {
                 for &k in tearing.strained_bodies() {
                     monitor.tore(k, frame, &solved[k]);
                 }

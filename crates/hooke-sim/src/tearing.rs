@@ -1,13 +1,60 @@
 //! Tearing in a run: after each frame, break what the tear strain or tear energy says is broken
 //! ([`hooke::tearing`]), move the solver onto the torn model and keep the scene's pins on the
 //! particles they were on (and on every copy a pinned particle was split into).
+//!
+//! # One frame in flight (`[solver] tear_overlap`)
+//!
+//! By default a tear by strain found after frame n is taken at once, before frame n + 1. With
+//! overlap on ([`Tearing::set_overlap`], a scene's `[solver] tear_overlap = true`) it is taken
+//! after frame n + 1: the torn model is made from frame n's positions — on a thread of the
+//! host while a device solves frame n + 1 ([`Solver::solves_off_host`]), at once on the CPU
+//! (the frame's solve would share the cores) — and after frame n + 1 the solver is moved onto
+//! it with that frame's state mapped onto it. On a GPU a tear event then costs the frame's
+//! path only the solver's rebuild, not the host's tear. The CPU's and the GPU's runs tear
+//! alike either way (the same frames, the same bits). The price: the constraints that broke
+//! still act in frame n + 1, so a tear takes effect one frame after the strain that makes it,
+//! and where the solve does not converge the strain builds further meanwhile (a 128² sheet at
+//! 20 × 8 peaked at 42 % strain before a tear, against 22 % at once). (Masking the broken
+//! constraints for that frame instead was tried: a constraint that a flap makes again at its
+//! present length — a corner left hanging — then stretched freely in the masked frame, broke
+//! again at once against its new length, and so on: that sheet reached 289 % strain in ten
+//! frames.) Scripted cuts are made at once; a tear found after a run's last frame is not
+//! taken.
 
-use hooke::tearing::{self, Cut};
+use hooke::tearing::{self, Cut, Torn};
 use hooke::{Control, Model, ModelError, Solver, SolverError, State};
 use std::sync::Arc;
 
+/// A tear found after a frame, waiting to be taken after the next.
+#[derive(Debug)]
+struct Pending {
+    /// The solver's model when the tear was found (the tear is of that model).
+    model: Arc<Model>,
+    /// The torn model, being made on a thread or made already.
+    torn: Making,
+    /// The bodies (indices into the model's bodies, increasing) that tear.
+    bodies: Vec<usize>,
+}
+
+#[derive(Debug)]
+enum Making {
+    Beside(std::thread::JoinHandle<Result<Option<Torn>, ModelError>>),
+    Made(Result<Option<Torn>, ModelError>),
+}
+
+impl Making {
+    fn take(self) -> Result<Option<Torn>, ModelError> {
+        match self {
+            Making::Made(torn) => torn,
+            Making::Beside(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        }
+    }
+}
+
 /// A run's tearing: which particle of the scene's model each current particle comes from.
-#[derive(Clone, Debug)]
+/// (A clone does not take a tear that waits for the next frame: the clone finds it again,
+/// by strain, after the next frame.)
+#[derive(Debug)]
 pub struct Tearing {
     /// For each particle of the current model, its particle in the scene's model.
     origin: Vec<u32>,
@@ -23,6 +70,26 @@ pub struct Tearing {
     /// The bodies (indices into the model's bodies) that the last `after_frame` tore by
     /// strain, in increasing order.
     strained: Vec<usize>,
+    /// A tear found after the last frame, to be taken after the next.
+    pending: Option<Pending>,
+    /// Whether a tear by strain is made beside the next frame and taken after it.
+    overlap: bool,
+}
+
+impl Clone for Tearing {
+    fn clone(&self) -> Tearing {
+        Tearing {
+            origin: self.origin.clone(),
+            active: self.active,
+            cuts: self.cuts.clone(),
+            cut: self.cut,
+            torn: self.torn,
+            rebuild: self.rebuild,
+            strained: self.strained.clone(),
+            pending: None,
+            overlap: self.overlap,
+        }
+    }
 }
 
 /// Why a tear could not be taken.
@@ -65,12 +132,26 @@ impl Tearing {
             torn: false,
             rebuild: std::time::Duration::ZERO,
             strained: Vec::new(),
+            pending: None,
+            overlap: false,
         }
     }
 
     /// The tearing of a run of `scene`: its tear strains and energies, and its scripted cuts.
     pub fn for_scene(scene: &hooke_io::scene::Scene) -> Tearing {
-        Tearing { cuts: scene.cuts.clone(), ..Tearing::new(&scene.model) }
+        Tearing { cuts: scene.cuts.clone(), overlap: scene.tear_overlap, ..Tearing::new(&scene.model) }
+    }
+
+    /// Makes each tear by strain beside the next frame and takes it after that frame (`on`),
+    /// or takes it at once (the default); see the [module documentation](self). A tear waiting
+    /// when overlap is turned off is taken after the next frame still.
+    pub fn set_overlap(&mut self, on: bool) {
+        self.overlap = on;
+    }
+
+    /// Whether tears by strain are made beside the next frame ([`Tearing::set_overlap`]).
+    pub fn overlap(&self) -> bool {
+        self.overlap
     }
 
     /// Whether the scene can tear (by strain, or by a scripted cut).
@@ -115,31 +196,40 @@ impl Tearing {
     }
 
     /// Whether [`Tearing::after_frame`] has anything to do after the frame `solver` has just
-    /// stepped: a scripted cut is due by its time, or a cloth tears and the solver cannot rule
-    /// a tear out without its state ([`Solver::tear_check`]: a GPU solver tests every
-    /// constraint on the device at the end of the frame). When `false`, `after_frame` would
-    /// find nothing, and the state need not be read back for it.
+    /// stepped: a tear found after the frame before waits to be taken, a scripted cut is due
+    /// by its time, or a cloth tears and the solver cannot rule a tear out without its state
+    /// ([`Solver::tear_check`]: a GPU solver tests every constraint on the device at the end of
+    /// the frame). When `false`, `after_frame` would find nothing, and the state need not be
+    /// read back for it.
     pub fn due(&self, solver: &dyn Solver) -> bool {
         let cut = self.cuts.get(self.cut).is_some_and(|(time, _)| *time <= solver.time() + 1e-9);
-        cut || (self.active && solver.tear_check() != Some(false))
+        self.pending.is_some() || cut || (self.active && solver.tear_check() != Some(false))
     }
 
-    /// After a frame: tears what the tear strain or tear energy breaks at `state` (the solver's state after
-    /// the frame) and, on a tear, moves `solver` onto the torn model with `state` mapped onto
-    /// it (written back into `state`). Returns what the tear did, if anything tore.
+    /// Whether a tear found after the last frame waits to be taken after the next
+    /// (see the [module documentation](self)).
+    pub fn waiting(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// After a frame: takes the tear found after the frame before, if one waits; makes the
+    /// scripted cuts due by the state's time; and tears what the tear strain or tear energy
+    /// breaks at `state` (the solver's state after the frame) — with overlap on, after the next
+    /// frame (see the [module documentation](self)). On a tear or cut taken, `solver` is moved
+    /// onto the torn model with `state` mapped onto it (written back into `state`). Returns
+    /// what the tears and cuts taken in this call did, if any.
     ///
     /// # Errors
     /// The model's or the solver's error if the torn model cannot be made or taken.
-    /// Scripted cuts due by the state's time are made first.
     pub fn after_frame(&mut self, solver: &mut dyn Solver, state: &mut State) -> Result<Option<TearCounts>, TearError> {
         self.after_frame_observed(solver, state, &mut |_, _, _| {})
     }
 
-    /// [`Tearing::after_frame`], calling `before_tear` once constraints are found past their
-    /// breaking strain and before they are torn, with the solver as the frame left it (its
-    /// multipliers still those of the frame's last substep, unless a scripted cut due in the
-    /// same frame rebuilt it first), the state, and the bodies that will tear, by index in
-    /// increasing order. Not called when nothing passes its breaking strain, nor for cuts.
+    /// [`Tearing::after_frame`], calling `before_tear` before a tear by strain is taken, with
+    /// the solver as the frame left it (its multipliers still those of the frame's last
+    /// substep), the state, and the bodies that tear, by index in increasing order. Not called when no tear is taken,
+    /// nor for cuts. (With overlap on, a tear is taken at the start of the call after the frame
+    /// that followed the one that found it: `before_tear` sees that later frame's solve.)
     ///
     /// # Errors
     /// As [`Tearing::after_frame`].
@@ -152,6 +242,18 @@ impl Tearing {
         let mut total: Option<TearCounts> = None;
         self.rebuild = std::time::Duration::ZERO;
         self.strained.clear();
+        if let Some(pending) = self.pending.take() {
+            // (A model changed since — a material edit, a reset — drops the tear; its
+            // constraints are found again below if still broken.)
+            if Arc::ptr_eq(solver.model(), &pending.model) {
+                before_tear(solver, state, &pending.bodies);
+                let torn = pending.torn.take()?;
+                if let Some(c) = self.take(solver, state, torn)? {
+                    total = Some(c);
+                    self.strained = pending.bodies;
+                }
+            }
+        }
         while let Some((time, blade)) = self.cuts.get(self.cut).cloned()
             && time <= state.time + 1e-9
         {
@@ -168,14 +270,29 @@ impl Tearing {
             let mut bodies: Vec<usize> = broken.iter().filter_map(|&k| set.body_of(k as usize)).collect();
             bodies.sort_unstable();
             bodies.dedup();
-            if !bodies.is_empty() {
+            if broken.is_empty() {
+                return Ok(total);
+            }
+            if !self.overlap {
                 before_tear(solver, state, &bodies);
+                if let Some(c) = self.apply(solver, state, &model, &broken)? {
+                    let t = total.get_or_insert_default();
+                    (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+                    self.strained.extend(bodies);
+                    self.strained.sort_unstable();
+                    self.strained.dedup();
+                }
+                return Ok(total);
             }
-            if let Some(c) = self.apply(solver, state, &model, &broken)? {
-                let t = total.get_or_insert_default();
-                (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
-                self.strained = bodies;
-            }
+            // Taken after the next frame; made beside it where that frame runs on a device.
+            let positions = state.particle_position.clone();
+            let of = model.clone();
+            let torn = if solver.solves_off_host() {
+                Making::Beside(std::thread::spawn(move || tearing::tear(&of, &positions, &broken)))
+            } else {
+                Making::Made(tearing::tear(&of, &positions, &broken))
+            };
+            self.pending = Some(Pending { model, torn, bodies });
         }
         Ok(total)
     }
@@ -193,7 +310,20 @@ impl Tearing {
     ) -> Result<Option<TearCounts>, TearError> {
         self.rebuild = std::time::Duration::ZERO;
         self.strained.clear();
-        self.cut_now(solver, state, blade)
+        let mut total: Option<TearCounts> = None;
+        // A tear waiting for the next frame is taken first.
+        if let Some(pending) = self.pending.take()
+            && Arc::ptr_eq(solver.model(), &pending.model)
+            && let Some(c) = self.take(solver, state, pending.torn.take()?)?
+        {
+            total = Some(c);
+            self.strained = pending.bodies;
+        }
+        if let Some(c) = self.cut_now(solver, state, blade)? {
+            let t = total.get_or_insert_default();
+            (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+        }
+        Ok(total)
     }
 
     fn cut_now(
@@ -214,7 +344,20 @@ impl Tearing {
         model: &Model,
         broken: &[u32],
     ) -> Result<Option<TearCounts>, TearError> {
-        let Some(torn) = tearing::tear(model, &state.particle_position, broken)? else { return Ok(None) };
+        let torn = tearing::tear(model, &state.particle_position, broken)?;
+        self.take(solver, state, torn)
+    }
+
+    /// Moves `solver` onto `torn` (a tear of its model), with `state` mapped onto it.
+    fn take(
+        &mut self,
+        solver: &mut dyn Solver,
+        state: &mut State,
+        torn: Option<Torn>,
+    ) -> Result<Option<TearCounts>, TearError> {
+        let Some(torn) = torn else { return Ok(None) };
+        // (A tear still waiting was of the model replaced now: dropped.)
+        self.pending = None;
         let next = torn.state(state);
         let start = std::time::Instant::now();
         solver.rebuild_torn(Arc::new(torn.model), &torn.parent, &torn.copied, &next)?;

@@ -378,6 +378,7 @@ pub(super) fn build(
         vertex_maps,
         warnings,
         residual_tolerance: s.residual_tolerance.unwrap_or(DEFAULT_RESIDUAL_TOLERANCE),
+        tear_overlap: s.tear_overlap.unwrap_or(false),
     })
 }
 

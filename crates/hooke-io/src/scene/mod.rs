@@ -89,6 +89,9 @@ pub struct Scene {
     /// before `hooke run` warns, or fails with `--strict` (`[solver] residual_tolerance`,
     /// default [`DEFAULT_RESIDUAL_TOLERANCE`]; see [`hooke::diagnostics`]).
     pub residual_tolerance: f32,
+    /// Whether a tear by strain is made beside the next frame and taken after it
+    /// (`[solver] tear_overlap`, default false; `hooke_sim::Tearing`).
+    pub tear_overlap: bool,
 }
 
 impl Scene {

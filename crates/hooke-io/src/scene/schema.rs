@@ -159,6 +159,10 @@ pub struct SolverSection {
     /// it. Default: derived from the scene's size, gravity, wind and
     /// collider motion (`hooke_io::scene::derived_max_speed`).
     pub max_speed: Option<f32>,
+    /// Make each tear by strain beside the next frame — on a GPU, on a host thread while the
+    /// device solves that frame — and take it after that frame (default false: at once). The
+    /// tear then takes effect one frame after the strain that makes it (`hooke_sim::Tearing`).
+    pub tear_overlap: Option<bool>,
 }
 
 impl Default for SolverSection {
@@ -180,6 +184,7 @@ impl Default for SolverSection {
             frames: default_frames(),
             residual_tolerance: None,
             max_speed: None,
+            tear_overlap: None,
         }
     }
 }

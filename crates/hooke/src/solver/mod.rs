@@ -246,6 +246,13 @@ pub trait Solver: Send {
         check_parent(&model, parent, self.model().particle_count())?;
         self.rebuild(model, state)
     }
+    /// Whether this solver's frames run off the host's cores (on a device), so that work the
+    /// host does while a frame is being solved costs the frame nothing: a run's tearing makes
+    /// a torn model on a thread beside the next frame there, and at once elsewhere. `false`
+    /// (the default) for the CPU solvers.
+    fn solves_off_host(&self) -> bool {
+        false
+    }
     /// The residual of every distance constraint's XPBD equation after the last substep of the
     /// last frame — |C + α̃λ + γΔC|/L₀ and whether the constraint is compliance-dominated,
     /// see [`diagnostics`](crate::diagnostics) — into `out`; returns whether there is one.
