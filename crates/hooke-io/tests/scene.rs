@@ -1133,7 +1133,8 @@ fn an_unreachable_tear_energy_does_not_lift_the_speed_limit() {
 
 /// Keys that are allowed but do nothing warn, naming the key: release_pins_at without pins,
 /// the self-collision speed clamp without self-collision, a grid with neither structural nor
-/// shear constraints, a capsule whose ends coincide, PBD stiffness 0; a pin group with an
+/// shear constraints, a capsule whose ends coincide, PBD stiffness 0, `tear_overlap` where
+/// nothing tears by strain; a pin group with an
 /// empty keyframe list is refused, as one without the key is.
 #[test]
 fn keys_that_do_nothing_warn() {
@@ -1182,6 +1183,15 @@ fn keys_that_do_nothing_warn() {
         "a and b are the same point: the capsule is a sphere",
     );
     warns(&format!("[solver]\nmethod = \"pbd\"\npbd_stiffness = 0.0\n{GRID}"), "solver.pbd_stiffness = 0");
+    // Tears made beside the next frame, in a scene where nothing tears by strain.
+    warns(
+        &format!("[solver]\ntear_overlap = true\n{GRID}"),
+        "solver.tear_overlap: no cloth of the scene has a tear_strain",
+    );
+    let tearing = format!("[solver]\ntear_overlap = true\n[materials.m]\ntear_strain = 0.1\n{GRID}material = \"m\"\n");
+    let s = parse(&tearing).unwrap();
+    assert!(s.tear_overlap && s.warnings.is_empty(), "{:?}", s.warnings);
+    assert!(!parse(GRID).unwrap().tear_overlap, "on by default");
     warns(
         "[[rope]]\nstart = [0.0, 1.0, 0.0]\nend = [1.0, 1.0, 0.0]\nparticles = 5\nrelease_pins_at = 1.0\n",
         "the rope has no pins",

@@ -39,13 +39,13 @@ struct Pending {
 #[derive(Debug)]
 enum Making {
     Beside(std::thread::JoinHandle<Result<Option<Torn>, ModelError>>),
-    Made(Result<Option<Torn>, ModelError>),
+    Made(Box<Result<Option<Torn>, ModelError>>),
 }
 
 impl Making {
     fn take(self) -> Result<Option<Torn>, ModelError> {
         match self {
-            Making::Made(torn) => torn,
+            Making::Made(torn) => *torn,
             Making::Beside(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
         }
     }
@@ -290,7 +290,7 @@ impl Tearing {
             let torn = if solver.solves_off_host() {
                 Making::Beside(std::thread::spawn(move || tearing::tear(&of, &positions, &broken)))
             } else {
-                Making::Made(tearing::tear(&of, &positions, &broken))
+                Making::Made(Box::new(tearing::tear(&of, &positions, &broken)))
             };
             self.pending = Some(Pending { model, torn, bodies });
         }

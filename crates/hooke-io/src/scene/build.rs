@@ -204,6 +204,14 @@ pub(super) fn build(
     }
     let model = Arc::new(b.finalize().map_err(|e| e.to_string())?);
     let kind = |b: &hooke::Body| if b.is_cloth() { "cloth" } else { "rope" };
+    let tears = model.bodies().iter().any(|b| matches!(b.material, hooke::BodyMaterial::Cloth(m) if m.tears()));
+    if s.tear_overlap == Some(true) && !tears {
+        warnings.push(
+            "solver.tear_overlap: no cloth of the scene has a tear_strain or tear_energy, so nothing tears by strain \
+             and the key changes nothing (scripted cuts are made at once)"
+                .to_string(),
+        );
+    }
     for concern in hooke::collision::self_collision::concerns(&model) {
         use hooke::collision::self_collision::SelfCollisionConcern as C;
         warnings.push(match concern {
