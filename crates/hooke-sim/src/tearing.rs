@@ -19,7 +19,9 @@
 //! present length — a corner left hanging — then stretched freely in the masked frame, broke
 //! again at once against its new length, and so on: that sheet reached 289 % strain in ten
 //! frames.) Scripted cuts are made at once; a tear found after a run's last frame is not
-//! taken.
+//! taken; a waiting tear is dropped — and found again by the next check if its constraints
+//! are still past their breaking strain — when the solver's model changes (a material edit, a
+//! reset) or a state no later than the one it was found at is written (a snapshot restored).
 
 use hooke::tearing::{self, Cut, Torn};
 use hooke::{Control, Model, ModelError, Solver, SolverError, State};
@@ -34,6 +36,8 @@ struct Pending {
     torn: Making,
     /// The bodies (indices into the model's bodies, increasing) that tear.
     bodies: Vec<usize>,
+    /// The time (s) of the state it was found at.
+    time: f64,
 }
 
 #[derive(Debug)]
@@ -243,9 +247,10 @@ impl Tearing {
         self.rebuild = std::time::Duration::ZERO;
         self.strained.clear();
         if let Some(pending) = self.pending.take() {
-            // (A model changed since — a material edit, a reset — drops the tear; its
-            // constraints are found again below if still broken.)
-            if Arc::ptr_eq(solver.model(), &pending.model) {
+            // (A model changed since — a material edit, a reset — or a state that is not
+            // later than the one the tear was found at — a snapshot restored, no frame
+            // stepped — drops the tear; its constraints are found again below if still broken.)
+            if Arc::ptr_eq(solver.model(), &pending.model) && state.time > pending.time {
                 before_tear(solver, state, &pending.bodies);
                 let torn = pending.torn.take()?;
                 if let Some(c) = self.take(solver, state, torn)? {
@@ -292,7 +297,7 @@ impl Tearing {
             } else {
                 Making::Made(Box::new(tearing::tear(&of, &positions, &broken)))
             };
-            self.pending = Some(Pending { model, torn, bodies });
+            self.pending = Some(Pending { model, torn, bodies, time: state.time });
         }
         Ok(total)
     }
@@ -314,6 +319,7 @@ impl Tearing {
         // A tear waiting for the next frame is taken first.
         if let Some(pending) = self.pending.take()
             && Arc::ptr_eq(solver.model(), &pending.model)
+            && state.time >= pending.time
             && let Some(c) = self.take(solver, state, pending.torn.take()?)?
         {
             total = Some(c);

@@ -107,3 +107,37 @@ fn an_overlapped_tear_waits_one_frame() {
         assert_ne!(hooke::tearing::strained(&model, &moved), broken, "the test cannot tell");
     }
 }
+
+/// With `tear_overlap`, a tear waiting for the next frame is dropped when the state is written
+/// back to the time it was found at (a viewer's snapshot restored) instead of a frame being
+/// stepped: it is not taken at a state no frame followed, and the check finds it again there.
+#[test]
+fn a_waiting_tear_is_dropped_at_a_restored_state() {
+    let text = format!("[materials.m]\nstretch_stiffness = 1e4\ntear_strain = 0.1\n{SHEET}")
+        .replace("substeps = 10\n", "substeps = 10\ntear_overlap = true\n");
+    let s = scene::parse(&text, "sheet.toml", "sheet", None, 1 << 30).unwrap();
+    let mut tearing = Tearing::for_scene(&s);
+    let mut made = hooke_sim::make_solver(&s, &hooke_sim::SolverOptions::new(hooke_sim::Backend::Cpu)).unwrap();
+    let solver = made.solver.as_mut();
+    let stretched = || {
+        let mut state = hooke::State::from_model(&s.model);
+        for p in state.particle_position.iter_mut() {
+            (p.x, p.z) = (p.x * 1.3, p.z * 1.3);
+        }
+        state
+    };
+    let mut state = stretched();
+    solver.write_state(&state).unwrap();
+    let model = solver.model().clone();
+    assert!(tearing.after_frame(solver, &mut state).unwrap().is_none() && tearing.waiting());
+    // The snapshot restored: the same time, no frame stepped.
+    let mut back = stretched();
+    solver.write_state(&back).unwrap();
+    let again = tearing.after_frame(solver, &mut back).unwrap();
+    assert!(again.is_none(), "a tear taken at the restored state: {again:?}");
+    assert!(Arc::ptr_eq(solver.model(), &model) && tearing.waiting(), "not dropped and found again");
+    // After a frame, the tear found again is taken.
+    solver.step(&hooke::Control::default(), 1.0 / 60.0).unwrap();
+    solver.read_state(&mut back);
+    assert!(tearing.after_frame(solver, &mut back).unwrap().is_some(), "the tear found again was not taken");
+}
