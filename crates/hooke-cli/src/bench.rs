@@ -716,9 +716,14 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             };
             let unconverged = match tear_most {
                 Some(most) if tear_over > 0 => format!(
-                    "; {tear_over} of them by strain after a solve that left more residual strain than the tolerance ({:.2} %; up to {:.2} % away from the pins in the bodies that tore — tears that may be the solve's error, not the material's)",
+                    "; {tear_over} of them by strain after a solve that left more residual strain than the tolerance ({:.2} %; up to {:.2} % away from the pins in the bodies that tore — tears that may be the solve's error, not the material's{})",
                     100.0 * scene.residual_tolerance,
-                    100.0 * most
+                    100.0 * most,
+                    if overlap {
+                        "; with --tear-overlap the solve measured is the frame in flight's, not the one that found the tear"
+                    } else {
+                        ""
+                    }
                 ),
                 Some(most) => {
                     format!(

@@ -1191,7 +1191,7 @@ fn keys_that_do_nothing_warn() {
     let tearing = format!("[solver]\ntear_overlap = true\n[materials.m]\ntear_strain = 0.1\n{GRID}material = \"m\"\n");
     let s = parse(&tearing).unwrap();
     assert!(s.tear_overlap && s.warnings.is_empty(), "{:?}", s.warnings);
-    assert!(!parse(GRID).unwrap().tear_overlap, "on by default");
+    assert!(!parse(GRID).unwrap().tear_overlap, "off by default");
     warns(
         "[[rope]]\nstart = [0.0, 1.0, 0.0]\nend = [1.0, 1.0, 0.0]\nparticles = 5\nrelease_pins_at = 1.0\n",
         "the rope has no pins",

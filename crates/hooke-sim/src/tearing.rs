@@ -231,9 +231,10 @@ impl Tearing {
 
     /// [`Tearing::after_frame`], calling `before_tear` before a tear by strain is taken, with
     /// the solver as the frame left it (its multipliers still those of the frame's last
-    /// substep), the state, and the bodies that tear, by index in increasing order. Not called when no tear is taken,
-    /// nor for cuts. (With overlap on, a tear is taken at the start of the call after the frame
-    /// that followed the one that found it: `before_tear` sees that later frame's solve.)
+    /// substep), the state, and the bodies that tear, by index in increasing order. Not called
+    /// when no tear by strain is to be taken, nor for cuts. (With overlap on, a tear is taken at
+    /// the start of the call after the frame that followed the one that found it: `before_tear`
+    /// sees that later frame's solve, not the one whose strains made the tear.)
     ///
     /// # Errors
     /// As [`Tearing::after_frame`].
@@ -293,7 +294,15 @@ impl Tearing {
             let positions = state.particle_position.clone();
             let of = model.clone();
             let torn = if solver.solves_off_host() {
-                Making::Beside(std::thread::spawn(move || tearing::tear(&of, &positions, &broken)))
+                // (The thread flushes subnormals as its caller does, so that it tears as the
+                // CPU's run does, bit for bit.)
+                let flush = hooke::fp::flushes_subnormals();
+                Making::Beside(std::thread::spawn(move || {
+                    if flush {
+                        hooke::fp::flush_subnormals();
+                    }
+                    tearing::tear(&of, &positions, &broken)
+                }))
             } else {
                 Making::Made(Box::new(tearing::tear(&of, &positions, &broken)))
             };
