@@ -80,8 +80,8 @@ pub struct BenchArgs {
     samples: u32,
     /// Tear as the scene says (tear strains and energies, scripted cuts) after every timed frame: the state
     /// is read back where a tear may be due (on the GPU, where its own check does not rule one
-    /// out), checked, and torn as a run tears it (a tear found after one frame is taken after
-    /// the next); the report gives the solve's time per frame, the check's, and
+    /// out), checked, and torn as a run tears it (with --tear-overlap, a tear found after one
+    /// frame is taken after the next); the report gives the solve's time per frame, the check's, and
     /// each tear event's (the torn model taken and the solver rebuilt on it). Without it a
     /// scene's tearing is ignored.
     #[arg(long)]

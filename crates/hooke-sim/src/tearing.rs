@@ -121,6 +121,12 @@ pub struct TearCounts {
     pub split: u32,
 }
 
+/// Adds `c` to the running `total` of a call.
+fn add(total: &mut Option<TearCounts>, c: TearCounts) {
+    let t = total.get_or_insert_default();
+    (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+}
+
 impl Tearing {
     /// The tearing of a run of `model` (the scene's model, as the solver starts with it).
     pub fn new(model: &Model) -> Tearing {
@@ -229,12 +235,13 @@ impl Tearing {
         self.after_frame_observed(solver, state, &mut |_, _, _| {})
     }
 
-    /// [`Tearing::after_frame`], calling `before_tear` before a tear by strain is taken, with
-    /// the solver as the frame left it (its multipliers still those of the frame's last
-    /// substep), the state, and the bodies that tear, by index in increasing order. Not called
-    /// when no tear by strain is to be taken, nor for cuts. (With overlap on, a tear is taken at
-    /// the start of the call after the frame that followed the one that found it: `before_tear`
-    /// sees that later frame's solve, not the one whose strains made the tear.)
+    /// [`Tearing::after_frame`], calling `before_tear` before a tear by strain is taken, with the
+    /// solver as the frame left it (its multipliers still those of the frame's last substep, unless
+    /// a scripted cut due in the same frame rebuilt it first), the state, and the bodies that tear,
+    /// by index in increasing order. Not called when no tear by strain is to be taken, nor for
+    /// cuts. (With overlap on, a tear is taken at the start of the call after the frame that
+    /// followed the one that found it: `before_tear` sees that later frame's solve, not the one
+    /// whose strains made the tear.)
     ///
     /// # Errors
     /// As [`Tearing::after_frame`].
@@ -244,46 +251,32 @@ impl Tearing {
         state: &mut State,
         before_tear: &mut BeforeTear<'_>,
     ) -> Result<Option<TearCounts>, TearError> {
-        let mut total: Option<TearCounts> = None;
         self.rebuild = std::time::Duration::ZERO;
         self.strained.clear();
-        if let Some(pending) = self.pending.take() {
-            // (A model changed since — a material edit, a reset — or a state that is not
-            // later than the one the tear was found at — a snapshot restored, no frame
-            // stepped — drops the tear; its constraints are found again below if still broken.)
-            if Arc::ptr_eq(solver.model(), &pending.model) && state.time > pending.time {
-                before_tear(solver, state, &pending.bodies);
-                let torn = pending.torn.take()?;
-                if let Some(c) = self.take(solver, state, torn)? {
-                    total = Some(c);
-                    self.strained = pending.bodies;
-                }
-            }
-        }
+        // (A state only later than the one the tear was found at: a frame has been stepped.)
+        let mut total = self.take_waiting(solver, state, true, before_tear)?;
         while let Some((time, blade)) = self.cuts.get(self.cut).cloned()
             && time <= state.time + 1e-9
         {
             self.cut += 1;
             if let Some(c) = self.cut_now(solver, state, &blade)? {
-                let t = total.get_or_insert_default();
-                (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+                add(&mut total, c);
             }
         }
         if self.active {
             let model = solver.model().clone();
             let broken = tearing::strained(&model, &state.particle_position);
+            if broken.is_empty() {
+                return Ok(total);
+            }
             let set = model.distance();
             let mut bodies: Vec<usize> = broken.iter().filter_map(|&k| set.body_of(k as usize)).collect();
             bodies.sort_unstable();
             bodies.dedup();
-            if broken.is_empty() {
-                return Ok(total);
-            }
             if !self.overlap {
                 before_tear(solver, state, &bodies);
                 if let Some(c) = self.apply(solver, state, &model, &broken)? {
-                    let t = total.get_or_insert_default();
-                    (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+                    add(&mut total, c);
                     self.strained.extend(bodies);
                     self.strained.sort_unstable();
                     self.strained.dedup();
@@ -324,21 +317,38 @@ impl Tearing {
     ) -> Result<Option<TearCounts>, TearError> {
         self.rebuild = std::time::Duration::ZERO;
         self.strained.clear();
-        let mut total: Option<TearCounts> = None;
-        // A tear waiting for the next frame is taken first.
-        if let Some(pending) = self.pending.take()
-            && Arc::ptr_eq(solver.model(), &pending.model)
-            && state.time >= pending.time
-            && let Some(c) = self.take(solver, state, pending.torn.take()?)?
-        {
-            total = Some(c);
-            self.strained = pending.bodies;
-        }
+        // A tear waiting for the next frame is taken first (at the state it was found at too:
+        // a cut between frames).
+        let mut total = self.take_waiting(solver, state, false, &mut |_, _, _| {})?;
         if let Some(c) = self.cut_now(solver, state, blade)? {
-            let t = total.get_or_insert_default();
-            (t.broken, t.split) = (t.broken + c.broken, t.split + c.split);
+            add(&mut total, c);
         }
         Ok(total)
+    }
+
+    /// Takes the tear waiting for the next frame, if there is one and it still fits: the
+    /// solver's model is the one it was found on, and `state` is later than the state it was
+    /// found at (`later`) or not earlier. Otherwise it is dropped — a material edit, a reset, a
+    /// snapshot restored — and its constraints are found again by the next check if still
+    /// broken. `before_tear` is called before it is taken.
+    fn take_waiting(
+        &mut self,
+        solver: &mut dyn Solver,
+        state: &mut State,
+        later: bool,
+        before_tear: &mut BeforeTear<'_>,
+    ) -> Result<Option<TearCounts>, TearError> {
+        let Some(pending) = self.pending.take() else { return Ok(None) };
+        let fits = if later { state.time > pending.time } else { state.time >= pending.time };
+        if !Arc::ptr_eq(solver.model(), &pending.model) || !fits {
+            return Ok(None);
+        }
+        before_tear(solver, state, &pending.bodies);
+        let counts = self.take(solver, state, pending.torn.take()?)?;
+        if counts.is_some() {
+            self.strained = pending.bodies;
+        }
+        Ok(counts)
     }
 
     fn cut_now(
