@@ -203,6 +203,13 @@ fn distance_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj:
     if start {
         ul = l0;
     }
+    return distance_update(c, u, ul, u2, len, l0, lam, wsum);
+}
+
+// The XPBD (or PBD) step of `distance_step` along u (‖u‖ = `ul`, ‖u‖² = `u2`), for the pair of
+// length `len` now and `l0` at the start of the substep, with inverse masses summing to `wsum`
+// and the multiplier `lam`.
+fn distance_update(c: Constraint, u: vec3<f32>, ul: f32, u2: f32, len: f32, l0: f32, lam: f32, wsum: f32) -> DistanceStep {
     let cval = len - c.rest_length;
     if P.method == 1u {
         // PBD: Δλ = −s C/(wᵢ + wⱼ), written as t = Δλ/‖u‖.
