@@ -3,8 +3,9 @@
 //
 // Thread p reads the previous iterate (d_in, lambda_in), recomputes the XPBD Δλ of every
 // constraint around it from that iterate — always in the constraint's own i→j orientation and
-// with one function (`blended_step` below: distance.wgsl's update along a direction that goes
-// continuously from the pair at the start of the substep to the pair now as it turns), so that
+// with one function (`blended_step` below: common.wgsl's `distance_update` along a unit
+// direction that goes continuously from the pair at the start of the substep to the pair now as
+// it turns), so that
 // both endpoints compute the same Δλ bit for bit —
 // and writes its new displacement d_out[p] = d_in[p] ± Σ ω wₚ ∇C Δλ. Only the endpoint i of a
 // constraint writes lambda_out[c] = λ + ωΔλ, so every λ is written by exactly one thread.
@@ -35,9 +36,11 @@ const COS2_NOW: f32 = 0.9698463;
 // iterations (and the 128² demo at 20 × 8), which plain Jacobi and Gauss–Seidel held. Here
 // the unit direction is the start one up to a turn of 3° in the substep, the one now from 10°
 // (or past 90°, or where the pair started at one point), and between them their normalised
-// blend, with a smoothstep weight in cos² of the turn. Taking the pair now everywhere also held
-// that cloth but braked a spinning sheet by 8 % in a second; a blend between 15° and 35° kept
-// the sheet's angular momentum but did not hold the cloth (tests/gpu/jacobi.rs).
+// blend, with a smoothstep weight in cos² of the turn. A pair at one point now is skipped (as
+// the sweeps skip it unless it is still aligned with its start to within 25°). Taking the pair
+// now everywhere also held that cloth but braked a spinning sheet by 8 % in a second; a blend
+// between 15° and 35° kept the sheet's angular momentum but did not hold the cloth (measured on
+// the scenes of tests/gpu/jacobi.rs and docs/BENCHMARKS.md, not kept as tests).
 fn blended_step(c: Constraint, pi: vec4<f32>, pj: vec4<f32>, di: vec3<f32>, dj: vec3<f32>, lam: f32) -> DistanceStep {
     let wsum = pi.w + pj.w;
     let x0 = pi.xyz - pj.xyz;

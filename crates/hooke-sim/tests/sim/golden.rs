@@ -33,7 +33,11 @@
 //! Gauss–Seidel hash. Since 2026-12-04 a distance constraint's damping term takes the change of
 //! its length over the substep as its rate instead of the linearised ∇C·Δx (a rigid turn is no
 //! longer damped), which changed every XPBD entry of a scene with damped distance constraints
-//! and not the force-based ones.
+//! and not the force-based ones. Since 2026-12-08 the GPU's Jacobi solve takes each pair along a
+//! unit direction blended from its start direction (turns under 3° in the substep) to its
+//! direction now (from 10°) instead of the sweeps' switch at 25°, which changed the four Jacobi
+//! hashes of the cloth scenes (the rounding of a unit direction, and the folds) and none of the
+//! Gauss–Seidel ones; rope_bridge's rope is not in the Jacobi solve.
 
 use crate::common;
 use hooke::{Solver, State};
@@ -152,11 +156,11 @@ const CPU: [(&str, Option<&str>, usize, u64); 16] = [
 /// Mesa's lavapipe, which rounds as the CPU does: Gauss–Seidel gives the CPU's hash, bit for
 /// bit (asserted below).
 const GPU: [(&str, Option<&str>, usize, u64, u64); 5] = [
-    ("cloth_on_sphere.toml", None, 45, 0x89da3f2588bc8f0a, 0x81b7e7ade816cb5a),
+    ("cloth_on_sphere.toml", None, 45, 0x89da3f2588bc8f0a, 0xc30ca6fd0c8c05fb),
     ("rope_bridge.toml", None, 60, 0x31bac022668c58fe, 0x31bac022668c58fe),
-    ("flag.toml", None, 30, 0xfeb610c8997b86c9, 0xa8878e34db2ad797),
-    ("curtain_box.toml", None, 45, 0x5763c05844be7ada, 0xfbd77ef7a4aee9fe),
-    ("cloth_on_sphere.toml", Some("pbd"), 60, 0x9d2b790e4adcec83, 0xdd3f0585fa20df4c),
+    ("flag.toml", None, 30, 0xfeb610c8997b86c9, 0x62b2111d1c7c7baa),
+    ("curtain_box.toml", None, 45, 0x5763c05844be7ada, 0x1b1b3c71feda11d4),
+    ("cloth_on_sphere.toml", Some("pbd"), 60, 0x9d2b790e4adcec83, 0x66ac3d97b6a932cc),
 ];
 
 #[test]
