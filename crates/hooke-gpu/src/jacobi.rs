@@ -7,7 +7,8 @@
 //! Gauss–Seidel projects the constraints one colour after another, each seeing the corrections
 //! of the colours before it: a cloth grid costs 12 dispatches per iteration. Jacobi instead
 //! computes every constraint's correction from the *same* iterate k and applies them all at
-//! once: for a distance constraint c = (i, j) with C = ‖xᵢ − xⱼ‖ − L₀, n = (xᵢ − xⱼ)/‖xᵢ − xⱼ‖,
+//! once: for a distance constraint c = (i, j) with C = ‖xᵢ − xⱼ‖ − L₀, n its unit direction (see
+//! **Direction** below),
 //! α̃ = α/h², γ = τ/h (XPBD, Macklin, Müller and Chentanez 2016, "XPBD: position-based
 //! simulation of compliant constrained dynamics"),
 //!

@@ -5,8 +5,7 @@
 // constraint around it from that iterate — always in the constraint's own i→j orientation and
 // with one function (`blended_step` below: common.wgsl's `distance_update` along a unit
 // direction that goes continuously from the pair at the start of the substep to the pair now as
-// it turns), so that
-// both endpoints compute the same Δλ bit for bit —
+// it turns), so that both endpoints compute the same Δλ bit for bit —
 // and writes its new displacement d_out[p] = d_in[p] ± Σ ω wₚ ∇C Δλ. Only the endpoint i of a
 // constraint writes lambda_out[c] = λ + ωΔλ, so every λ is written by exactly one thread.
 // `copy_back` copies d_in to d_out (after an odd number of iterations the result is in the
